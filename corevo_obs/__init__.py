@@ -1,0 +1,40 @@
+"""corevo-obs: observability and diagnostics for asyncio services run as many processes.
+
+The public API is this list; everything else is importable but not promised.
+"""
+
+from .blocking import blocking
+from .catalog import CATALOG, MetricSpec
+from .errors import CatalogError, ConfigError, CorevoObsError, MetricsDirError
+from .exposition import MetricsServer, enable_multiprocess, mark_process_dead
+from .identity import worker_name
+from .loop import (
+    LoopHealth,
+    LoopHealthConfig,
+    LoopLagSampler,
+    StallReport,
+    StallWatchdog,
+    install_loop_health,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CATALOG",
+    "CatalogError",
+    "ConfigError",
+    "CorevoObsError",
+    "LoopHealth",
+    "LoopHealthConfig",
+    "LoopLagSampler",
+    "MetricSpec",
+    "MetricsDirError",
+    "MetricsServer",
+    "StallReport",
+    "StallWatchdog",
+    "blocking",
+    "enable_multiprocess",
+    "install_loop_health",
+    "mark_process_dead",
+    "worker_name",
+]

@@ -1,0 +1,1 @@
+"""The ``corevo-obs`` command: one subcommand module per capability."""

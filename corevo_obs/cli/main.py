@@ -1,0 +1,59 @@
+"""Entry point: parse, dispatch, and turn every expected failure into a message + exit code.
+
+Each subcommand lives in its own module under ``corevo_obs.cli`` and exposes
+``register(subparsers)``; it sets ``func(args) -> int`` on its parser. Library code never
+prints or exits: errors arrive here as ``CorevoObsError`` and leave as one clear line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from .. import __version__
+from ..errors import CorevoObsError
+
+COMMAND_MODULES: tuple[str, ...] = (
+    "corevo_obs.cli.catalog_cmd",
+    "corevo_obs.cli.demo_cmd",
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse's exit code 2, with our prefix
+        self.print_usage(sys.stderr)
+        self.exit(2, f"corevo-obs: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="corevo-obs", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--version", action="version", version=f"corevo-obs {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func = getattr(args, "func", None)
+    if func is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return int(func(args) or 0)
+    except CorevoObsError as exc:
+        print(f"corevo-obs: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("corevo-obs: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,32 @@
+"""Task handlers of the demo service, the good and the bad.
+
+``persist_artifact_blocking`` is the article's bug on purpose: a sync HTTP call inside
+``async def``. ``persist_artifact`` is the fix: the same call moved to a thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import urllib.request
+
+
+def _fetch(url: str) -> bytes:
+    with urllib.request.urlopen(url, timeout=30) as resp:
+        return bytes(resp.read())
+
+
+async def persist_artifact_blocking(url: str) -> str:
+    payload = _fetch(url)  # the incident this demo reproduces, on purpose
+    return hashlib.sha256(payload).hexdigest()
+
+
+async def persist_artifact(url: str) -> str:
+    payload = await asyncio.to_thread(_fetch, url)
+    return hashlib.sha256(payload).hexdigest()
+
+
+async def fake_model(latency: float) -> str:
+    """A model with fixed latency: takes model variance out of the picture."""
+    await asyncio.sleep(latency)
+    return "ok"

@@ -1,0 +1,32 @@
+"""One root exception so hosts can catch everything the suite raises in one place.
+
+Library code raises these; only the CLI turns them into messages and exit codes.
+"""
+
+from __future__ import annotations
+
+
+class CorevoObsError(Exception):
+    """Root of every error the suite raises on purpose."""
+
+    exit_code: int = 2
+
+
+class ConfigError(CorevoObsError):
+    """A configuration value is missing or wrong; ``source`` says where it came from."""
+
+    def __init__(self, message: str, *, source: str | None = None) -> None:
+        self.source = source
+        super().__init__(f"{source}: {message}" if source else message)
+
+
+class MetricsDirError(ConfigError):
+    """The multiprocess metrics directory cannot be used (missing, not a dir, unwritable)."""
+
+    def __init__(self, message: str, *, path: str) -> None:
+        self.path = path
+        super().__init__(message, source="PROMETHEUS_MULTIPROC_DIR")
+
+
+class CatalogError(CorevoObsError):
+    """A metric name or label set does not match the catalog."""

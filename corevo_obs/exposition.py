@@ -1,0 +1,145 @@
+"""Expose metrics: single-process or prometheus_client multiprocess mode, served off the loop.
+
+The endpoint runs in its own thread (never on the event loop it watches), so while a loop
+is frozen by blocking I/O a scrape still answers and the heartbeat's age is visible.
+It binds 127.0.0.1 unless told otherwise.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import tempfile
+import threading
+from pathlib import Path
+from typing import Final
+
+from prometheus_client import REGISTRY, CollectorRegistry, multiprocess, start_wsgi_server, values
+
+from .errors import ConfigError, MetricsDirError
+
+MULTIPROC_ENV: Final = "PROMETHEUS_MULTIPROC_DIR"
+DEFAULT_HOST: Final = "127.0.0.1"
+_exit_hook_pid: int | None = None
+
+
+def multiprocess_dir() -> Path | None:
+    """The active multiprocess directory, or None in single-process mode."""
+    raw = os.environ.get(MULTIPROC_ENV) or os.environ.get("prometheus_multiproc_dir")
+    return Path(raw) if raw else None
+
+
+def check_metrics_dir(path: str | os.PathLike[str]) -> Path:
+    """Fail at startup, with a clear message, if ``path`` cannot hold metric files."""
+    p = Path(path)
+    if not p.exists():
+        raise MetricsDirError(f"{p} does not exist; create it before starting workers", path=str(p))
+    if not p.is_dir():
+        raise MetricsDirError(f"{p} is not a directory", path=str(p))
+    try:
+        with tempfile.NamedTemporaryFile(dir=p, prefix=".corevo-probe-"):
+            pass
+    except OSError as exc:
+        raise MetricsDirError(
+            f"{p} is not writable by this process ({exc.strerror})", path=str(p)
+        ) from None
+    return p
+
+
+def enable_multiprocess(path: str | os.PathLike[str] | None = None) -> Path:
+    """Put this process in multiprocess mode, writing to ``path`` or the env directory.
+
+    Call it at worker start, before any metric is created. It validates the directory
+    (raising ``MetricsDirError`` instead of failing later inside a task), and marks the
+    process dead at exit so its live gauges disappear from the exposition.
+    """
+    global _exit_hook_pid
+    if path is None:
+        found = multiprocess_dir()
+        if found is None:
+            raise ConfigError(f"no directory given and ${MULTIPROC_ENV} is not set")
+        path = found
+    p = check_metrics_dir(path)
+    os.environ[MULTIPROC_ENV] = str(p)
+    if values.ValueClass is values.MutexValue:
+        values.ValueClass = values.MultiProcessValue()
+    if _exit_hook_pid != os.getpid():
+        atexit.register(mark_process_dead)
+        _exit_hook_pid = os.getpid()
+    return p
+
+
+def mark_process_dead(pid: int | None = None) -> None:
+    """Remove the live-gauge files of ``pid`` (default: this process)."""
+    mp = multiprocess_dir()
+    if mp is not None and mp.is_dir():
+        multiprocess.mark_process_dead(os.getpid() if pid is None else pid, str(mp))
+
+
+def exposition_registry() -> CollectorRegistry:
+    """The registry to serve: a multiprocess aggregate if enabled, else the default one."""
+    mp = multiprocess_dir()
+    if mp is None:
+        return REGISTRY
+    reg = CollectorRegistry()
+    multiprocess.MultiProcessCollector(reg, path=str(mp))
+    return reg
+
+
+class MetricsServer:
+    """A ``/metrics`` endpoint on its own daemon thread.
+
+    >>> server = MetricsServer(port=0).start()   # doctest: +SKIP
+    >>> server.url                                 # doctest: +SKIP
+    'http://127.0.0.1:41234/metrics'
+    """
+
+    def __init__(
+        self,
+        *,
+        port: int = 0,
+        host: str = DEFAULT_HOST,
+        registry: CollectorRegistry | None = None,
+    ) -> None:
+        self._port = port
+        self._host = host
+        self._registry = registry
+        self._httpd: object | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> MetricsServer:
+        registry = self._registry if self._registry is not None else exposition_registry()
+        try:
+            httpd, thread = start_wsgi_server(self._port, self._host, registry)
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot listen on {self._host}:{self._port} ({exc.strerror})",
+                source="metrics endpoint",
+            ) from None
+        self._httpd, self._thread = httpd, thread
+        return self
+
+    @property
+    def port(self) -> int:
+        if self._httpd is None:
+            raise RuntimeError("server not started")
+        return int(self._httpd.server_port)  # type: ignore[attr-defined]
+
+    @property
+    def url(self) -> str:
+        return f"http://{self._host}:{self.port}/metrics"
+
+    def stop(self) -> None:
+        httpd, self._httpd = self._httpd, None
+        if httpd is not None:
+            httpd.shutdown()  # type: ignore[attr-defined]
+            httpd.server_close()  # type: ignore[attr-defined]
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> MetricsServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,51 @@
+"""Keep instrumentation failures away from the host: count them, log once, go on.
+
+An exporter, Redis or metrics-dir failure must never surface in a user's task. Each
+component logs its first failure at WARNING and later ones at DEBUG, and every failure
+increments ``corevo_instrumentation_errors_total{component}`` when that itself works.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from prometheus_client import CollectorRegistry
+
+log = logging.getLogger("corevo_obs")
+_seen: set[str] = set()
+_lock = threading.Lock()
+
+
+def absorb(
+    component: str,
+    exc: BaseException,
+    *,
+    worker: str = "unknown",
+    registry: CollectorRegistry | None = None,
+) -> None:
+    """Record an instrumentation failure without raising."""
+    with _lock:
+        first = component not in _seen
+        _seen.add(component)
+    level = logging.WARNING if first else logging.DEBUG
+    log.log(
+        level,
+        "corevo-obs %s failed (%s: %s); the host goes on%s",
+        component, type(exc).__name__, exc, "" if first else " (repeat)",
+        extra={"corevo_component": component},
+    )
+    try:
+        from .metrics import child
+
+        child(
+            "corevo_instrumentation_errors_total", registry,
+            worker=worker, component=component,
+        ).inc()
+    except Exception:  # noqa: BLE001 - the counter is best effort by definition
+        pass
+
+
+def reset_for_tests() -> None:
+    with _lock:
+        _seen.clear()
