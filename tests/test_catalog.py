@@ -62,7 +62,7 @@ def test_sample_name_index_covers_histogram_suffixes():
 def test_docs_metric_page_is_generated_from_the_catalog():
     from pathlib import Path
 
-    from corevo_obs.cli.catalog_cmd import render_markdown
+    from corevo_obs.cli.catalog_cmd import render_page
 
     page = (Path(__file__).parent.parent / "docs" / "metrics.md").read_text()
-    assert render_markdown() in page, "docs/metrics.md is stale: corevo-obs catalog"
+    assert page == render_page(), "stale: corevo-obs catalog --output docs/metrics.md"

@@ -12,6 +12,7 @@ from ..catalog import specs
 def register(sub: Any) -> None:
     p = sub.add_parser("catalog", help="print the metric catalog")
     p.add_argument("--format", choices=("markdown", "json"), default="markdown")
+    p.add_argument("--output", metavar="PATH", help="write the docs page (docs/metrics.md)")
     p.set_defaults(func=run)
 
 
@@ -25,7 +26,19 @@ def render_markdown() -> str:
     return "\n".join(rows) + "\n"
 
 
+def render_page() -> str:
+    return (
+        "# Metric catalog\n\nGenerated from `corevo_obs/catalog.py` by "
+        "`corevo-obs catalog --output docs/metrics.md`; a test fails when it is stale.\n\n"
+        + render_markdown()
+    )
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(render_page())
+        return 0
     if args.format == "json":
         data = [
             {
