@@ -15,7 +15,6 @@ import asyncio
 import gc
 import statistics
 import time
-from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry
 
@@ -36,7 +35,6 @@ async def _workload(tasks: int) -> None:
 
 def _round(tasks: int, variant: str) -> float:
     async def main() -> float:
-        extra: Callable[[], object] | None = None
         health = None
         idle = None
         if variant == "instrumented":
@@ -51,11 +49,15 @@ def _round(tasks: int, variant: str) -> float:
             await health.stop()
         if idle is not None:
             idle.cancel()
-        del extra
         return elapsed
 
     gc.collect()
     return asyncio.run(main())
+
+
+def _median_ratio(a: list[float], b: list[float]) -> float:
+    """Median of per-round ratios: robust to the machine drifting between rounds."""
+    return statistics.median(x / y for x, y in zip(a, b, strict=True))
 
 
 def main() -> None:
@@ -71,8 +73,8 @@ def main() -> None:
         for v in order:
             times[v].append(_round(ns.tasks, v))
     med = {v: statistics.median(t) for v, t in times.items()}
-    r_bare = statistics.median(i / b for i, b in zip(times["instrumented"], times["bare"]))
-    r_timer = statistics.median(i / b for i, b in zip(times["instrumented"], times["timer"]))
+    r_bare = _median_ratio(times["instrumented"], times["bare"])
+    r_timer = _median_ratio(times["instrumented"], times["timer"])
     print(f"tasks per round: {ns.tasks} (x3 awaits), rounds: {ns.rounds}")
     for v in variants:
         print(f"  {v:13s} median {med[v] * 1000:8.1f} ms  ({ns.tasks / med[v]:,.0f} tasks/s)")

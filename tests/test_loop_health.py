@@ -169,3 +169,26 @@ def test_bad_config_is_a_clear_error(monkeypatch, registry):
     monkeypatch.delenv("COREVO_LOOP_STALL_THRESHOLD")
     with pytest.raises(ConfigError, match="COREVO_WORKER"):
         asyncio.run(main())
+
+
+def test_one_warning_per_stall_first_line_names_the_project_frame(registry, caplog):
+    async def main():
+        health = install_loop_health(registry=registry, worker="t6", interval=0.01,
+                                     log_interval=60)
+        await asyncio.sleep(0.05)
+        await handler_sleeps(0.25)
+        await asyncio.sleep(0.1)
+        await handler_sleeps(0.25)  # second stall within log_interval: counted, not logged
+        await asyncio.sleep(0.1)
+        await health.stop()
+        return health
+
+    with caplog.at_level("WARNING", logger="corevo_obs.stall"):
+        health = asyncio.run(main())
+    assert len(health.reports) == 2
+    records = [r for r in caplog.records if r.name == "corevo_obs.stall"]
+    assert len(records) == 1
+    first_line = records[0].getMessage().splitlines()[0]
+    line = _line_of(handler_sleeps, "BLOCKING-SLEEP")
+    assert f"test_loop_health.py:{line}:handler_sleeps" in first_line
+    assert records[0].corevo_stall["culprit"]["line"] == line

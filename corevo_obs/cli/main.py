@@ -11,6 +11,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from .. import __version__
 from ..errors import CorevoObsError
@@ -22,7 +23,7 @@ COMMAND_MODULES: tuple[str, ...] = (
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse's exit code 2, with our prefix
+    def error(self, message: str) -> NoReturn:  # argparse's exit code 2, with our prefix
         self.print_usage(sys.stderr)
         self.exit(2, f"corevo-obs: error: {message}\n")
 
