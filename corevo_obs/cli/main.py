@@ -18,6 +18,7 @@ from ..errors import CorevoObsError
 
 COMMAND_MODULES: tuple[str, ...] = (
     "corevo_obs.cli.catalog_cmd",
+    "corevo_obs.cli.dashboards_cmd",
     "corevo_obs.cli.demo_cmd",
 )
 

@@ -1,0 +1,29 @@
+"""Leases and claims: held vs limit, outcomes, ghosts, lost heartbeats, fencing, queue wait."""
+
+from corevo_obs.dashboards.panels import dashboard, gauges, quantiles, rates
+
+dashboard = dashboard(
+    "corevo / leases and claims", "corevo-leases-claims",
+    [
+        ("Leases", [
+            gauges("corevo_lease_held", "corevo_lease_limit", title="leases held vs limit"),
+            rates("corevo_lease_acquire_total", title="acquire by outcome"),
+            rates("corevo_lease_reaped_total", title="ghost holders reaped"),
+            rates("corevo_lease_heartbeat_total", title="heartbeats by outcome (lost!)"),
+            rates("corevo_lease_release_total", title="releases by outcome (noop = double)"),
+            quantiles("corevo_lease_acquire_seconds", title="acquire round trip"),
+            quantiles("corevo_lease_hold_seconds", title="hold time"),
+            gauges("corevo_lease_oldest_heartbeat_age_seconds", title="stalest holder heartbeat"),
+            gauges("corevo_lease_orphaned_holders", title="orphaned holders"),
+        ]),
+        ("Claims", [
+            rates("corevo_claim_total", title="claims by outcome"),
+            rates("corevo_claim_start_total", title="starts by outcome (fenced = stale owner)"),
+            quantiles("corevo_claim_queue_wait_seconds", title="queue wait"),
+            quantiles("corevo_claim_to_start_seconds", title="claimed to started"),
+            rates("corevo_claim_reclaimed_total", title="reclaimed before start"),
+            rates("corevo_job_terminal_total", title="terminal states"),
+            rates("corevo_job_dispatch_path_total", title="local fast path vs queued"),
+        ]),
+    ],
+)

@@ -1,0 +1,23 @@
+"""Task stages: the four intervals of one task side by side, p50/p95/p99 per worker."""
+
+from corevo_obs.dashboards.panels import dashboard, quantiles, rates
+
+STAGES = (
+    "corevo_task_dispatch_seconds",
+    "corevo_task_first_event_seconds",
+    "corevo_task_external_seconds",
+    "corevo_task_total_seconds",
+)
+
+dashboard = dashboard(
+    "corevo / task stages", "corevo-task-stages",
+    [
+        ("Four intervals", [quantiles(name) for name in STAGES]),
+        ("Outcomes", [
+            rates("corevo_task_total_seconds", by=("worker", "outcome"),
+                  title="tasks finished per second by outcome"),
+            rates("corevo_task_mark_errors_total"),
+        ]),
+    ],
+    description="Dispatch high while external is low: work is queued on a busy worker.",
+)

@@ -1,0 +1,80 @@
+"""Dashboards: generated JSON is fresh, and panels and the catalog cover each other."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from corevo_obs.catalog import CATALOG, sample_name_index
+from corevo_obs.dashboards import load_json, panel_queries, render_all
+from corevo_obs.dashboards.promql import concrete, metric_names
+
+ROOT = Path(__file__).resolve().parent.parent
+DASHBOARDS = ROOT / "dashboards"
+
+
+def _all_queries() -> list[tuple[str, str, str]]:
+    return [(path.name, title, expr)
+            for path, board in load_json(DASHBOARDS).items()
+            for title, expr in panel_queries(board)]
+
+
+def test_committed_json_is_fresh() -> None:
+    stale = [str(r.output.name) for r in render_all(DASHBOARDS) if r.stale]
+    assert not stale, f"run `corevo-obs dashboards build`: stale {stale}"
+
+
+def test_every_panel_metric_is_in_the_catalog() -> None:
+    index = sample_name_index()
+    unknown = {(board, title, name) for board, title, expr in _all_queries()
+               for name in metric_names(expr) if name not in index}
+    assert not unknown
+
+
+def test_every_catalog_metric_is_on_some_panel() -> None:
+    index = sample_name_index()
+    charted = {index[n].name for _, _, e in _all_queries() for n in metric_names(e) if n in index}
+    assert set(CATALOG) - charted == set()
+
+
+def test_queries_use_worker_and_job_variables_and_never_avg() -> None:
+    for board, title, expr in _all_queries():
+        assert 'job=~"$job"' in expr, (board, title)
+        assert "avg" not in expr, (board, title)
+        assert "$" not in concrete(expr), (board, title)
+
+
+def test_histogram_quantile_shape() -> None:
+    exprs = [e for _, _, e in _all_queries() if "corevo_event_loop_lag_seconds_bucket" in e]
+    assert ("histogram_quantile(0.99, sum by (le, worker) (rate(corevo_event_loop_lag_seconds"
+            '_bucket{job=~"$job",worker=~"$worker"}[$__rate_interval])))') in exprs
+
+
+def test_metric_names_reader() -> None:
+    expr = ('max by (job, worker) (increase(corevo_claim_start_total{outcome="fenced"}[10m]))'
+            " > 0 and on(job) up == 0 or vector(1) * bogus_metric offset 5m")
+    assert metric_names(expr) == {"corevo_claim_start_total", "up", "bogus_metric"}
+
+
+def test_cli_check_fails_when_stale(tmp_path: Path) -> None:
+    src = tmp_path / "x.dashboard.py"
+    src.write_text((DASHBOARDS / "offload.dashboard.py").read_text())
+    cmd = [sys.executable, "-m", "corevo_obs.cli.main", "dashboards", "build", "--dir",
+           str(tmp_path)]
+    assert subprocess.run([*cmd, "--check"], capture_output=True).returncode == 1
+    assert subprocess.run(cmd, capture_output=True).returncode == 0
+    assert (tmp_path / "x.json").exists()
+    done = subprocess.run([*cmd, "--check"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("bad", ["", "dashboard = None\n"])
+def test_cli_reports_bad_source(tmp_path: Path, bad: str) -> None:
+    (tmp_path / "bad.dashboard.py").write_text(bad)
+    done = subprocess.run(
+        [sys.executable, "-m", "corevo_obs.cli.main", "dashboards", "build", "--dir",
+         str(tmp_path)], capture_output=True, text=True)
+    assert done.returncode == 2 and "defines no 'dashboard'" in done.stderr
