@@ -21,7 +21,6 @@ COMMAND_MODULES: tuple[str, ...] = (
     "corevo_obs.cli.dashboards_cmd",
     "corevo_obs.cli.demo_cmd",
     "corevo_obs.cli.dump_cmd",
-    "corevo_obs.cli.dump_cmd",
     "corevo_obs.cli.debt_cmd",
 )
 
