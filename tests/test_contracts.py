@@ -246,3 +246,17 @@ def test_parse_debt_rejects_duplicates_and_keeps_exact_names() -> None:
     assert parse_debt("a.b -> c.d  # line 3\n\n", source="f") == {DebtEntry("a.b", "c.d")}
     with pytest.raises(DebtFileError, match="f:2: duplicate"):
         parse_debt("a.b -> c.d\na.b->c.d\n", source="f")
+
+
+def test_template_works_from_pyproject(project: Project) -> None:
+    template = Path(__file__).parent.parent / "lint_rules/import-contract.template.toml"
+    text = template.read_text(encoding="utf-8").replace("myapp.", "app.").replace(
+        '"myapp"', '"app"')
+    (project.root / ".importlinter").unlink()
+    project.write("pyproject.toml", text)
+    result = project.run("debt", "check")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "remaining 2, new 0" in result.stdout
+    assert project.lint_imports().returncode == 0
+    project.append("app/platform/api.py", "import app.runtime.jobs\n")
+    assert "app.platform.api -> app.runtime.jobs (line 2)" in project.lint_imports().stdout
