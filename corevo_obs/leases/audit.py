@@ -1,0 +1,85 @@
+"""Read a quota's state without changing it: who holds, how stale, whose worker is gone.
+
+Reaping is lazy, so a quota nobody acquires keeps its ghosts; the auditor makes them
+visible anyway. ``orphaned`` holders are those whose process is provably gone (their id
+names a pid on this host that no longer runs); ``unknown`` ones cannot be checked from
+here (another host, a foreign id format). ``expired`` holders missed their heartbeat
+window and will be reaped by the next acquire.
+
+Example::
+
+    report = LeaseAuditor(store).audit()
+    print(report.oldest_age, report.orphaned)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ..observer import Observer
+from .base import AsyncLeaseStore, LeaseStore, _LeaseCore
+from .holder import holder_alive
+
+Alive = Callable[[str], "bool | None"]
+
+
+@dataclass(frozen=True)
+class LeaseAudit:
+    quota: str
+    limit: int
+    timeout: float
+    held: int
+    oldest_age: float
+    expired: tuple[str, ...]
+    orphaned: tuple[str, ...]
+    unknown: tuple[str, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def audit_members(
+    store: _LeaseCore, members: Sequence[tuple[str, float]], *, now: float, alive: Alive
+) -> LeaseAudit:
+    """Classify members (holder, last heartbeat) of ``store``'s quota at time ``now``."""
+    verdicts = {h: alive(h) for h, _ in members}
+    return LeaseAudit(
+        quota=store.quota,
+        limit=store.limit,
+        timeout=store.timeout,
+        held=len(members),
+        oldest_age=max((max(0.0, now - t) for _, t in members), default=0.0),
+        expired=tuple(h for h, t in members if now - t > store.timeout),
+        orphaned=tuple(h for h, v in verdicts.items() if v is False),
+        unknown=tuple(h for h, v in verdicts.items() if v is None),
+    )
+
+
+class LeaseAuditor:
+    """Audits one store and reports through its observer (or the one given)."""
+
+    def __init__(self, store: LeaseStore | AsyncLeaseStore, *, observer: Observer | None = None,
+                 alive: Alive = holder_alive) -> None:
+        self.store = store
+        self.observer = observer or store.observer
+        self.alive = alive
+
+    def _report(self, members: Sequence[tuple[str, float]]) -> LeaseAudit:
+        report = audit_members(self.store, members, now=self.store.clock(), alive=self.alive)
+        self.observer.lease_audited(self.store.quota, oldest_age=report.oldest_age,
+                                    orphaned=len(report.orphaned))
+        return report
+
+    def audit(self) -> LeaseAudit:
+        """Audit a blocking store."""
+        if not isinstance(self.store, LeaseStore):
+            raise TypeError("audit() needs a blocking store; use await audit_async()")
+        return self._report(self.store.holders())
+
+    async def audit_async(self) -> LeaseAudit:
+        """Audit an asyncio store."""
+        if not isinstance(self.store, AsyncLeaseStore):
+            raise TypeError("audit_async() needs an asyncio store; use audit()")
+        return self._report(await self.store.holders())
