@@ -260,3 +260,15 @@ def test_template_works_from_pyproject(project: Project) -> None:
     assert project.lint_imports().returncode == 0
     project.append("app/platform/api.py", "import app.runtime.jobs\n")
     assert "app.platform.api -> app.runtime.jobs (line 2)" in project.lint_imports().stdout
+
+
+def test_unknown_layer_module_is_an_error_unless_allowed(project: Project) -> None:
+    project.write(".importlinter", CONFIG.replace("kernel = app.runtime", "kernel = app.runtim"))
+    for args in (("debt", "check"), ("debt", "init", "--force")):
+        result = project.run(*args)
+        _assert_clean_failure(result)
+        assert "layer module(s) not found: app.runtim" in result.stderr
+    project.append(".importlinter", "missing_modules = warn\n")
+    result = project.run("debt", "check")
+    assert result.returncode == 1  # the kernel is gone, so both debt entries are stale
+    assert "note: layer module app.runtim not found: skipped" in result.stdout

@@ -71,8 +71,8 @@ class ShrinkOnlyLayersContract(Contract):
         }
         return {layer: sorted(m.name for m in mods or ()) for layer, mods in options.items()}
 
-    def evaluate(self, graph: ImportGraph, base: str | None = None) -> Outcome:
-        """Judge ``graph``; ``base`` overrides the ratchet base. Raises ``CorevoObsError``."""
+    def present_layers(self, graph: ImportGraph) -> tuple[dict[str, list[str]], list[str]]:
+        """The layers and a warning per missing module; raises if missing ones are errors."""
         layers = self.layers()
         missing = missing_modules(graph, layers)
         if missing and self.missing_modules == "error":
@@ -80,7 +80,11 @@ class ShrinkOnlyLayersContract(Contract):
                 f"contract {self.name!r}: layer module(s) not found: {', '.join(missing)} "
                 "(set missing_modules = warn to allow packages that do not exist yet)"
             )
-        warnings = [f"layer module {m} not found: skipped" for m in missing]
+        return layers, [f"layer module {m} not found: skipped" for m in missing]
+
+    def evaluate(self, graph: ImportGraph, base: str | None = None) -> Outcome:
+        """Judge ``graph``; ``base`` overrides the ratchet base. Raises ``CorevoObsError``."""
+        layers, warnings = self.present_layers(graph)
         debt = read_debt(str(self.debt_file))
         baseline = load_baseline(str(self.debt_file), base, str(self.ratchet_base))
         if baseline.entries is None:

@@ -107,4 +107,7 @@ def check(config: str | None, base: str | None) -> list[tuple[str, Outcome]]:
 def current_violations(config: str | None) -> list[tuple[ShrinkOnlyLayersContract, dict]]:
     """Today's forbidden imports per contract, for ``debt init``."""
     loaded = load(config)
-    return [(c, find_violations(loaded.graph, c.layers())) for c in loaded.contracts]
+    return [
+        (c, find_violations(loaded.graph, c.present_layers(loaded.graph)[0]))
+        for c in loaded.contracts
+    ]
