@@ -272,3 +272,14 @@ def test_unknown_layer_module_is_an_error_unless_allowed(project: Project) -> No
     result = project.run("debt", "check")
     assert result.returncode == 1  # the kernel is gone, so both debt entries are stale
     assert "note: layer module app.runtim not found: skipped" in result.stdout
+
+
+def test_shallow_clone_skips_the_ratchet_with_a_note(
+    project: Project, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    clone = Project(tmp_path_factory.mktemp("clone"))
+    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{project.root}",
+                    str(clone.root)], check=True, env=project.env)
+    result = clone.run("debt", "check")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "HEAD has no parent" in result.stdout and "ratchet skipped" in result.stdout
