@@ -3,16 +3,42 @@
 At run time the marker costs nothing: it returns the very function it was given, with an
 attribute set once at import. The blocking-call lint treats calls to marked functions
 inside ``async def`` like calls to ``open()``.
+
+The guard (off unless ``$COREVO_BLOCKING_GUARD=1``, ``enable_guard()`` or the pytest flag
+``--corevo-blocking-guard``) is decided at decoration time: functions marked while it is
+on are wrapped so that a call on a thread that runs an event loop raises
+``BlockingCallError``. Modules imported earlier can be wrapped with ``guard_module``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import inspect
+import os
 from collections.abc import Callable
-from typing import TypeVar
+from types import ModuleType
+from typing import Any, TypeVar
+
+from .errors import CorevoObsError
 
 F = TypeVar("F", bound=Callable[..., object])
 
 MARKER_ATTR = "__corevo_blocking__"
+GUARD_ENV = "COREVO_BLOCKING_GUARD"
+_GUARDED_ATTR = "__corevo_guarded__"
+_guard_on = os.environ.get(GUARD_ENV, "").lower() in {"1", "true", "yes", "on"}
+
+
+class BlockingCallError(CorevoObsError):
+    """A function marked ``@blocking`` was called on an event loop's thread (guard on)."""
+
+    def __init__(self, function: str) -> None:
+        self.function = function
+        super().__init__(
+            f"blocking call {function}() on the event loop thread (marked @blocking): "
+            "offload it, e.g. await asyncio.to_thread(...)"
+        )
 
 
 def blocking(func: F) -> F:
@@ -20,8 +46,53 @@ def blocking(func: F) -> F:
     try:
         setattr(func, MARKER_ATTR, True)
     except (AttributeError, TypeError):  # builtins and slotted callables: lint-only marker
-        pass
-    return func
+        return func
+    return _guarded(func) if _guard_on else func
+
+
+def enable_guard(on: bool = True) -> None:
+    """Wrap functions marked from now on (tests: the pytest plugin calls this early)."""
+    global _guard_on
+    _guard_on = on
+
+
+def guard_enabled() -> bool:
+    return _guard_on
+
+
+def _guarded(func: F) -> F:
+    if inspect.iscoroutinefunction(func) or getattr(func, _GUARDED_ATTR, False):
+        return func
+    name = f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', func)}"
+
+    @functools.wraps(func)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        if asyncio._get_running_loop() is not None:
+            raise BlockingCallError(name)
+        return func(*args, **kwargs)
+
+    setattr(guarded, _GUARDED_ATTR, True)
+    return guarded  # type: ignore[return-value]
+
+
+def guard_module(module: ModuleType) -> int:
+    """Wrap the marked functions (and methods of classes) defined in an imported module.
+
+    For modules imported before the guard was turned on; returns how many were wrapped.
+    """
+    count = 0
+    spaces: list[Any] = [module]
+    spaces += [v for v in vars(module).values() if isinstance(v, type)]
+    for space in spaces:
+        for key, value in list(vars(space).items()):
+            target = value.__func__ if isinstance(value, staticmethod) else value
+            if getattr(target, "__module__", None) != module.__name__ or not is_blocking(target):
+                continue
+            wrapped = _guarded(target)
+            if wrapped is not target:
+                setattr(space, key, staticmethod(wrapped) if target is not value else wrapped)
+                count += 1
+    return count
 
 
 def is_blocking(func: object) -> bool:
