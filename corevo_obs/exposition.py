@@ -12,7 +12,7 @@ import os
 import tempfile
 import threading
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from prometheus_client import REGISTRY, CollectorRegistry, multiprocess, start_wsgi_server, values
 
@@ -63,6 +63,9 @@ def enable_multiprocess(path: str | os.PathLike[str] | None = None) -> Path:
     os.environ[MULTIPROC_ENV] = str(p)
     if values.ValueClass is values.MutexValue:
         values.ValueClass = values.MultiProcessValue()
+    from .mpdir.hooks import install_writer  # start-time record, fork + exit compaction
+
+    install_writer(p)
     if _exit_hook_pid != os.getpid():
         atexit.register(mark_process_dead)
         _exit_hook_pid = os.getpid()
@@ -81,8 +84,10 @@ def exposition_registry() -> CollectorRegistry:
     mp = multiprocess_dir()
     if mp is None:
         return REGISTRY
+    from .mpdir.collector import install_collectors  # locked reads + directory health
+
     reg = CollectorRegistry()
-    multiprocess.MultiProcessCollector(reg, path=str(mp))
+    install_collectors(reg, mp)
     return reg
 
 
@@ -100,8 +105,11 @@ class MetricsServer:
         port: int = 0,
         host: str = DEFAULT_HOST,
         registry: CollectorRegistry | None = None,
+        compact_every: float | None = None,
     ) -> None:
         self._port = port
+        self._compact_every = compact_every  # seconds between janitor passes (mpdir)
+        self._janitor: Any = None
         self._host = host
         self._registry = registry
         self._httpd: object | None = None
@@ -117,6 +125,11 @@ class MetricsServer:
                 source="metrics endpoint",
             ) from None
         self._httpd, self._thread = httpd, thread
+        mp = multiprocess_dir()
+        if self._compact_every and mp is not None:
+            from .mpdir.janitor import Janitor
+
+            self._janitor = Janitor(mp, interval=self._compact_every).start()
         return self
 
     @property
@@ -130,6 +143,9 @@ class MetricsServer:
         return f"http://{self._host}:{self.port}/metrics"
 
     def stop(self) -> None:
+        if self._janitor is not None:
+            self._janitor.stop()
+            self._janitor = None
         httpd, self._httpd = self._httpd, None
         if httpd is not None:
             httpd.shutdown()  # type: ignore[attr-defined]

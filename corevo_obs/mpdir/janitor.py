@@ -1,0 +1,75 @@
+"""Periodic compaction in the process that serves ``/metrics``.
+
+SIGKILLed workers run no exit hook, so someone else must notice they are gone: a daemon
+thread that, every ``interval`` seconds, compacts when at least ``min_dead`` writers are
+proven dead. It never waits behind another compactor and never raises into the host.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Final
+
+from ..guard import absorb
+from .compactor import CompactionResult, compact
+from .lock import LockBusy
+from .status import scan
+
+DEFAULT_INTERVAL: Final = 10.0
+
+
+class Janitor:
+    """Compact ``directory`` in the background.
+
+    >>> Janitor("/run/metrics", interval=5.0).start()   # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        interval: float = DEFAULT_INTERVAL,
+        min_dead: int = 1,
+    ) -> None:
+        if interval <= 0:
+            raise ValueError("interval must be positive")
+        self.directory = Path(directory)
+        self.interval = interval
+        self.min_dead = min_dead
+        self.runs = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def run_once(self) -> CompactionResult | None:
+        """One pass; None when there was nothing to do or another compactor was busy."""
+        self.runs += 1
+        try:
+            if len(scan(self.directory).dead_writers) < self.min_dead:
+                return None
+            return compact(self.directory, blocking=False)
+        except LockBusy:
+            return None
+        except Exception as exc:  # noqa: BLE001 - a janitor failure must not reach the host
+            absorb("mpdir-janitor", exc)
+            return None
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.run_once()
+
+    def start(self) -> Janitor:
+        if self._thread is None:
+            self._stop.clear()
+            self._thread = threading.Thread(
+                target=self._run, name="corevo-mpdir-janitor", daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+            self._thread = None
