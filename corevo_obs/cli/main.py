@@ -20,6 +20,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "corevo_obs.cli.catalog_cmd",
     "corevo_obs.cli.dashboards_cmd",
     "corevo_obs.cli.demo_cmd",
+    "corevo_obs.cli.lint_cmd",
+    "corevo_obs.cli.metrics_cmd",
     "corevo_obs.cli.dump_cmd",
     "corevo_obs.cli.debt_cmd",
 )

@@ -17,7 +17,7 @@ def _fetch(url: str) -> bytes:
 
 
 async def persist_artifact_blocking(url: str) -> str:
-    payload = _fetch(url)  # the incident this demo reproduces, on purpose
+    payload = _fetch(url)  # noqa: COB110 -- the incident this demo reproduces, on purpose
     return hashlib.sha256(payload).hexdigest()
 
 

@@ -1,0 +1,78 @@
+"""``corevo-obs lint PATHS...``: the blocking-call lint for ``async def`` (docs/lint.md).
+
+Exit 0 when clean, 1 with findings (or a stale baseline entry), 2 on usage errors or a
+file that does not parse (the other files are still checked and reported).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..lint import lint_paths, load_catalog, load_config
+from ..lint.baseline import apply_baseline, load_baseline, write_baseline
+from ..lint.formats import as_json, as_sarif, as_text
+from ..lint.model import Finding
+from ..lint.scan import format_message
+
+
+def _jobs(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return n
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("lint", help="flag blocking calls inside async def")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="files or directories")
+    p.add_argument("--format", choices=("text", "json", "sarif"), default="text")
+    p.add_argument("--baseline", metavar="FILE",
+                   help="hide legacy findings listed in FILE (default: config 'baseline')")
+    p.add_argument("--write-baseline", action="store_true",
+                   help="write the baseline (a new file lists all; an existing one only shrinks)")
+    p.add_argument("--config", metavar="PYPROJECT",
+                   help="pyproject.toml with [tool.corevo-obs.lint] (default: ./pyproject.toml)")
+    p.add_argument("--jobs", type=_jobs, metavar="N", help="worker processes (default: CPUs)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+    catalog = load_catalog(config)
+    result = lint_paths(args.paths, config, jobs=args.jobs, catalog=catalog)
+    findings = result.findings
+    baseline_path = args.baseline or config.baseline
+    if args.write_baseline:
+        if not baseline_path:
+            print("corevo-obs: error: --write-baseline needs --baseline FILE", file=sys.stderr)
+            return 2
+        previous = load_baseline(baseline_path) if Path(baseline_path).is_file() else None
+        kept = write_baseline(baseline_path, findings, previous)
+        print(f"baseline {baseline_path}: {kept} entries", file=sys.stderr)
+        findings, _ = apply_baseline(findings, load_baseline(baseline_path))
+    elif baseline_path:
+        findings, stale = apply_baseline(findings, load_baseline(baseline_path))
+        findings += [
+            Finding(baseline_path, 1, 1, "COB901", format_message(
+                catalog, "COB901", entry=f"{code} in {path} {context}: {snippet}"))
+            for path, code, context, snippet in stale
+        ]
+    shown = sorted([*result.errors, *findings])
+    if args.format == "json":
+        sys.stdout.write(as_json(shown))
+    elif args.format == "sarif":
+        sys.stdout.write(as_sarif(shown, catalog, __version__))
+    else:
+        sys.stdout.write(as_text(shown))
+        print(f"{len(findings)} finding(s), {len(result.errors)} unparsable, "
+              f"{result.files} file(s) checked", file=sys.stderr)
+    if result.errors:
+        return 2
+    return 1 if findings else 0

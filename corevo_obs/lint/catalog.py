@@ -1,0 +1,123 @@
+"""The blocking-call catalog: rule texts, blocking names, blocking object types, offloads.
+
+It is data (``lint_rules/blocking_calls.toml``, packaged next to this module) merged with
+the project's config, so rules never hard-code an API name.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+from ..errors import ConfigError
+from .config import LintConfig
+
+CATALOG_FILE = "blocking_calls.toml"
+MARKERS = ("corevo_obs.blocking", "corevo_obs.blocking.blocking")
+
+
+@dataclass(frozen=True)
+class RuleInfo:
+    code: str
+    name: str
+    message: str
+
+
+@dataclass(frozen=True)
+class ObjectRule:
+    """Methods of one type that block; ``methods=None`` means all but ``except_``."""
+
+    type: str
+    code: str
+    methods: frozenset[str] | None
+    except_: frozenset[str] = frozenset()
+
+    def blocks(self, method: str) -> bool:
+        if self.methods is None:
+            return not method.startswith("_") and method not in self.except_
+        return method in self.methods
+
+
+@dataclass
+class Catalog:
+    rules: dict[str, RuleInfo]
+    calls: dict[str, str]
+    objects: dict[str, ObjectRule]
+    factories: dict[str, str]  # call qualified name -> type it returns
+    offload: dict[str, int]
+    offload_methods: dict[str, int]
+    blocking: frozenset[str] = frozenset()
+    non_blocking: frozenset[str] = frozenset()
+    non_blocking_prefixes: tuple[str, ...] = ()
+    markers: frozenset[str] = frozenset(MARKERS)
+    ignore: frozenset[str] = field(default_factory=frozenset)
+
+    def is_non_blocking(self, qualname: str) -> bool:
+        return qualname in self.non_blocking or qualname.startswith(self.non_blocking_prefixes)
+
+    def with_config(self, config: LintConfig) -> Catalog:
+        """A copy extended by the project's config (config wins over the shipped data)."""
+        calls = dict(self.calls)
+        for code, names in config.extend_calls.items():
+            if code not in self.rules:
+                raise ConfigError(f"extend-calls: unknown rule code {code}", source=config.source)
+            calls.update(dict.fromkeys(names, code))
+        exact = {n for n in config.non_blocking if not n.endswith(".*")}
+        prefixes = tuple(n[:-1] for n in config.non_blocking if n.endswith(".*"))
+        return Catalog(
+            rules=self.rules,
+            calls=calls,
+            objects=self.objects,
+            factories=self.factories,
+            offload={**self.offload, **config.offload},
+            offload_methods=self.offload_methods,
+            blocking=frozenset(config.blocking),
+            non_blocking=frozenset(exact),
+            non_blocking_prefixes=prefixes,
+            markers=frozenset(MARKERS) | frozenset(config.markers),
+            ignore=frozenset(config.ignore),
+        )
+
+
+def _parse(data: dict[str, Any], source: str) -> Catalog:
+    try:
+        rules = {
+            code: RuleInfo(code, str(v["name"]), str(v["message"]))
+            for code, v in data["rules"].items()
+        }
+        calls = {str(k): str(v) for k, v in data["calls"].items()}
+        objects: dict[str, ObjectRule] = {}
+        factories: dict[str, str] = {}
+        for type_name, spec in data.get("objects", {}).items():
+            methods = spec["methods"]
+            objects[type_name] = ObjectRule(
+                type_name,
+                str(spec["code"]),
+                None if methods == "*" else frozenset(methods),
+                frozenset(spec.get("except", ())),
+            )
+            factories.update(dict.fromkeys(spec.get("factories", ()), type_name))
+        for type_name, makers in data.get("offload-types", {}).items():
+            factories.update(dict.fromkeys(makers, type_name))
+        offload = {str(k): int(v) for k, v in data.get("offload", {}).items()}
+        offload_methods = {str(k): int(v) for k, v in data.get("offload-methods", {}).items()}
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ConfigError(f"malformed catalog: {exc!r}", source=source) from None
+    unknown = sorted({c for c in calls.values() if c not in rules}
+                     | {o.code for o in objects.values() if o.code not in rules})
+    if unknown:
+        raise ConfigError(f"codes without a [rules] entry: {unknown}", source=source)
+    return Catalog(rules, calls, objects, factories, offload, offload_methods)
+
+
+def load_catalog(config: LintConfig | None = None) -> Catalog:
+    """The shipped catalog, extended by ``config`` when given."""
+    res = resources.files(__package__).joinpath(CATALOG_FILE)
+    try:
+        data = tomllib.loads(res.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot read catalog: {exc}", source=CATALOG_FILE) from None
+    catalog = _parse(data, CATALOG_FILE)
+    return catalog.with_config(config) if config is not None else catalog

@@ -1,0 +1,310 @@
+"""The shared name tracker: which qualified name, or which object type, an expression means.
+
+Rules never look at raw identifiers. ``import requests as r`` / ``from time import sleep``
+are resolved here once, scope by scope (module, class, function, lambda), with simple
+type tracking for objects built by known factories (``conn = sqlite3.connect(...)``,
+``self.s3 = boto3.client("s3")``, ``p: Path``). A name bound more than one way is
+ambiguous and resolves to nothing: unresolved means unflagged, which keeps precision high.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+BUILTINS = frozenset(dir(builtins))
+AMBIGUOUS = "?"
+
+
+@dataclass(frozen=True)
+class Ref:
+    """What a callee expression resolves to.
+
+    ``kind``: ``import`` / ``def`` / ``class`` (a project or library qualified name),
+    ``builtin``, or ``method`` (``name`` is ``Type.method`` on an instance of ``type``).
+    """
+
+    name: str
+    kind: str
+    type: str | None = None
+    attr: str | None = None
+
+
+@dataclass
+class Binding:
+    kind: str  # import | def | class | var
+    target: str | None  # qualified name, or the type of a var (None: unknown)
+
+
+@dataclass
+class ClassInfo:
+    qualname: str
+    methods: dict[str, str] = field(default_factory=dict)  # name -> qualname (sync only)
+    attrs: dict[str, str | None] = field(default_factory=dict)  # self.x -> type
+
+
+@dataclass
+class Scope:
+    kind: str  # module | class | function
+    qualname: str
+    bindings: dict[str, Binding] = field(default_factory=dict)
+    self_name: str | None = None
+    cls: ClassInfo | None = None
+
+    def bind(self, name: str, binding: Binding) -> None:
+        old = self.bindings.get(name)
+        if old is None or old == binding:
+            self.bindings[name] = binding
+        else:
+            self.bindings[name] = Binding("var", AMBIGUOUS)
+
+
+def _compound_children(stmt: ast.stmt) -> Iterator[list[ast.stmt]]:
+    for name in ("body", "orelse", "finalbody"):
+        block = getattr(stmt, name, None)
+        if isinstance(block, list) and not isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef
+                                                      | ast.ClassDef | ast.Lambda):
+            yield block
+    for handler in getattr(stmt, "handlers", ()):
+        yield handler.body
+    for case in getattr(stmt, "cases", ()):
+        yield case.body
+
+
+class ImportTracker:
+    """A stack of scopes with their bindings, known before the body is visited.
+
+    ``module`` is the dotted module name of the file (``pkg.sub.mod``), ``is_package``
+    whether it is an ``__init__`` (for relative imports).
+    """
+
+    def __init__(self, module: str, *, is_package: bool, factories: dict[str, str]) -> None:
+        self.module = module
+        self.package = module if is_package else module.rpartition(".")[0]
+        self.factories = factories
+        self.stack: list[Scope] = []
+        self.classes: dict[str, ClassInfo] = {}
+
+    # -- scopes ----------------------------------------------------------------------
+    def push_module(self, body: list[ast.stmt]) -> None:
+        scope = Scope("module", self.module)
+        self.stack.append(scope)
+        self._collect(body, scope)
+
+    def push_function(
+        self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, qualname: str
+    ) -> Scope:
+        parent = self.stack[-1]
+        scope = Scope("function", qualname)
+        args = node.args
+        params = [*args.posonlyargs, *args.args]
+        if parent.cls is not None and params and not isinstance(node, ast.Lambda):
+            if not any(isinstance(d, ast.Name) and d.id == "staticmethod"
+                       for d in node.decorator_list):
+                scope.self_name = params[0].arg
+        for a in [*params, *args.kwonlyargs, args.vararg, args.kwarg]:
+            if a is None:
+                continue
+            scope.bindings[a.arg] = Binding("var", self._annotation_type(a.annotation))
+        if scope.self_name is not None and parent.cls is not None:
+            scope.bindings[scope.self_name] = Binding("self", parent.cls.qualname)
+        self.stack.append(scope)
+        if isinstance(node, ast.Lambda):
+            return scope
+        self._collect(node.body, scope)
+        return scope
+
+    def push_class(self, node: ast.ClassDef, qualname: str) -> Scope:
+        info = ClassInfo(qualname)
+        self.classes[qualname] = info
+        scope = Scope("class", qualname, cls=info)
+        self.stack.append(scope)
+        self._collect(node.body, scope)
+        for stmt in node.body:
+            if isinstance(stmt, ast.FunctionDef):
+                info.methods.setdefault(stmt.name, f"{qualname}.{stmt.name}")
+            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.args.args:
+                self._collect_self_attrs(stmt.body, stmt.args.args[0].arg, info)
+        for name, b in scope.bindings.items():
+            if b.kind != "def" and name in info.methods:
+                del info.methods[name]  # redefined: ambiguous
+        return scope
+
+    def pop(self) -> Scope:
+        return self.stack.pop()
+
+    # -- binding collection (statements only: cheap, no expression walk) ---------------
+    def _collect(self, body: Iterable[ast.stmt], scope: Scope) -> None:
+        for stmt in body:
+            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+                scope.bind(stmt.name, Binding("def", f"{scope.qualname}.{stmt.name}"
+                                              if scope.kind != "function"
+                                              else f"{scope.qualname}.<locals>.{stmt.name}"))
+            elif isinstance(stmt, ast.ClassDef):
+                scope.bind(stmt.name, Binding("class", f"{scope.qualname}.{stmt.name}"))
+            elif isinstance(stmt, ast.Import):
+                for alias in stmt.names:
+                    if alias.asname:
+                        scope.bind(alias.asname, Binding("import", alias.name))
+                    else:
+                        top = alias.name.partition(".")[0]
+                        scope.bind(top, Binding("import", top))
+            elif isinstance(stmt, ast.ImportFrom):
+                base = self._from_base(stmt)
+                for alias in stmt.names:
+                    if alias.name != "*":
+                        target = f"{base}.{alias.name}" if base else alias.name
+                        scope.bind(alias.asname or alias.name, Binding("import", target))
+            elif isinstance(stmt, ast.Assign):
+                typ = self.value_type(stmt.value)
+                for target in stmt.targets:
+                    self._bind_target(target, scope, typ)
+            elif isinstance(stmt, ast.AnnAssign):
+                typ = self._annotation_type(stmt.annotation)
+                if typ is None and stmt.value is not None:
+                    typ = self.value_type(stmt.value)
+                self._bind_target(stmt.target, scope, typ)
+            elif isinstance(stmt, ast.AugAssign):
+                self._bind_target(stmt.target, scope, AMBIGUOUS)
+            elif isinstance(stmt, ast.For | ast.AsyncFor):
+                self._bind_target(stmt.target, scope, None)
+            elif isinstance(stmt, ast.With | ast.AsyncWith):
+                for item in stmt.items:
+                    if item.optional_vars is not None:
+                        typ = self.value_type(item.context_expr)
+                        self._bind_target(item.optional_vars, scope, typ)
+            elif isinstance(stmt, ast.Try | ast.TryStar):
+                for handler in stmt.handlers:
+                    if handler.name:
+                        scope.bind(handler.name, Binding("var", None))
+            for block in _compound_children(stmt):
+                self._collect(block, scope)
+
+    def _collect_self_attrs(self, body: Iterable[ast.stmt], self_name: str,
+                            info: ClassInfo) -> None:
+        for stmt in body:
+            if isinstance(stmt, ast.Assign | ast.AnnAssign):
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                typ = None
+                if isinstance(stmt, ast.AnnAssign):
+                    typ = self._annotation_type(stmt.annotation)
+                if typ is None and stmt.value is not None:
+                    typ = self.value_type(stmt.value)
+                for t in targets:
+                    if (isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
+                            and t.value.id == self_name):
+                        old = info.attrs.get(t.attr, typ)
+                        info.attrs[t.attr] = typ if old == typ else AMBIGUOUS
+            for block in _compound_children(stmt):
+                self._collect_self_attrs(block, self_name, info)
+
+    def _bind_target(self, target: ast.expr, scope: Scope, typ: str | None) -> None:
+        if isinstance(target, ast.Name):
+            scope.bind(target.id, Binding("var", typ))
+        elif isinstance(target, ast.Tuple | ast.List):
+            for elt in target.elts:
+                self._bind_target(elt, scope, None)
+        elif isinstance(target, ast.Starred):
+            self._bind_target(target.value, scope, None)
+
+    def _from_base(self, stmt: ast.ImportFrom) -> str:
+        if not stmt.level:
+            return stmt.module or ""
+        parts = self.package.split(".") if self.package else []
+        if stmt.level > 1:
+            parts = parts[: len(parts) - (stmt.level - 1)]
+        if stmt.module:
+            parts.append(stmt.module)
+        return ".".join(parts)
+
+    # -- resolution -----------------------------------------------------------------
+    def lookup(self, name: str) -> Binding | None:
+        innermost = True
+        for scope in reversed(self.stack):
+            if scope.kind == "class" and not innermost:
+                continue
+            innermost = False
+            b = scope.bindings.get(name)
+            if b is not None:
+                return b
+        return None
+
+    def _annotation_type(self, ann: ast.expr | None) -> str | None:
+        if ann is None:
+            return None
+        if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
+            try:
+                ann = ast.parse(ann.value, mode="eval").body
+            except SyntaxError:
+                return None
+        ref = self.resolve(ann)
+        if ref is None or ref.kind not in ("import", "class"):
+            return None
+        return self.factories.get(ref.name) if ref.name in self.factories else ref.name
+
+    def value_type(self, node: ast.expr) -> str | None:
+        """The type of an expression's value, when a known factory built it."""
+        if isinstance(node, ast.Await):
+            node = node.value
+        if isinstance(node, ast.Call):
+            ref = self.resolve(node.func)
+            if ref is None:
+                return None
+            if ref.kind == "method" and ref.type is not None:
+                key = f"{ref.type}.{ref.attr}"
+                if key in self.factories:
+                    return self.factories[key]
+                return None
+            if ref.name in self.factories:
+                return self.factories[ref.name]
+            if ref.kind == "class":
+                return ref.name
+            return None
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            left = self.value_type(node.left)
+            return left if left == "pathlib.Path" else None
+        if isinstance(node, ast.Name | ast.Attribute):
+            ref = self.resolve(node)
+            return ref.type if ref is not None and ref.kind == "instance" else None
+        return None
+
+    def resolve(self, node: ast.expr) -> Ref | None:
+        """Resolve a Name / Attribute chain / factory call to a Ref, or None if unsure."""
+        if isinstance(node, ast.Name):
+            b = self.lookup(node.id)
+            if b is None:
+                return Ref(f"builtins.{node.id}", "builtin") if node.id in BUILTINS else None
+            if b.kind in ("import", "def", "class"):
+                return Ref(b.target or "", b.kind)
+            if b.kind == "self":
+                return Ref(b.target or "", "self", type=b.target)
+            if b.target and b.target != AMBIGUOUS:
+                return Ref(b.target, "instance", type=b.target)
+            return None
+        if isinstance(node, ast.Attribute):
+            base = self.resolve(node.value)
+            if base is None:
+                return None
+            if base.kind == "self":
+                info = self.classes.get(base.name)
+                if info is None:
+                    return None
+                if node.attr in info.methods:
+                    return Ref(info.methods[node.attr], "def")
+                typ = info.attrs.get(node.attr)
+                if typ and typ != AMBIGUOUS:
+                    return Ref(typ, "instance", type=typ)
+                return None
+            if base.kind in ("instance", "method"):
+                if base.kind == "method":
+                    return None
+                return Ref(f"{base.type}.{node.attr}", "method", type=base.type, attr=node.attr)
+            if base.kind == "builtin":
+                return None
+            return Ref(f"{base.name}.{node.attr}", base.kind)
+        if isinstance(node, ast.Call | ast.BinOp | ast.Await):
+            typ = self.value_type(node)
+            return Ref(typ, "instance", type=typ) if typ else None
+        return None

@@ -1,0 +1,68 @@
+"""COB110: an ``async def`` calls a sync function of the linted tree that blocks,
+directly or through further sync helpers; the message carries the whole chain
+(``persist_artifact -> _write_blob -> open()``).
+
+Only unambiguous resolutions form edges: a name bound twice, a qualified name defined in
+two files, or a call through an untyped object makes no edge, so precision stays high.
+A direct call of a ``@blocking`` function is COB111 instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..model import CallSite, FuncFacts
+
+CODE = "COB110"
+MARKED = "COB111"
+
+
+class ChainIndex:
+    """Every sync function of the tree by qualified name, with memoised blocking chains."""
+
+    def __init__(self, funcs: Iterable[tuple[str, FuncFacts]]) -> None:
+        self.funcs: dict[str, FuncFacts] = {}
+        dup: set[str] = set()
+        for qualname, facts in funcs:
+            if qualname in self.funcs:
+                dup.add(qualname)
+            self.funcs[qualname] = facts
+        for qualname in dup:
+            del self.funcs[qualname]
+        self._memo: dict[str, list[str] | None] = {}
+
+    def lookup(self, qualname: str) -> FuncFacts | None:
+        facts = self.funcs.get(qualname)
+        if facts is None:
+            facts = self.funcs.get(f"{qualname}.__init__")  # a class call runs __init__
+        return facts
+
+    def chain(self, qualname: str) -> list[str] | None:
+        """``[name, ..., "open()"]`` when calling ``qualname`` blocks, else None."""
+        if qualname in self._memo:
+            return self._memo[qualname]
+        facts = self.lookup(qualname)
+        if facts is None:
+            return None
+        self._memo[qualname] = None  # in progress: a cycle adds no evidence
+        result: list[str] | None = None
+        if facts.marked:
+            result = [f"{facts.name}() [@blocking]"]
+        elif facts.blocking is not None:
+            result = [facts.name, facts.blocking]
+        else:
+            for callee in facts.callees:
+                sub = self.chain(callee)
+                if sub is not None:
+                    result = [facts.name, *sub]
+                    break
+        self._memo[qualname] = result
+        return result
+
+    def classify(self, site: CallSite) -> tuple[str, list[str]] | None:
+        """(code, chain) for a call made on the loop, or None when it does not block."""
+        chain = self.chain(site.callee)
+        if chain is None:
+            return None
+        facts = self.lookup(site.callee)
+        return (MARKED if facts is not None and facts.marked else CODE), chain

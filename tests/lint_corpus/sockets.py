@@ -1,0 +1,19 @@
+import asyncio
+import socket
+
+
+async def positives(host: str) -> None:
+    socket.create_connection((host, 80))  # error: COB102
+    s = socket.socket()
+    s.connect((host, 80))  # error: COB102
+    s.recv(10)  # error: COB102
+    socket.getaddrinfo(host, 80)  # error: COB102
+
+
+async def negatives(host: str) -> None:
+    loop = asyncio.get_running_loop()
+    s = socket.socket()
+    s.setblocking(False)
+    await loop.sock_connect(s, (host, 80))
+    await loop.getaddrinfo(host, 80)
+    socket.htons(80)
