@@ -57,6 +57,7 @@ def test_metric_names_reader() -> None:
     expr = ('max by (job, worker) (increase(corevo_claim_start_total{outcome="fenced"}[10m]))'
             " > 0 and on(job) up == 0 or vector(1) * bogus_metric offset 5m")
     assert metric_names(expr) == {"corevo_claim_start_total", "up", "bogus_metric"}
+    assert metric_names('# a comment names no metric\nx{a="#b"}') == {"x"}
 
 
 def test_cli_check_fails_when_stale(tmp_path: Path) -> None:

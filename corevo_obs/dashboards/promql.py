@@ -92,6 +92,7 @@ def concrete(expr: str, *, rate_interval: str = "5s", job: str = ".+", worker: s
 
 
 _STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
+_COMMENT = re.compile(r"#[^\n]*")
 _BRACES = re.compile(r"\{[^{}]*\}|\[[^\[\]]*\]")
 _GROUPING = re.compile(
     r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^()]*\)", re.IGNORECASE
@@ -105,7 +106,7 @@ _KEYWORDS: Final = frozenset(
 
 def metric_names(expr: str) -> set[str]:
     """Metric names an expression selects (functions, keywords and labels left out)."""
-    text = _STRINGS.sub('""', expr)
+    text = _COMMENT.sub(" ", _STRINGS.sub('""', expr))
     text = _BRACES.sub(" ", text)
     text = _GROUPING.sub(" ", text)
     names = set()
