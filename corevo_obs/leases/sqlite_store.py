@@ -31,6 +31,19 @@ CREATE TABLE IF NOT EXISTS corevo_leases (
 """
 
 
+def open_sqlite(path: str | Path, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.Connection:
+    """An autocommit connection that several processes can share a file with: WAL, and a
+    busy timeout so writers queue on the lock instead of failing. Threads may share it
+    under the caller's lock.
+    """
+    db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False,
+                         timeout=busy_timeout_ms / 1000)
+    db.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
+    db.execute("PRAGMA journal_mode = WAL")
+    db.execute("PRAGMA synchronous = NORMAL")
+    return db
+
+
 class _SqliteLeases:
     """The four primitives on one connection, serialised by a lock (threads may share it)."""
 
@@ -38,11 +51,7 @@ class _SqliteLeases:
         self.path = str(path)
         self.quota = quota
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
-                                   timeout=BUSY_TIMEOUT_MS / 1000)
-        self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        self._db.execute("PRAGMA journal_mode = WAL")
-        self._db.execute("PRAGMA synchronous = NORMAL")
+        self._db = open_sqlite(self.path)
         self._db.execute(SCHEMA)
 
     def _tx(self, body: Callable[[sqlite3.Connection], T]) -> T:

@@ -1,0 +1,39 @@
+"""SQLite backend for the job store: the embedded default (one file per host).
+
+WAL mode and a busy timeout let several processes race on one file: writers queue on
+the database lock instead of failing, and each conditional update is atomic.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from ..leases.sqlite_store import open_sqlite
+from .store import Database, JobStore, Rows
+
+BUSY_TIMEOUT_MS: Final = 10_000
+
+
+class SqliteDatabase(Database):
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        self._lock = threading.Lock()
+        self._conn = open_sqlite(self.path, BUSY_TIMEOUT_MS)
+
+    def run(self, statement: str, params: Mapping[str, Any]) -> tuple[Rows, int]:
+        with self._lock:
+            cur = self._conn.execute(statement, params)
+            rows = cur.fetchall()
+            return rows, cur.rowcount
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+def SqliteJobStore(path: str | Path, **options: Any) -> JobStore:  # noqa: N802 - a constructor
+    """A ``JobStore`` on a SQLite file."""
+    return JobStore(SqliteDatabase(path), **options)

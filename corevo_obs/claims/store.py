@@ -1,0 +1,200 @@
+"""The job table behind the article's claim protocol, on any SQL backend.
+
+``JobStore`` runs the statements of ``sql.py`` through a small ``Database`` (SQLite or
+PostgreSQL), turns row counts into typed outcomes and reports each one through the
+observer. Every call is one short autocommit statement: no transaction is ever held
+across remote work, which is the point of conditional updates.
+
+Database errors are raised to the caller (a claim that cannot be decided must not be
+guessed); only the reporting is guarded, by ``MetricsObserver`` itself.
+
+Example::
+
+    jobs = SqliteJobStore("/var/lib/app/jobs.db")
+    job_id = jobs.create_job(payload='{"prompt": "hi"}')
+    won = jobs.claim(job_id)                        # on an idle worker
+    if won.claim and jobs.start(won.claim, "exec-1").started:
+        ...                                         # side effects only after this
+        jobs.finish(won.claim, "exec-1", "completed")
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from ..identity import worker_name
+from ..leases.holder import HolderIds, holder_alive
+from ..observer import MetricsObserver, Observer, TerminalState
+from . import sql
+from .model import Claim, ClaimOutcome, Job, Recovery, StartOutcome
+
+Rows = list[tuple[Any, ...]]
+
+
+class Database(ABC):
+    """One connection in autocommit mode; ``run`` executes one statement."""
+
+    @abstractmethod
+    def run(self, statement: str, params: Mapping[str, Any]) -> tuple[Rows, int]:
+        """Rows (for RETURNING/SELECT) and the affected row count."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Close the connection."""
+
+
+class JobStore:
+    """Create, claim, start, finish and recover jobs; one observer call per outcome."""
+
+    def __init__(
+        self,
+        db: Database,
+        *,
+        table: str = "corevo_jobs",
+        worker: str | None = None,
+        owner: str | None = None,
+        observer: Observer | None = None,
+        registry: CollectorRegistry | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.db = db
+        self.table = sql.check_table(table)
+        self.worker = worker_name(worker)
+        #: this process's owner id; names the pid so a recovery pass can tell it is gone
+        self.owner = owner or HolderIds(self.worker).new()
+        self.observer = observer or MetricsObserver(worker=self.worker, registry=registry)
+        self.clock = clock
+        for statement in (sql.SCHEMA, sql.INDEX):
+            self._run(statement)
+
+    def _run(self, template: str, **params: Any) -> tuple[Rows, int]:
+        return self.db.run(template.format(t=self.table), params)
+
+    # --- creating ---------------------------------------------------------------------
+    def create_job(self, job_id: str | None = None, payload: str | None = None) -> str:
+        """Persist a queued, ownerless job (the input an idle worker will need)."""
+        job_id = job_id or uuid.uuid4().hex
+        self._run(sql.INSERT, job=job_id, now=self.clock(), payload=payload)
+        self.observer.dispatch_path("queued")
+        return job_id
+
+    def create_local(self, job_id: str | None = None, payload: str | None = None,
+                     *, owner: str | None = None) -> Claim:
+        """The local fast path: the accepting worker has room, so it owns the job at once.
+
+        The job still gets a row and a claim, so cancel, recovery and the started CAS
+        work the same; it just never waits in the queue.
+        """
+        job_id = job_id or uuid.uuid4().hex
+        self._run(sql.INSERT, job=job_id, now=self.clock(), payload=payload)
+        self.observer.dispatch_path("local")
+        won = self.claim(job_id, owner=owner)
+        if won.claim is None:  # pragma: no cover - nobody else can see the row yet
+            raise RuntimeError(f"job {job_id} was claimed before its creator")
+        return won.claim
+
+    # --- the protocol ---------------------------------------------------------------
+    def claim(self, job_id: str, *, owner: str | None = None) -> ClaimOutcome:
+        """One conditional update; exactly one concurrent caller gets ``won``."""
+        owner = owner or self.owner
+        token = uuid.uuid4().hex
+        now = self.clock()
+        rows, _ = self._run(sql.CLAIM, job=job_id, owner=owner, now=now, token=token)
+        if not rows:
+            self.observer.claim("lost")
+            return ClaimOutcome(job_id, None)
+        epoch, created_at = rows[0]
+        self.observer.claim("won", queue_wait=now - float(created_at))
+        return ClaimOutcome(job_id, Claim(job_id, owner, int(epoch), token, now))
+
+    def start(self, claim: Claim, execution_id: str | None = None) -> StartOutcome:
+        """The started CAS: binds an execution only if owner, epoch and token still match.
+
+        ``fenced`` (0 rows) means this claim was reclaimed while its owner was away: the
+        caller must not run anything.
+        """
+        execution_id = execution_id or uuid.uuid4().hex
+        now = self.clock()
+        _, n = self._run(sql.START, job=claim.job_id, owner=claim.owner, epoch=claim.epoch,
+                         token=claim.token, execution=execution_id, now=now)
+        if n != 1:
+            self.observer.started("fenced")
+            return StartOutcome(claim.job_id, None)
+        self.observer.started("started", claim_to_start=now - claim.claimed_at)
+        return StartOutcome(claim.job_id, execution_id)
+
+    def finish(self, claim: Claim, execution_id: str, state: TerminalState) -> bool:
+        """Executor's terminal write, fenced by its own execution identity."""
+        _, n = self._run(sql.FINISH, job=claim.job_id, owner=claim.owner, epoch=claim.epoch,
+                         token=claim.token, execution=execution_id, state=state,
+                         now=self.clock())
+        self.observer.terminal(state, n)
+        return n == 1
+
+    def cancel_queued(self, job_id: str) -> bool:
+        """Cancel a job that never started (claimed or not); a running one is not touched."""
+        _, n = self._run(sql.CANCEL_QUEUED, job=job_id, now=self.clock())
+        self.observer.terminal("cancelled", n)
+        return n == 1
+
+    # --- recovery ---------------------------------------------------------------------
+    def reclaim_prestart(self, *, owner: str | None = None,
+                         claimed_before: float | None = None) -> int:
+        """Requeue claims not yet started, of ``owner`` and/or older than ``claimed_before``."""
+        template, params = sql.RECLAIM, {}
+        if owner is not None:
+            template, params["owner"] = template + sql.BY_OWNER, owner
+        if claimed_before is not None:
+            template, params["before"] = template + sql.CLAIMED_BEFORE, claimed_before
+        if not params:
+            raise ValueError("reclaim_prestart needs owner= or claimed_before=")
+        _, n = self._run(template, **params)
+        self.observer.reclaimed(n)
+        return n
+
+    def mark_lost(self, *, owner: str | None = None, started_before: float | None = None,
+                  state: TerminalState = "lost") -> int:
+        """Running jobs whose owner vanished become ``lost`` (or ``timeout``), never re-run."""
+        if state not in ("lost", "timeout"):
+            raise ValueError(f"mark_lost writes lost or timeout, not {state!r}")
+        template, params = sql.MARK_LOST, {"state": state, "now": self.clock()}
+        if owner is not None:
+            template, params["owner"] = template + sql.BY_OWNER, owner
+        if started_before is not None:
+            template, params["before"] = template + sql.STARTED_BEFORE, started_before
+        if len(params) == 2:
+            raise ValueError("mark_lost needs owner= or started_before=")
+        _, n = self._run(template, **params)
+        self.observer.terminal(state, n)
+        return n
+
+    def recover(self, alive: Callable[[str], bool | None] = holder_alive) -> Recovery:
+        """For every owner ``alive`` says is gone: requeue its unstarted claims and mark its
+        running jobs lost. Owners it cannot judge (None) are left alone.
+        """
+        rows, _ = self._run(sql.OWNERS)
+        reclaimed = lost = 0
+        for (owner,) in rows:
+            if alive(owner) is False:
+                reclaimed += self.reclaim_prestart(owner=owner)
+                lost += self.mark_lost(owner=owner)
+        return Recovery(reclaimed, lost)
+
+    # --- reading ----------------------------------------------------------------------
+    def candidates(self, limit: int = 100) -> list[str]:
+        """Queued, ownerless jobs, oldest first: a hint, the claim decides."""
+        rows, _ = self._run(sql.CANDIDATES, n=limit)
+        return [r[0] for r in rows]
+
+    def get(self, job_id: str) -> Job | None:
+        rows, _ = self._run(sql.GET, job=job_id)
+        return Job(*rows[0]) if rows else None
+
+    def close(self) -> None:
+        self.db.close()

@@ -1,0 +1,52 @@
+"""A worker that claims jobs, optionally pauses before starting them, then starts them.
+
+Usage: claim_worker.py sqlite|postgres TARGET TABLE WORKER N --pause S [--hang]
+Claims job-00000 .. job-N-1, prints ``{"owner", "claims"}``, sleeps S seconds (the window
+in which a test freezes it with SIGSTOP), runs the started CAS on each claim and prints
+``{"outcomes", "metric_started", "metric_fenced"}``. With ``--hang`` it then sleeps
+forever, holding running jobs, until it is killed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+
+from claim_racer import open_store
+from prometheus_client import CollectorRegistry
+
+
+async def main(ns: argparse.Namespace) -> None:
+    registry = CollectorRegistry()
+    store = open_store(ns.dialect, ns.target, ns.table, ns.worker, registry)
+    claims = []
+    for i in range(ns.n):
+        won = await asyncio.to_thread(store.claim, f"job-{i:05d}")
+        assert won.claim is not None, f"job-{i:05d} was not claimable"
+        claims.append(won.claim)
+    print(json.dumps({"owner": store.owner, "claims": [vars(c) for c in claims]}), flush=True)
+    await asyncio.sleep(ns.pause)  # before execution_started: the recovery boundary
+    outcomes = [(await asyncio.to_thread(store.start, c)).outcome for c in claims]
+
+    def count(outcome: str) -> float:
+        return registry.get_sample_value(
+            "corevo_claim_start_total", {"worker": ns.worker, "outcome": outcome}) or 0.0
+
+    print(json.dumps({"outcomes": outcomes, "metric_started": count("started"),
+                      "metric_fenced": count("fenced"), "at": time.time()}), flush=True)
+    if ns.hang:
+        await asyncio.Event().wait()  # until killed
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser()
+    p.add_argument("dialect")
+    p.add_argument("target")
+    p.add_argument("table")
+    p.add_argument("worker")
+    p.add_argument("n", type=int)
+    p.add_argument("--pause", type=float, default=0.0)
+    p.add_argument("--hang", action="store_true")
+    asyncio.run(main(p.parse_args()))
