@@ -34,7 +34,7 @@ def iter_files(paths: Sequence[str], exclude: Sequence[str] = ()) -> Iterator[st
     for raw in paths:
         p = Path(raw)
         if p.is_file():
-            yield str(p)
+            yield os.path.normpath(p)
             continue
         if not p.is_dir():
             raise ConfigError("no such file or directory", source=raw)
@@ -43,7 +43,7 @@ def iter_files(paths: Sequence[str], exclude: Sequence[str] = ()) -> Iterator[st
                                  if d not in SKIP_DIRS and not d.startswith("."))
             for name in sorted(filenames):
                 if name.endswith(".py"):
-                    path = os.path.join(dirpath, name)
+                    path = os.path.normpath(os.path.join(dirpath, name))
                     if not any(fnmatch.fnmatch(Path(path).as_posix(), pat) for pat in exclude):
                         yield path
 

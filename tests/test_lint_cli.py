@@ -1,0 +1,174 @@
+"""`corevo-obs lint` as a user runs it: a subprocess on a temp tree, every exit code."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+ROOT = Path(__file__).parent.parent
+SARIF_SCHEMA = ROOT.parent / "shared" / "sarif" / "sarif-schema-2.1.0.json"
+BLOCKING = "import time\n\nasync def handler():\n    time.sleep(1)\n"
+CLEAN = "import asyncio\n\nasync def handler():\n    await asyncio.sleep(1)\n"
+
+
+def lint(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "corevo_obs.cli.main", "lint", *args],
+                          cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def tree(tmp_path: Path, **files: str) -> Path:
+    for name, text in files.items():
+        path = tmp_path / name.replace("__", "/")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return tmp_path
+
+
+def test_clean_tree_exits_0(tmp_path: Path) -> None:
+    proc = lint(tree(tmp_path, **{"ok.py": CLEAN}), ".")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == ""
+
+
+def test_findings_exit_1_in_text_format(tmp_path: Path) -> None:
+    tree(tmp_path, **{"app.py": BLOCKING})
+    proc = lint(tmp_path, "app.py")
+    assert proc.returncode == 1
+    assert re.fullmatch(r"app\.py:4:5: COB104 time\.sleep\(\) .*handler\n", proc.stdout)
+
+
+def test_syntax_error_is_reported_and_the_rest_still_checked(tmp_path: Path) -> None:
+    tree(tmp_path, **{"broken.py": "def f(:\n", "app.py": BLOCKING})
+    proc = lint(tmp_path, ".")
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert "broken.py:1:7: COB900 cannot parse file" in proc.stdout
+    assert "app.py:4:5: COB104" in proc.stdout
+
+
+@pytest.mark.parametrize("args", [[], ["--format", "xml", "."], ["--jobs", "0", "."],
+                                  ["missing_dir"], ["--config", "nope.toml", "."]])
+def test_usage_errors_exit_2_without_traceback(tmp_path: Path, args: list[str]) -> None:
+    proc = lint(tmp_path, *args)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr and "error" in proc.stderr
+
+
+def test_json_output(tmp_path: Path) -> None:
+    tree(tmp_path, **{"app.py": BLOCKING})
+    rows = json.loads(lint(tmp_path, "--format", "json", ".").stdout)
+    assert [(r["path"], r["line"], r["code"]) for r in rows] == [("app.py", 4, "COB104")]
+
+
+def test_sarif_validates_against_the_2_1_0_schema(tmp_path: Path) -> None:
+    tree(tmp_path, **{"app.py": BLOCKING, "broken.py": "x = (\n",
+                      "pkg/__init__.py": "", "pkg/io.py":
+                      "def _w(p):\n    open(p)\n\nasync def a(p):\n    _w(p)\n"})
+    proc = lint(tmp_path, "--format", "sarif", ".")
+    assert proc.returncode == 2
+    doc = json.loads(proc.stdout)
+    schema = json.loads(SARIF_SCHEMA.read_text())
+    jsonschema.Draft4Validator(schema).validate(doc)
+    run = doc["runs"][0]
+    described = {r["id"] for r in run["tool"]["driver"]["rules"]}
+    used = {r["ruleId"] for r in run["results"]}
+    assert used == {"COB104", "COB110", "COB900"}
+    assert used <= described
+    for r in run["results"]:
+        assert run["tool"]["driver"]["rules"][r["ruleIndex"]]["id"] == r["ruleId"]
+
+
+def test_baseline_hides_legacy_and_only_shrinks(tmp_path: Path) -> None:
+    tree(tmp_path, **{"old.py": BLOCKING})
+    assert lint(tmp_path, "--baseline", "bl.json", "--write-baseline", ".").returncode == 0
+    assert lint(tmp_path, "--baseline", "bl.json", ".").returncode == 0
+    # a new finding is reported, and rewriting the baseline does not absorb it
+    (tmp_path / "new.py").write_text(BLOCKING)
+    proc = lint(tmp_path, "--baseline", "bl.json", "--write-baseline", ".")
+    assert proc.returncode == 1 and "new.py:4:5: COB104" in proc.stdout
+    assert "old.py" not in proc.stdout
+    # moving the legacy call down a line keeps it baselined
+    (tmp_path / "old.py").write_text("\n" + BLOCKING)
+    (tmp_path / "new.py").unlink()
+    assert lint(tmp_path, "--baseline", "bl.json", ".").returncode == 0
+    # fixing it makes the entry stale until the baseline shrinks
+    (tmp_path / "old.py").write_text(CLEAN)
+    proc = lint(tmp_path, "--baseline", "bl.json", ".")
+    assert proc.returncode == 1 and "COB901" in proc.stdout
+    assert lint(tmp_path, "--baseline", "bl.json", "--write-baseline", ".").returncode == 0
+    assert json.loads((tmp_path / "bl.json").read_text())["entries"] == []
+
+
+def test_bad_baseline_file_is_a_usage_error(tmp_path: Path) -> None:
+    tree(tmp_path, **{"app.py": BLOCKING, "bl.json": "[1, 2]"})
+    proc = lint(tmp_path, "--baseline", "bl.json", ".")
+    assert proc.returncode == 2 and "bl.json: not a corevo-obs lint baseline" in proc.stderr
+
+
+def test_config_errors_name_their_source_all_at_once(tmp_path: Path) -> None:
+    tree(tmp_path, **{"app.py": CLEAN, "pyproject.toml":
+                      '[tool.corevo-obs.lint]\nblocking = "x"\nignore = ["E501"]\ncolour = 1\n'})
+    proc = lint(tmp_path, ".")
+    assert proc.returncode == 2
+    line = proc.stderr.strip()
+    assert "pyproject.toml [tool.corevo-obs.lint]" in line
+    assert "blocking: expected a list" in line and "'E501'" in line and "'colour'" in line
+
+
+def test_config_extends_the_catalog(tmp_path: Path) -> None:
+    tree(tmp_path, **{
+        "pyproject.toml": (
+            "[tool.corevo-obs.lint]\n"
+            'blocking = ["vendor.sdk.upload"]\n'
+            'non-blocking = ["os.path.*"]\n'
+            'offload = { "mypool.run_blocking" = 0 }\n'
+            'extend-calls = { COB105 = ["duckdb.connect"] }\n'
+            "bare-noqa = true\n"),
+        "app.py": (
+            "import os, duckdb, mypool\nfrom vendor import sdk\n\n"
+            "async def h(p):\n"
+            "    sdk.upload(p)\n"                                    # COB111
+            "    duckdb.connect(p)\n"                                # COB105
+            "    os.path.exists(p)\n"                                # configured non-blocking
+            "    await mypool.run_blocking(lambda: open(p))\n"       # configured offload
+            "    open(p)  # noqa\n"),                                # bare noqa allowed
+    })
+    rows = json.loads(lint(tmp_path, "--format", "json", ".").stdout)
+    assert [(r["line"], r["code"]) for r in rows] == [(5, "COB111"), (6, "COB105")]
+
+
+def test_parallel_run_equals_serial(tmp_path: Path) -> None:
+    for i in range(220):
+        tree(tmp_path, **{f"pkg/m{i}.py": BLOCKING if i % 7 == 0 else CLEAN})
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    serial = lint(tmp_path, "--jobs", "1", "--format", "json", ".")
+    parallel = lint(tmp_path, "--jobs", "2", "--format", "json", ".")
+    assert serial.returncode == parallel.returncode == 1
+    assert json.loads(serial.stdout) == json.loads(parallel.stdout)
+    assert len(json.loads(serial.stdout)) == 32
+
+
+def test_pre_commit_hook_definition_runs_the_lint(tmp_path: Path) -> None:
+    hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    assert isinstance(hooks, list)
+    hook = next(h for h in hooks if h["id"] == "corevo-obs-lint")
+    assert hook["language"] == "python" and hook["types"] == ["python"]
+    tree(tmp_path, **{"app.py": BLOCKING})
+    entry = hook["entry"].split()
+    assert entry[:2] == ["corevo-obs", "lint"]
+    proc = subprocess.run([sys.executable, "-m", "corevo_obs.cli.main", *entry[1:],
+                           *hook.get("args", []), "app.py"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and "COB104" in proc.stdout
+
+
+def test_the_project_passes_its_own_lint() -> None:
+    proc = lint(ROOT, "corevo_obs")
+    assert proc.returncode == 0, proc.stdout
