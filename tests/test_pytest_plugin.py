@@ -149,3 +149,30 @@ def test_assert_loop_responsive_outside_pytest_fixtures():
         asyncio.run(main(0.2))
     assert len(info.value.reports) == 1 and info.value.reports[0].captured
     assert info.value.reports[0].culprit.function == "main"
+
+
+def test_guard_module_wraps_functions_marked_before_the_guard():
+    import types
+
+    from corevo_obs.blocking import BlockingCallError, guard_module
+
+    mod = types.ModuleType("legacy_app")
+    exec(  # noqa: S102 - a module defined before the guard was on
+        "from corevo_obs import blocking\n"
+        "@blocking\ndef read(): return 1\n"
+        "def fast(): return 2\n"
+        "class Store:\n"
+        "    @blocking\n    def get(self): return 3\n"
+        "    @staticmethod\n    @blocking\n    def load(): return 4\n",
+        mod.__dict__,
+    )
+    assert guard_module(mod) == 3 and guard_module(mod) == 0
+    assert (mod.read(), mod.fast(), mod.Store().get(), mod.Store.load()) == (1, 2, 3, 4)
+
+    async def on_loop(call):
+        return call()
+
+    for call in (mod.read, mod.Store().get, mod.Store.load):
+        with pytest.raises(BlockingCallError):
+            asyncio.run(on_loop(call))
+    assert asyncio.run(on_loop(mod.fast)) == 2
