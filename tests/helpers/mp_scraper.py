@@ -4,7 +4,8 @@
 
 Scrapes the directory (``LockedMultiProcessCollector`` + ``generate_latest``) every
 ``--interval`` seconds until a line arrives on stdin, checking that no counter-like sample
-ever decreases, and prints one JSON line: scrapes, decreases, file counts, collect times.
+ever decreases, and prints one JSON line: scrapes, decreases, file counts, collect times
+(wall and CPU).
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import time
 from pathlib import Path
 
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.parser import text_string_to_metric_families
 
 from corevo_obs.mpdir import Janitor, LockedMultiProcessCollector
 
@@ -37,31 +37,36 @@ def main() -> int:
     stop = threading.Event()
     threading.Thread(target=lambda: (sys.stdin.readline(), stop.set()), daemon=True).start()
     print(json.dumps({"ready": True}), flush=True)
-    last: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+    last: dict[str, float] = {}
     decreases: list[str] = []
     times: list[float] = []
+    cpu: list[float] = []  # CPU of the scrape itself: wall time also counts lock waits
     files: list[int] = []
     t_start = time.monotonic()
+    next_at = t_start
     while not stop.is_set():
         n_files = sum(1 for n in os.listdir(d) if n.endswith(".db"))
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         body = generate_latest(reg).decode()
         times.append(time.perf_counter() - t0)
+        cpu.append(time.thread_time() - c0)
         files.append(n_files)
-        for fam in text_string_to_metric_families(body):
-            for s in fam.samples:
-                if not s.name.endswith(MONOTONIC_SUFFIXES):
-                    continue
-                key = (s.name, tuple(sorted(s.labels.items())))
-                if s.value < last.get(key, 0.0):
-                    decreases.append(f"{key}: {last[key]} -> {s.value}")
-                last[key] = s.value
-        stop.wait(args.interval)
+        for line in body.splitlines():
+            if line.startswith("#"):
+                continue
+            series, _, raw = line.rpartition(" ")
+            if series.split("{", 1)[0].endswith(MONOTONIC_SUFFIXES):
+                value = float(raw)
+                if value < last.get(series, 0.0):
+                    decreases.append(f"{series}: {last[series]} -> {value}")
+                last[series] = value
+        next_at += args.interval  # a fixed rate: a slow scrape does not push the next one
+        stop.wait(max(0.0, next_at - time.monotonic()))
     elapsed = time.monotonic() - t_start
     janitor.stop()
     print(json.dumps({
         "scrapes": len(times), "seconds": elapsed, "decreases": decreases[:20],
-        "collect_s": times, "db_files": files, "janitor_runs": janitor.runs,
+        "collect_s": times, "collect_cpu_s": cpu, "db_files": files, "janitor_runs": janitor.runs,
     }), flush=True)
     return 0
 

@@ -1,0 +1,108 @@
+"""A compactor SIGKILLed at any point leaves a directory that scrapes exactly, and a rerun
+finishes the job. Real processes: the CLI compactor is killed with a real SIGKILL."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from prometheus_client import CollectorRegistry
+from prometheus_client.multiprocess import MultiProcessCollector
+
+from corevo_obs.mpdir import LockedMultiProcessCollector, scan
+from corevo_obs.mpdir.layout import COMPACT_LOCK_FILE, KILL_AT_ENV, STATE_DIR
+
+from .conftest import helper_cmd
+
+
+def churn(env: dict[str, str], total: int) -> int:
+    """``total`` dead writers (a quarter SIGKILLed), no exit compaction; the increments."""
+    res = subprocess.run(
+        helper_cmd("mp_churn.py", "--total", str(total), "--batch", "25", "--inc", "3"),
+        env=dict(env, COREVO_COMPACT_AT_EXIT="0"), capture_output=True, text=True, timeout=120,
+    )
+    assert res.returncode == 0, res.stderr
+    return int(json.loads(res.stdout.strip().splitlines()[-1])["increments"])
+
+
+def totals(d: Path, collector: type = LockedMultiProcessCollector) -> tuple[float, float]:
+    reg = CollectorRegistry()
+    collector(reg, path=str(d))
+    events = sum(reg.get_sample_value("mpt_events_total", {"kind": k}) or 0
+                 for k in ("odd", "even"))
+    return events, reg.get_sample_value("mpt_latency_seconds_count") or 0
+
+
+def compactor(env: dict[str, str], d: Path, **extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "corevo_obs.cli.main", "metrics", "compact", str(d)],
+        env=dict(env, **extra), text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+
+
+def wait_until_compacting(d: Path, proc: subprocess.Popen[str]) -> None:
+    """Return once ``proc`` holds the compactors' lock (or has already finished)."""
+    path = d / STATE_DIR / COMPACT_LOCK_FILE
+    while proc.poll() is None:
+        if path.exists():
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return
+            finally:
+                os.close(fd)
+        time.sleep(0.002)
+
+
+@pytest.mark.parametrize("stage", ["before_commit", "after_rename"])
+def test_compactor_killed_at_each_stage(worker_env, stage):
+    d = Path(worker_env["PROMETHEUS_MULTIPROC_DIR"])
+    expected = churn(worker_env, 60)
+    proc = compactor(worker_env, d, **{KILL_AT_ENV: stage})
+    proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+    assert scan(d).journal_pending is (stage == "after_rename")
+    if stage == "after_rename":
+        # an unlocked reader would now count the accumulator AND the dead files...
+        assert totals(d, MultiProcessCollector)[0] > expected
+    # ...the suite's collector rolls the journal forward first and counts each once
+    assert totals(d) == (expected, expected)
+    assert not scan(d).journal_pending
+    assert totals(d, MultiProcessCollector) == (expected, expected)
+    proc = compactor(worker_env, d)
+    proc.communicate(timeout=60)
+    assert proc.returncode == 0
+    assert totals(d) == (expected, expected)
+    assert scan(d).dead_writers == {}
+
+
+def test_compactor_killed_at_random_moments(worker_env):
+    d = Path(worker_env["PROMETHEUS_MULTIPROC_DIR"])
+    rng = random.Random(11)
+    expected = 0
+    outcomes = []
+    for _ in range(6):
+        expected += churn(worker_env, 100)
+        proc = compactor(worker_env, d)
+        wait_until_compacting(d, proc)
+        time.sleep(rng.uniform(0.0, 0.08))
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=60)
+        outcomes.append(proc.returncode)
+        assert totals(d) == (expected, expected), outcomes
+    assert -signal.SIGKILL in outcomes  # at least one kill landed mid-compaction
+    proc = compactor(worker_env, d)
+    proc.communicate(timeout=60)
+    assert proc.returncode == 0
+    assert totals(d) == (expected, expected)
+    assert totals(d, MultiProcessCollector) == (expected, expected)
+    assert scan(d).dead_writers == {}
