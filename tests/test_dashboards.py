@@ -79,3 +79,10 @@ def test_cli_reports_bad_source(tmp_path: Path, bad: str) -> None:
         [sys.executable, "-m", "corevo_obs.cli.main", "dashboards", "build", "--dir",
          str(tmp_path)], capture_output=True, text=True)
     assert done.returncode == 2 and "defines no 'dashboard'" in done.stderr
+
+
+def test_grafanalib_is_imported_only_to_build() -> None:
+    code = ("import sys, corevo_obs.cli.main as m; import corevo_obs.dashboards.promql; "
+            "m.build_parser(); print('grafanalib' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.stdout.strip() == "False", done.stderr
