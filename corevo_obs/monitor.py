@@ -18,10 +18,12 @@ a kind (``"offload"`` or ``"lease"``) and a name.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import ipaddress
 import socket
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
@@ -102,6 +104,65 @@ def offload_snapshot(adapter: Any) -> Callable[[], Mapping[str, Any]]:
         }
 
     return snap
+
+
+def track_offload(adapter: Any) -> Callable[[], None]:
+    """Show an ``OffloadAdapter`` under ``offloads`` (by its name); returns unregister."""
+    return register_inspectable("offload", adapter.name, offload_snapshot(adapter))
+
+
+class LeaseHoldings:
+    """The leases this process got from one store and has not released, with their age.
+
+    Wraps ``acquire`` and ``release`` on that store *instance* (sync or async); handles
+    are held weakly, so a dropped lease disappears once collected. A degraded (fail-open)
+    lease never reaches the store on release and stays listed until it is collected.
+    """
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self._held: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
+        acquire, release = store.acquire, store.release
+        if inspect.iscoroutinefunction(acquire):
+            async def acquire_async(holder: str | None = None) -> Any:
+                return self._add(await acquire(holder))
+
+            async def release_async(holder: str, granted_at: float | None = None) -> bool:
+                self._held.pop(holder, None)
+                return bool(await release(holder, granted_at))
+
+            store.acquire, store.release = acquire_async, release_async
+        else:
+            def acquire_sync(holder: str | None = None) -> Any:
+                return self._add(acquire(holder))
+
+            def release_sync(holder: str, granted_at: float | None = None) -> bool:
+                self._held.pop(holder, None)
+                return bool(release(holder, granted_at))
+
+            store.acquire, store.release = acquire_sync, release_sync
+
+    def _add(self, lease: Any) -> Any:
+        if lease is not None:
+            self._held[lease.holder] = lease
+        return lease
+
+    def snapshot(self) -> Mapping[str, Any]:
+        now = time.monotonic()
+        held = [
+            {"holder": h.holder, "age": now - h.granted_at, "lost": h.lost,
+             "degraded": h.degraded}
+            for h in list(self._held.values())
+        ]
+        return {"limit": self.store.limit, "held": held}
+
+
+def track_leases(store: Any) -> Callable[[], None]:
+    """Show the leases this worker holds from ``store`` under ``leases``; returns unregister.
+
+    Call it before the first ``acquire`` on that store.
+    """
+    return register_inspectable("lease", store.quota, LeaseHoldings(store))
 
 
 # --- recent lag window ------------------------------------------------------------------

@@ -7,6 +7,7 @@ import json
 import re
 import socket
 import subprocess
+import threading
 import time
 
 import pytest
@@ -90,10 +91,10 @@ class TelnetClient:
 
 
 @pytest.fixture
-def worker(worker_env):
+def worker(worker_env, tmp_path):
     port, webui = free_port(), free_port()
     proc = subprocess.Popen(
-        helper_cmd("monitor_worker.py", str(port), str(webui)),
+        helper_cmd("monitor_worker.py", str(port), str(webui), str(tmp_path / "leases.db")),
         env=worker_env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )
     assert proc.stdout is not None and proc.stdin is not None
@@ -133,7 +134,9 @@ def test_suite_commands_over_telnet(worker):
     out = client.run("offloads", r"sunk slots \d")
     assert "s3: in flight 3/4, waiting 2, sunk slots 1" in out
     out = client.run("leases", r"age [\d.]+s")
-    assert "gpu: 1 held by this worker (limit 2)" in out and "m0@host:1.2#1" in out
+    assert "gpu: 1 held by this worker (limit 2)" in out, out
+    held = re.search(rf"^  m0@[^:]+:{proc.pid}\.\d+#\d+  age ([\d.]+)s$", out, re.M)
+    assert held and 0.3 <= float(held[1]) < 30, out
 
 
 def test_lag_answers_while_the_loop_is_frozen(worker):
@@ -200,3 +203,48 @@ def test_recent_lag_forgets_old_seconds():
     assert recent.max(106.0) == 0.2
     assert recent.max(200.0) == 0.0
 
+
+
+def test_offloads_show_a_real_adapter_in_flight_and_waiting(registry):
+    offload = pytest.importorskip("corevo_obs.offload", reason="OffloadAdapter not landed")
+    from corevo_obs.monitor import _fmt_providers, _offload_lines, track_offload
+
+    async def main() -> str:
+        adapter = offload.OffloadAdapter(name="s3", max_in_flight=2, registry=registry)
+        unregister = track_offload(adapter)
+        gate = threading.Event()
+        calls = [asyncio.create_task(adapter.run(gate.wait, 5)) for _ in range(3)]
+        for _ in range(100):
+            if adapter.in_flight == 2 and adapter.waiting == 1:
+                break
+            await asyncio.sleep(0.01)  # noqa: ASYNC110 - polling the adapter's public state
+        text = _fmt_providers("offload", _offload_lines)
+        gate.set()
+        assert await asyncio.gather(*calls) == [True] * 3
+        await adapter.aclose()
+        unregister()
+        return text
+
+    assert asyncio.run(main()) == "s3: in flight 2/2, waiting 1, sunk slots 0"
+
+
+def test_leases_list_what_this_process_holds_from_a_real_store(tmp_path, registry):
+    import gc
+
+    from corevo_obs.leases import SqliteLeaseStore
+    from corevo_obs.monitor import _fmt_providers, _lease_lines, track_leases
+
+    store = SqliteLeaseStore("llm", tmp_path / "l.db", limit=3, worker="w3", registry=registry)
+    unregister = track_leases(store)
+    try:
+        first, second, third = store.acquire(), store.acquire(), store.acquire()
+        assert first and second and third and store.acquire() is None
+        assert second.release() and not second.release()  # the noop release stays a noop
+        del third
+        gc.collect()  # a dropped handle is forgotten (its row is reaped by the store later)
+        text = _fmt_providers("lease", _lease_lines)
+        assert text.splitlines()[0] == "llm: 1 held by this worker (limit 3)", text
+        assert re.fullmatch(rf"  {re.escape(first.holder)}  age 0\.\ds", text.splitlines()[1])
+    finally:
+        unregister()
+        store.close()

@@ -1,7 +1,8 @@
 """A real worker with loop health and the corevo aiomonitor, driven from stdin.
 
-Usage: monitor_worker.py PORT WEBUI_PORT
-Stalls once in ``slow_handler`` before it prints ``{"ready": pid}``; then each stdin line
+Usage: monitor_worker.py PORT WEBUI_PORT LEASE_DB
+Holds one lease of quota ``gpu`` (a real SQLite store; a second one is taken and given
+back), stalls once in ``slow_handler``, then prints ``{"ready": true}``. Each stdin line
 is a command: ``freeze S`` blocks the loop S seconds, ``quit`` stops.
 """
 
@@ -13,7 +14,8 @@ import sys
 import time
 
 from corevo_obs import install_loop_health
-from corevo_obs.monitor import register_inspectable, start_monitor
+from corevo_obs.leases import AsyncSqliteLeaseStore
+from corevo_obs.monitor import register_inspectable, start_monitor, track_leases
 
 
 class Pool:
@@ -27,14 +29,17 @@ def slow_handler(seconds: float) -> None:
     time.sleep(seconds)  # SLOW-HANDLER
 
 
-async def main(port: int, webui_port: int) -> None:
+async def main(port: int, webui_port: int, lease_db: str) -> None:
     health = install_loop_health(worker="m0", interval=0.01)
-    register_inspectable("offload", "s3", Pool())
-    started = time.monotonic()
-    register_inspectable("lease", "gpu", lambda: {
-        "limit": 2, "held": [{"holder": "m0@host:1.2#1", "age": time.monotonic() - started}],
-    })
+    # before the first await: importing aiomonitor (aiohttp, ssl) would be a stall of its own
     mon = start_monitor(health, port=port, webui_port=webui_port)
+    register_inspectable("offload", "s3", Pool())
+    store = AsyncSqliteLeaseStore("gpu", lease_db, limit=2, worker="m0")
+    track_leases(store)
+    lease = await store.acquire()
+    assert lease is not None
+    other = await store.acquire()
+    assert other is not None and await other.release()
     await asyncio.sleep(0.05)
     slow_handler(0.3)
     await asyncio.sleep(0.1)
@@ -53,8 +58,9 @@ async def main(port: int, webui_port: int) -> None:
     print(json.dumps({"ready": True}), flush=True)
     await done
     mon.close()
+    await lease.release()
     await health.stop()
 
 
 if __name__ == "__main__":
-    asyncio.run(main(int(sys.argv[1]), int(sys.argv[2])))
+    asyncio.run(main(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]))
