@@ -267,7 +267,8 @@ class NativeStallCapture:
         self.suppressed = 0
         self._clock = clock
         self._last = float("-inf")
-        self._pending: NativeCapture | None = None
+        self._pending: tuple[float, NativeCapture] | None = None
+        self._last_report: StallReport | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -309,6 +310,7 @@ class NativeStallCapture:
             self.suppressed += 1
             return
         self._last = now
+        started = time.time()
         try:
             d = dump(
                 os.getpid(), self.timeout, native=self.native,
@@ -322,14 +324,27 @@ class NativeStallCapture:
             log.warning("corevo-obs native stall capture failed: %s", exc)
             return
         with self._lock:
-            self._pending = NativeCapture(stalled_for=stalled, dump=d)
+            self._pending = (started, NativeCapture(stalled_for=stalled, dump=d))
+            report = self._last_report  # the stall may have ended while py-spy ran
+        if report is not None:
+            self._pair(report)
 
     def _on_report(self, report: StallReport) -> None:
         with self._lock:
-            pending, self._pending = self._pending, None
-        if pending is None:
-            return
-        done = replace(pending, report=report)
+            self._last_report = report
+        self._pair(report)
+
+    def _pair(self, report: StallReport) -> None:
+        """Finish the pending capture if it was taken during ``report``'s stall."""
+        with self._lock:
+            pending = self._pending
+            if pending is None:
+                return
+            started, capture = pending
+            if not report.ended_at - report.duration - 0.1 <= started <= report.ended_at:
+                return
+            self._pending = None
+        done = replace(capture, report=report)
         self.captures.append(done)
         log.warning("%s", done.format(), extra={"corevo_native_stall": report.as_dict()})
 

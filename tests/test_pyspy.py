@@ -214,3 +214,18 @@ def test_native_capture_is_off_by_default(monkeypatch, registry):
     monkeypatch.setenv("COREVO_PYSPY_MIN_STALL", "soon")
     with pytest.raises(Exception, match=r"\$COREVO_PYSPY_MIN_STALL: cannot parse 'soon'"):
         install_native_capture(wd)
+
+
+def test_a_capture_that_outlives_its_stall_is_still_paired_with_it(registry, tmp_path):
+    slow = tmp_path / "slow-py-spy"
+    slow.write_text(f"#!/bin/sh\nsleep 0.6\nexec {locate()} \"$@\"\n")
+    slow.chmod(0o755)
+    capture = NativeStallCapture(min_stall=0.1, timeout=10, executable=str(slow))
+    _run_stalls(registry, capture, 0.3)
+    capture.stop()
+    if capture.disabled and "ptrace" in capture.disabled:
+        _not_verified("native stall capture", capture.disabled)
+        return
+    assert len(capture.captures) == 1, capture.disabled
+    c = capture.captures[0]
+    assert c.report is not None and 0.25 <= c.report.duration < 0.5
