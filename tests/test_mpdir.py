@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -239,3 +240,24 @@ def test_exit_hook_compacts_above_threshold(worker_env, mpdir):
     res = subprocess.run(helper_cmd("mp_writer.py"), env=dict(worker_env,
                          COREVO_COMPACT_AT_EXIT="x"), capture_output=True, text=True)
     assert res.returncode != 0 and "COREVO_COMPACT_AT_EXIT" in res.stderr
+
+
+def test_metrics_server_janitor_compacts_and_serves_health(worker_env, mpdir, monkeypatch):
+    from corevo_obs import MetricsServer
+
+    for _ in range(2):
+        run_writer(worker_env, "--inc", "2")
+    killed = hold_writer(worker_env, "--inc", "3")
+    killed.kill()
+    killed.wait()
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(mpdir))
+    with MetricsServer(port=0, compact_every=0.05) as server:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and scan(mpdir).dead_writers:
+            time.sleep(0.05)
+        with urllib.request.urlopen(server.url, timeout=5) as resp:
+            body = resp.read().decode()
+    assert 'mpt_events_total{kind="a"} 7.0' in body
+    assert "corevo_metrics_dir_dead_writers 0.0" in body
+    assert "corevo_metrics_compactions_total 1.0" in body
+    assert "mpt_g_livesum" not in body  # the SIGKILLed writer's live gauge is gone
