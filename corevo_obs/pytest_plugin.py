@@ -118,7 +118,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _guard_requested(config: pytest.Config) -> bool:
-    flag = config.getoption("corevo_blocking_guard", None)
+    # During pytest_load_initial_conftests only known_args_namespace is parsed.
+    flag = getattr(config.known_args_namespace, "corevo_blocking_guard", None)
+    if flag is None:
+        flag = config.getoption("corevo_blocking_guard", None)
     return bool(flag) if flag is not None else bool(config.getini("corevo_blocking_guard"))
 
 

@@ -103,6 +103,15 @@ def test_on_the_loop_thread():
         asyncio.run(method())
 
 
+def test_module_imported_by_conftest():
+    import app_store
+
+    async def main():
+        return app_store.load()
+    with pytest.raises(BlockingCallError, match=r"app_store.load"):
+        asyncio.run(main())
+
+
 def test_off_the_loop_and_offloaded():
     async def main():
         return await asyncio.to_thread(read_config)
@@ -110,20 +119,29 @@ def test_off_the_loop_and_offloaded():
 '''
 
 
+def _guarded_files(pytester) -> None:
+    """The test file, plus a module marked at import time of conftest.py (before tests)."""
+    pytester.makepyfile(
+        test_guarded=GUARDED,
+        app_store="from corevo_obs import blocking\n\n@blocking\ndef load():\n    return 1\n",
+        conftest="import app_store  # noqa: F401\n",
+    )
+
+
 def test_guard_flag_makes_blocking_calls_on_the_loop_raise(pytester):
-    pytester.makepyfile(test_guarded=GUARDED)
+    _guarded_files(pytester)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--corevo-blocking-guard")
-    result.assert_outcomes(passed=2)
+    result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines(["corevo-obs: @blocking guard on"])
 
 
 def test_guard_ini_key_and_off_by_default(pytester):
-    pytester.makepyfile(test_guarded=GUARDED)
+    _guarded_files(pytester)
     off = pytester.runpytest_subprocess("-p", "no:cacheprovider")
-    off.assert_outcomes(passed=1, failed=1)  # guard off: nothing raises
+    off.assert_outcomes(passed=1, failed=2)  # guard off: nothing raises
     off.stdout.fnmatch_lines(["*DID NOT RAISE*"])
     pytester.makeini("[pytest]\ncorevo_blocking_guard = true\n")
-    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=2)
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=3)
 
 
 def test_marker_is_the_same_function_when_the_guard_is_off():
