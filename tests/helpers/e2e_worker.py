@@ -1,0 +1,146 @@
+"""A worker for the Prometheus end-to-end test: the suite's real instrumentation, real load.
+
+Usage: e2e_worker.py WORKER --db PATH --jobs PATH [--stall-after S --stall-for S] --run-for S
+
+Drives, each ~0.1 s: loop health (sampler, heartbeat, watchdog), a task through its four
+stages, an offload adapter with one slot (so callers wait and get rejected), a persistent
+lease on quota ``llm`` (limit 2 across all workers: one worker is rejected until a holder
+goes quiet and is reaped) and short leases on ``db`` (a double release every 5th round),
+jobs through a SQLite ``JobStore`` (queued and local paths, a losing second claim, and every
+10th round a claim reclaimed before its start, whose start is then fenced), and each run's
+events through a ``Projector`` (out of order, duplicated, a stale epoch, one missed event
+recovered by replay from a SQLite ``EventHistory``). A scripted stall freezes the loop
+(sync sleep); the stalled worker's ``llm`` lease goes unrenewed, gets reaped, and its next
+heartbeat is ``lost``. Prints one JSON line when serving: {"port": ...}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+
+from corevo_obs import MetricsServer, enable_multiprocess, install_loop_health
+from corevo_obs.claims import Claim, SqliteJobStore
+from corevo_obs.events import Event, EventHistory, Projector
+from corevo_obs.leases import LeaseAuditor, SqliteLeaseStore
+from corevo_obs.offload import OffloadAdapter, OffloadRejected
+from corevo_obs.stages import StageRecorder
+
+LEASE_TIMEOUT = 1.0
+
+
+class Workload:
+    def __init__(self, worker: str, db: str, jobs: str) -> None:
+        self.worker = worker
+        self.stages = StageRecorder(worker=worker)
+        self.blob = OffloadAdapter(name="blob", max_in_flight=1, max_waiting=1,
+                                   wait_timeout=0.05, worker=worker)
+        self.llm = SqliteLeaseStore("llm", db, limit=2, timeout=LEASE_TIMEOUT, worker=worker)
+        self.dbq = SqliteLeaseStore("db", db, limit=5, timeout=LEASE_TIMEOUT, worker=worker)
+        self.audit = LeaseAuditor(self.llm)
+        self.jobs = SqliteJobStore(jobs, worker=worker)
+        self.history = EventHistory(jobs + ".events")
+        self.projector = Projector(lambda _event: None, worker=worker)
+        self.session = None  # this worker's persistent llm lease, when granted
+        self.round = 0
+
+    async def task(self) -> None:
+        t = self.stages.task("chat", accepted_at=time.time() - 0.01)
+        t.started()
+        async with t.external("model"):
+            await asyncio.sleep(0.005)
+        t.first_event()
+        if self.round == 1:
+            t.first_event()  # a duplicate mark, absorbed and counted as a mark error
+        t.finish("completed")
+
+    async def offload(self) -> None:
+        async def one() -> None:
+            try:
+                await self.blob.run(time.sleep, 0.03)
+            except OffloadRejected:
+                pass
+        await asyncio.gather(one(), one(), one())  # 1 runs, 1 waits, 1 is rejected
+
+    def leases(self) -> None:
+        if self.session is None:
+            self.session = self.llm.acquire()
+        elif not self.session.heartbeat():
+            self.session = None  # lost: reaped while this worker was frozen
+        short = self.dbq.acquire()
+        if short is not None:
+            short.release()
+            if self.round % 5 == 0:
+                short.release()  # double release: 'noop'
+        self.audit.audit()
+
+    def claims(self) -> None:
+        job = self.jobs.create_job()
+        won = self.jobs.claim(job).claim
+        self.jobs.claim(job, owner="someone-else")  # the loser of the conditional update
+        assert won is not None
+        if self.round % 10 == 0:
+            # the owner was judged gone before execution_started: requeued, then fenced
+            self.jobs.reclaim_prestart(owner=won.owner)
+            assert self.jobs.start(won).execution_id is None
+            self.jobs.cancel_queued(job)
+        else:
+            self.run(won)
+        self.run(self.jobs.create_local())
+
+    def run(self, claim: Claim) -> None:
+        execution = self.jobs.start(claim).execution_id
+        assert execution is not None
+        self.events(claim, execution)
+        self.jobs.finish(claim, execution, "completed")
+
+    def events(self, claim: Claim, execution: str) -> None:
+        e1, e2, e3 = (Event(claim.job_id, execution, claim.epoch, seq, "token")
+                      for seq in (1, 2, 3))
+        for e in (e1, e2, e3):
+            self.history.append(e)
+        for e in (e2, e1, e1):  # early (buffered), then applied with e2, then a duplicate
+            self.projector.offer(e)
+        self.projector.offer(Event(claim.job_id, "old", claim.epoch - 1, 4, "token"))
+        self.projector.replay(self.history, claim.job_id)  # e3 was never sent live
+        self.projector.forget(claim.job_id)
+
+    async def step(self) -> None:
+        self.round += 1
+        await self.task()
+        await self.offload()
+        self.leases()
+        self.claims()
+
+
+async def main(ns: argparse.Namespace) -> None:
+    health = install_loop_health(worker=ns.worker, interval=0.05, stall_threshold=0.2)
+    server = MetricsServer(port=0).start()
+    work = Workload(ns.worker, ns.db, ns.jobs)
+    print(json.dumps({"port": server.port}), flush=True)
+    t0 = time.monotonic()
+    stalled = ns.stall_for <= 0
+    while time.monotonic() - t0 < ns.run_for:
+        await work.step()
+        if not stalled and time.monotonic() - t0 >= ns.stall_after:
+            stalled = True
+            time.sleep(ns.stall_for)  # noqa: ASYNC251 - the injected freeze
+        await asyncio.sleep(0.1)
+    await work.blob.aclose()
+    await health.stop()
+    server.stop()
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser()
+    p.add_argument("worker")
+    p.add_argument("--db", required=True)
+    p.add_argument("--jobs", required=True)
+    p.add_argument("--stall-after", type=float, default=0.0)
+    p.add_argument("--stall-for", type=float, default=0.0)
+    p.add_argument("--run-for", type=float, default=60.0)
+    ns = p.parse_args()
+    enable_multiprocess()
+    asyncio.run(main(ns))
