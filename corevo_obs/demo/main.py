@@ -1,85 +1,107 @@
-"""Run the demo: spawn workers, run the drills, print a diagnosis (text or JSON)."""
+"""Run the demo: validate options, run the three drills, print a diagnosis (text or JSON).
+
+Everything lives in one temp dir (SQLite files, the multiprocess metrics directory, the
+workers' logs) that is removed at the end; every child is stopped on any exit path.
+"""
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
+import signal
+import socket
 import sys
 import tempfile
+import time
+from pathlib import Path
+from types import FrameType, ModuleType
 from typing import Any
 
 from ..errors import ConfigError
-from .slow_upstream import SlowUpstream
+from . import drill_frozen, drill_quota, drill_sticky, report
+from .context import DemoContext
+from .procs import Children
+from .progress import Progress
+from .quota import check_redis
+
+DRILLS: tuple[tuple[str, ModuleType], ...] = (
+    ("frozen_worker", drill_frozen),
+    ("sticky_connection", drill_sticky),
+    ("quota_leak", drill_quota),
+)
 
 
-def _spawn(worker: str, env: dict[str, str], *extra: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "corevo_obs.demo.worker", "--worker", worker, *extra],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
+def _check_ports(first: int, count: int) -> None:
+    if not 1024 <= first <= 65535 - count + 1:
+        raise ConfigError(f"--metrics-port must leave room for {count} ports in 1024..65535, "
+                          f"got {first}", source="demo")
+    for port in range(first, first + count):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError as exc:
+                raise ConfigError(f"port {port} on 127.0.0.1 is not free ({exc.strerror})",
+                                  source="--metrics-port") from None
 
 
-def drill_frozen_worker(workers: int, freeze: float, env: dict[str, str]) -> dict[str, Any]:
-    """Drill 1: one worker runs a sync HTTP call inside async def; who froze, and where?"""
-    with SlowUpstream(freeze) as upstream:
-        names = [f"w{i}" for i in range(workers)]
-        bad = names[1 % workers]
-        procs = {
-            n: _spawn(n, env, *(["--blocking-url", upstream.url] if n == bad else []))
-            for n in names
-        }
-        results = {}
-        for n, p in procs.items():
-            out, err = p.communicate(timeout=60)
-            if p.returncode != 0:
-                raise ConfigError(f"demo worker {n} failed:\n{err.strip()}", source="demo")
-            results[n] = json.loads(out.strip().splitlines()[-1])
-    frozen = [n for n, r in results.items() if r["stalls"]]
-    diagnosis: dict[str, Any] = {"injected_worker": bad, "frozen_workers": frozen}
-    if frozen:
-        worst = max((s for n in frozen for s in results[n]["stalls"]),
-                    key=lambda s: s["duration_seconds"])
-        diagnosis["stall"] = worst
-    diagnosis["workers"] = results
-    return diagnosis
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
 
 
-def _print_text(report: dict[str, Any]) -> None:
-    d1 = report["drills"]["frozen_worker"]
-    print("Drill 1: sync I/O inside async def")
-    if "stall" in d1:
-        s = d1["stall"]
-        c = s["culprit"]
-        where = f"{c['file']}:{c['line']} in {c['function']}" if c else "(stack not captured)"
-        print(f"  frozen worker : {s['worker']} for {s['duration_seconds']:.3f}s")
-        print(f"  blocking line : {where}")
-    else:
-        print("  no stall detected")
-    for n, r in d1["workers"].items():
-        print(
-            f"  {n}: max lag {r['max_lag_seconds']:.3f}s, unrelated heartbeat max gap "
-            f"{r['heartbeat_max_gap_seconds']:.3f}s, fake model median "
-            f"{r['model_latency_median_seconds']}s"
-        )
-    print("  -> the unrelated heartbeat stalled only on the frozen worker while the model's")
-    print("     latency stayed flat: the loop was blocked, the model was not slow.")
+def _serve(ctx: DemoContext) -> None:
+    """Keep one endpoint per worker up (port, port+1, ...) until Ctrl-C."""
+    assert ctx.metrics_port is not None
+    serving = [ctx.children.spawn(f"w{i}", "--role", "serve", *ctx.port_args(i))
+               for i in range(ctx.workers)]
+    for c in serving:
+        ctx.children.ready(c)
+    last = ctx.metrics_port + ctx.workers - 1
+    print(f"metrics of every drill on http://127.0.0.1:{ctx.metrics_port}/metrics .. :{last}"
+          " - press Ctrl-C to stop", file=sys.stderr, flush=True)
+    try:
+        while all(c.proc.poll() is None for c in serving):
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        return
+    raise ConfigError("a metrics worker exited early", source="demo")
 
 
-def run_demo(*, workers: int = 3, as_json: bool = False, short: bool = False) -> int:
+def run_demo(*, workers: int = 3, as_json: bool = False, short: bool = False,
+             metrics_port: int | None = None, redis_url: str | None = None) -> int:
     if not 2 <= workers <= 16:
         raise ConfigError(f"--workers must be 2..16, got {workers}", source="demo")
-    with tempfile.TemporaryDirectory(prefix="corevo-demo-") as mp:
-        env = dict(os.environ, PROMETHEUS_MULTIPROC_DIR=mp)
-        if not as_json:
-            print(f"corevo-obs demo: {workers} workers, metrics in {mp}", file=sys.stderr)
-            print("  running drill 1 (frozen worker)...", file=sys.stderr)
-        report = {
-            "workers": workers,
-            "drills": {"frozen_worker": drill_frozen_worker(workers, 0.4 if short else 0.8, env)},
-        }
-    if as_json:
-        print(json.dumps(report, indent=2))
-    else:
-        _print_text(report)
+    if metrics_port is not None:
+        _check_ports(metrics_port, workers)
+    if redis_url:
+        check_redis(redis_url)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="corevo-demo-") as tmp:
+        workdir = Path(tmp)
+        (workdir / "metrics").mkdir()
+        env = dict(os.environ, PROMETHEUS_MULTIPROC_DIR=str(workdir / "metrics"))
+        env.pop("COREVO_WORKER", None)
+        children = Children(workdir, env)
+        progress = Progress(len(DRILLS))
+        ctx = DemoContext(workers, short, workdir, children, progress, metrics_port, redis_url)
+        previous = signal.signal(signal.SIGTERM, _interrupt)
+        try:
+            progress.event(f"corevo-obs demo: {workers} workers, work dir {tmp}")
+            drills: dict[str, Any] = {key: mod.run(ctx) for key, mod in DRILLS}
+            result = {"workers": workers, "short": short,
+                      "duration_seconds": round(time.monotonic() - started, 1),
+                      "drills": drills}
+            result["summary"] = report.summary(result)
+            if as_json:
+                print(json.dumps(result, indent=2), flush=True)
+            else:
+                report.print_text(result)
+            if metrics_port is not None:
+                _serve(ctx)
+        finally:
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+            try:
+                children.stop()
+            finally:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+                signal.signal(signal.SIGTERM, previous)
     return 0

@@ -1,6 +1,9 @@
-"""One demo worker process: loop health, a fake model, an unrelated heartbeat, a drill.
+"""One demo worker process, in one of five roles.
 
-Run by ``corevo_obs.demo.main``; prints one JSON summary line on stdout when done.
+``frozen`` (drill 1) runs a fixed script and prints one JSON summary line. The others run
+until SIGTERM/SIGINT (or until their parent dies, so a killed demo leaves no orphan):
+``gateway`` and ``executor`` (drill 2), ``holder`` (drill 3) and ``serve`` (keeps a
+metrics endpoint up for ``--metrics-port``). They print one JSON "ready" line first.
 """
 
 from __future__ import annotations
@@ -8,12 +11,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import signal
 import statistics
+import sys
 import time
+from collections.abc import Awaitable, Callable
+from typing import Any
 
-from ..exposition import enable_multiprocess
+from ..errors import CorevoObsError
+from ..exposition import MetricsServer, enable_multiprocess
 from ..loop import install_loop_health
 from . import handlers
+
+PARENT_CHECK_SECONDS = 0.5
+Role = Callable[[argparse.Namespace, asyncio.Event, Callable[..., None]], Awaitable[None]]
 
 
 class UnrelatedHeartbeat:
@@ -39,7 +51,8 @@ async def _model_traffic(latencies: list[float], latency: float) -> None:
         latencies.append(time.monotonic() - started)
 
 
-async def run_worker(ns: argparse.Namespace) -> dict[str, object]:
+async def run_frozen(ns: argparse.Namespace) -> dict[str, object]:
+    """Drill 1: background model traffic and a heartbeat around one (maybe blocking) call."""
     health = install_loop_health(worker=ns.worker, interval=0.01)
     beat = UnrelatedHeartbeat(0.05)
     latencies: list[float] = []
@@ -61,6 +74,7 @@ async def run_worker(ns: argparse.Namespace) -> dict[str, object]:
     await health.stop()
     return {
         "worker": ns.worker,
+        "pid": os.getpid(),
         "drill_seconds": round(drill_seconds, 4),
         "max_lag_seconds": round(health.sampler.max_lag, 4),
         "heartbeat_max_gap_seconds": round(beat.max_gap, 4),
@@ -70,17 +84,87 @@ async def run_worker(ns: argparse.Namespace) -> dict[str, object]:
     }
 
 
-def main() -> None:
+async def run_serve(ns: argparse.Namespace, stop: asyncio.Event,
+                    announce: Callable[..., None]) -> None:
+    """Keep loop health and some model traffic going so a scrape has live series."""
+    traffic = asyncio.create_task(_model_traffic([], ns.model_latency))
+    announce()
+    await stop.wait()
+    traffic.cancel()
+
+
+async def _watch_parent(parent: int, stop: asyncio.Event) -> None:
+    while True:
+        await asyncio.sleep(PARENT_CHECK_SECONDS)
+        if os.getppid() != parent:  # orphaned: the demo died without stopping us
+            stop.set()
+            return
+
+
+async def run_role(ns: argparse.Namespace, role: Role, parent: int) -> None:
+    """Common life of a long-running role: health, signals, parent watch, ready line."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    health = install_loop_health(worker=ns.worker, interval=0.01)
+    watch = asyncio.create_task(_watch_parent(parent, stop))
+
+    def announce(**info: Any) -> None:
+        print(json.dumps({"ready": True, "worker": ns.worker, "pid": os.getpid(), **info}),
+              flush=True)
+
+    try:
+        await role(ns, stop, announce)
+    finally:
+        watch.cancel()
+        await health.stop()
+
+
+def _roles() -> dict[str, Role]:
+    from .holder import run_holder
+    from .runtime import run_executor, run_gateway
+
+    return {"gateway": run_gateway, "executor": run_executor, "holder": run_holder,
+            "serve": run_serve}
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser()
     p.add_argument("--worker", required=True)
+    p.add_argument("--role", default="frozen",
+                   choices=("frozen", "gateway", "executor", "holder", "serve"))
+    p.add_argument("--metrics-port", type=int, default=-1, help="serve /metrics (-1: no)")
     p.add_argument("--blocking-url")
     p.add_argument("--offload-url")
     p.add_argument("--model-latency", type=float, default=0.05)
     p.add_argument("--warmup", type=float, default=0.5)
     p.add_argument("--cooldown", type=float, default=0.5)
-    ns = p.parse_args()
-    enable_multiprocess()
-    print(json.dumps(asyncio.run(run_worker(ns))), flush=True)
+    p.add_argument("--db", help="SQLite file: jobs (drill 2), counter and leases (drill 3)")
+    p.add_argument("--limit", type=int, default=4)
+    p.add_argument("--lease-timeout", type=float, default=1.0)
+    p.add_argument("--redis")
+    p.add_argument("--redis-key")
+    p.add_argument("--tasks", type=int, default=2, help="holder tasks per scheme")
+    p.add_argument("--hold", type=float, default=0.3, help="seconds a holder keeps a slot")
+    return p.parse_args(argv)
+
+
+def main() -> None:
+    ns = parse_args()
+    parent = os.getppid()
+    try:
+        enable_multiprocess()
+        if ns.metrics_port >= 0:
+            MetricsServer(port=ns.metrics_port).start()
+        if ns.role == "frozen":
+            print(json.dumps(asyncio.run(run_frozen(ns))), flush=True)
+        else:
+            asyncio.run(run_role(ns, _roles()[ns.role], parent))
+    except CorevoObsError as exc:
+        sys.exit(f"demo worker {ns.worker}: {exc}")
+    except KeyboardInterrupt:
+        sys.exit(130)
 
 
 if __name__ == "__main__":

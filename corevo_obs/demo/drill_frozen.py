@@ -1,0 +1,42 @@
+"""Drill 1: one worker runs a sync HTTP call inside ``async def``; who froze, and where?"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .context import DemoContext
+from .slow_upstream import SlowUpstream
+
+RESULT_TIMEOUT = 60.0
+
+
+def run(ctx: DemoContext) -> dict[str, Any]:
+    freeze = 0.4 if ctx.short else 1.5
+    ctx.progress.step(f"sync I/O inside async def ({ctx.workers} workers, "
+                      f"one blocks {freeze:.1f}s)")
+    with SlowUpstream(freeze) as upstream:
+        names = [f"w{i}" for i in range(ctx.workers)]
+        bad = names[1 % ctx.workers]
+        procs = {
+            n: ctx.children.spawn(
+                n, *ctx.port_args(i),
+                *(["--blocking-url", upstream.url] if n == bad else []))
+            for i, n in enumerate(names)
+        }
+        ctx.progress.status("workers running: model traffic, heartbeat, one persist_artifact")
+        results = {n: ctx.children.result(c, RESULT_TIMEOUT) for n, c in procs.items()}
+    frozen = [n for n, r in results.items() if r["stalls"]]
+    diagnosis: dict[str, Any] = {"injected_worker": bad, "frozen_workers": frozen}
+    if frozen:
+        worst = max((s for n in frozen for s in results[n]["stalls"]),
+                    key=lambda s: s["duration_seconds"])
+        diagnosis["stall"] = worst
+        bad_r = results[worst["worker"]]
+        calm = [r for n, r in results.items() if n not in frozen]
+        diagnosis["heartbeat_age_seconds"] = bad_r["heartbeat_max_gap_seconds"]
+        diagnosis["max_lag_seconds"] = bad_r["max_lag_seconds"]
+        diagnosis["healthy_heartbeat_max_gap_seconds"] = max(
+            (r["heartbeat_max_gap_seconds"] for r in calm), default=None)
+    diagnosis["workers"] = results
+    ctx.progress.done(f"frozen: {', '.join(frozen) or 'none'}")
+    return diagnosis

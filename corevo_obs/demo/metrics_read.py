@@ -1,0 +1,48 @@
+"""Read the demo's metrics back from the multiprocess directory, as a scrape would.
+
+The report quotes the same series a Prometheus would see, including those written by
+processes that have exited (or were SIGKILLed): counters and histograms outlive them.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Final
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.multiprocess import MultiProcessCollector
+
+STAGES: Final = ("dispatch", "first_event", "external", "total")
+
+
+def _families(mp: Path) -> dict[str, Any]:
+    reg = CollectorRegistry()
+    MultiProcessCollector(reg, path=str(mp))
+    return {fam.name: fam for fam in reg.collect()}
+
+
+def counter_total(mp: Path, name: str, **match: str) -> float:
+    """Sum of a counter over every series whose labels include ``match``."""
+    fam = _families(mp).get(name.removesuffix("_total"))
+    if fam is None:
+        return 0.0
+    return sum(s.value for s in fam.samples if s.name == name
+               and all(s.labels.get(k) == v for k, v in match.items()))
+
+
+def stage_summary(mp: Path) -> dict[str, dict[str, dict[str, Any]]]:
+    """``{stage: {"worker/kind": {"count": n, "sum_seconds": s}}}`` for the four stages."""
+    fams = _families(mp)
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for stage in STAGES:
+        fam = fams.get(f"corevo_task_{stage}_seconds")
+        rows: dict[str, dict[str, Any]] = defaultdict(lambda: {"count": 0, "sum_seconds": 0.0})
+        for s in fam.samples if fam else ():
+            key = f"{s.labels.get('worker')}/{s.labels.get('kind')}"
+            if s.name.endswith("_count"):
+                rows[key]["count"] += int(s.value)
+            elif s.name.endswith("_sum"):
+                rows[key]["sum_seconds"] = round(rows[key]["sum_seconds"] + s.value, 4)
+        out[stage] = dict(sorted(rows.items()))
+    return out

@@ -1,0 +1,113 @@
+"""The global quota of drill 3, two ways: the article's anonymous counter and named leases.
+
+Both live in embedded SQLite by default (one file in the demo's temp dir); leases may
+use a real Redis instead. The holder processes and the orchestrator build their stores
+here, so both sides agree on names, limits and timeouts.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from ..errors import ConfigError
+from ..observer import Observer
+
+QUOTA: Final = "demo-model"
+_SCHEMA: Final = (
+    "CREATE TABLE IF NOT EXISTS demo_quota ("
+    " name TEXT PRIMARY KEY, used INTEGER NOT NULL DEFAULT 0, done INTEGER NOT NULL DEFAULT 0)"
+)
+
+
+class AnonymousCounter:
+    """The bug on purpose: INCR to take a slot, DECR to give it back, no holder recorded.
+
+    A holder that dies between the two leaks its slot forever; nobody can tell whose it
+    was. ``done`` counts completed holds (per scheme row) so throughput can be plotted.
+    """
+
+    def __init__(self, path: str | Path, limit: int) -> None:
+        self.limit = limit
+        self._db = sqlite3.connect(str(path), isolation_level=None, timeout=10,
+                                   check_same_thread=False)
+        self._db.execute("PRAGMA busy_timeout = 10000")
+        self._db.execute("PRAGMA journal_mode = WAL")
+        self._db.execute(_SCHEMA)
+        for name in ("counter", "leases"):
+            self._db.execute("INSERT OR IGNORE INTO demo_quota (name) VALUES (?)", (name,))
+
+    def take(self) -> bool:
+        """INCR if below the limit (one conditional UPDATE, so it never oversells)."""
+        cur = self._db.execute(
+            "UPDATE demo_quota SET used = used + 1 WHERE name = 'counter' AND used < ?",
+            (self.limit,))
+        return cur.rowcount == 1
+
+    def give_back(self) -> None:
+        """DECR, and count one completed hold."""
+        self._db.execute(
+            "UPDATE demo_quota SET used = used - 1, done = done + 1 WHERE name = 'counter'")
+
+    def lease_done(self) -> None:
+        """Count one completed hold under a lease (the lease itself lives in its store)."""
+        self._db.execute("UPDATE demo_quota SET done = done + 1 WHERE name = 'leases'")
+
+    def read(self) -> dict[str, tuple[int, int]]:
+        """``{scheme: (used, done)}``; ``used`` of the leases row is unused (0)."""
+        rows = self._db.execute("SELECT name, used, done FROM demo_quota").fetchall()
+        return {name: (int(used), int(done)) for name, used, done in rows}
+
+    def close(self) -> None:
+        self._db.close()
+
+
+@dataclass(frozen=True)
+class QuotaConfig:
+    """Where and how the leases live; passed to holders on their command line."""
+
+    db: str
+    limit: int
+    timeout: float
+    redis_url: str | None = None
+    redis_key: str | None = None
+
+    def argv(self) -> list[str]:
+        out = ["--db", self.db, "--limit", str(self.limit), "--lease-timeout", str(self.timeout)]
+        if self.redis_url:
+            out += ["--redis", self.redis_url, "--redis-key", str(self.redis_key)]
+        return out
+
+
+def lease_store(cfg: QuotaConfig, *, worker: str, observer: Observer | None = None,
+                asynchronous: bool = False) -> Any:
+    """A lease store for ``cfg``: SQLite (default) or Redis, blocking or asyncio."""
+    opts: dict[str, Any] = {"limit": cfg.limit, "timeout": cfg.timeout, "worker": worker,
+                            "observer": observer}
+    if cfg.redis_url:
+        from ..leases import redis_store
+
+        cls = redis_store.AsyncRedisLeaseStore if asynchronous else redis_store.RedisLeaseStore
+        return cls(QUOTA, cfg.redis_url, key=cfg.redis_key, **opts)
+    from ..leases import AsyncSqliteLeaseStore, SqliteLeaseStore
+
+    sqlite_cls = AsyncSqliteLeaseStore if asynchronous else SqliteLeaseStore
+    return sqlite_cls(QUOTA, cfg.db, **opts)
+
+
+def check_redis(url: str) -> None:
+    """Fail early, in one line, when ``--redis`` cannot be used."""
+    try:
+        import redis
+    except ImportError:
+        raise ConfigError("the redis package is not installed (pip install "
+                          "'corevo-obs[redis]')", source="--redis") from None
+    try:
+        client = redis.Redis.from_url(url, socket_connect_timeout=1.0, socket_timeout=2.0)
+        client.ping()
+        client.close()
+    except (ValueError, redis.RedisError) as exc:
+        raise ConfigError(f"cannot use {url}: {exc}", source="--redis") from None
+
