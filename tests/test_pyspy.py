@@ -168,7 +168,7 @@ def _run_stalls(registry, capture: NativeStallCapture, *stalls: float) -> Native
         capture.attach(health.watchdog)
         for seconds in stalls:
             await asyncio.sleep(0.1)
-            _blocking_handler(seconds)
+            _blocking_handler(seconds)  # noqa: COB110 - the stall under test
         await asyncio.sleep(0.2)
         await health.stop()
         capture.stop()

@@ -160,7 +160,7 @@ def test_assert_loop_responsive_outside_pytest_fixtures():
             if seconds:
                 import time
 
-                time.sleep(seconds)  # noqa: ASYNC251 - the stall under test
+                time.sleep(seconds)  # noqa: ASYNC251, COB104 - the stall under test
 
     asyncio.run(main(0))
     with pytest.raises(LoopBlocked) as info:
