@@ -32,6 +32,8 @@ StartOutcomeName = Literal["started", "fenced"]
 TerminalState = Literal["completed", "failed", "lost", "timeout", "cancelled"]
 DispatchPath = Literal["local", "queued"]
 ProjectOutcome = Literal["applied", "duplicate", "buffered", "stale_epoch", "overflow"]
+CancelPath = Literal["pubsub", "marker", "lease_expiry"]
+CommandOutcome = Literal["applied", "fenced", "no_owner"]
 
 
 class Observer:
@@ -83,6 +85,19 @@ class Observer:
 
     def replayed(self, n: int) -> None:
         """Events that reached the projection only through a durable-history replay."""
+
+    # --- cancel and command routing -----------------------------------------------------
+    def cancel_requested(self) -> None:
+        """A cancel marker was written and its wake-up published."""
+
+    def cancel_delivered(self, path: CancelPath, *, latency: float | None = None) -> None:
+        """A cancel reached its execution (or its lease expired); ``latency`` is request → stop."""
+
+    def command_routed(self, outcome: CommandOutcome) -> None:
+        """A routed command: applied or fenced by the owner's re-check, or no owner to route to."""
+
+    def late_side_effect(self) -> None:
+        """A write carried the idempotency key of an execution that had acknowledged a cancel."""
 
 
 class MetricsObserver(Observer):
@@ -198,3 +213,19 @@ class MetricsObserver(Observer):
     def replayed(self, n: int) -> None:
         if n:
             self._inc("corevo_events_replayed_total", n, worker=self.worker)
+
+    # --- cancel and command routing -----------------------------------------------------
+    def cancel_requested(self) -> None:
+        self._inc("corevo_cancel_requested_total", worker=self.worker)
+
+    def cancel_delivered(self, path: CancelPath, *, latency: float | None = None) -> None:
+        self._inc("corevo_cancel_delivered_total", worker=self.worker, path=path)
+        if latency is not None:
+            self._observe("corevo_cancel_latency_seconds", max(0.0, latency),
+                          worker=self.worker, path=path)
+
+    def command_routed(self, outcome: CommandOutcome) -> None:
+        self._inc("corevo_command_routed_total", worker=self.worker, outcome=outcome)
+
+    def late_side_effect(self) -> None:
+        self._inc("corevo_late_side_effects_total", worker=self.worker)

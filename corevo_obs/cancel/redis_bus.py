@@ -1,0 +1,105 @@
+"""The cancel bus on Redis: a hash with PEXPIRE as the marker, PUBLISH as the wake-up.
+
+``corevo:cancel:<execution_id>`` holds ``requested`` (and later ``acked``) and expires by
+itself, so a marker nobody reads never outlives its TTL. Commands go to the owner's
+channel ``corevo:owner:<owner>``; PUBLISH returns how many subscribers got one, which is
+how a gateway sees a wake-up that reached nobody.
+
+The subscriber's client never retries on its own: redis-py would reconnect silently and
+hide the window in which messages vanish. The inbox reconnects with its own backoff and
+counts the break. ``redis`` is imported only here.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from .bus import CancelBus, Command, Subscription
+
+MARKER_PREFIX: Final = "corevo:cancel:"
+CHANNEL_PREFIX: Final = "corevo:owner:"
+CONNECT_TIMEOUT: Final = 1.0
+SOCKET_TIMEOUT: Final = 2.0
+
+
+class _RedisSubscription(Subscription):
+    def __init__(self, pubsub: Any) -> None:
+        self._pubsub = pubsub
+
+    async def get(self) -> Command:
+        while True:
+            msg = await self._pubsub.get_message(ignore_subscribe_messages=True, timeout=None)
+            if msg is not None and msg.get("type") == "message":
+                return Command.decode(msg["data"])
+
+    async def close(self) -> None:
+        try:
+            await self._pubsub.aclose()
+        except Exception:  # noqa: BLE001 - closing a broken connection may fail; it is gone
+            pass
+
+
+class RedisCancelBus(CancelBus):
+    """Give a URL (the bus makes and owns two clients) or a ``redis.asyncio.Redis``.
+
+    Example::
+
+        bus = RedisCancelBus("redis://127.0.0.1:6379/0")
+    """
+
+    def __init__(self, client: Any) -> None:
+        import redis.asyncio as aioredis
+        from redis.asyncio.retry import Retry
+        from redis.backoff import NoBackoff
+
+        self._owned = isinstance(client, str)
+        if isinstance(client, str):
+            url = client
+            client = aioredis.Redis.from_url(url, socket_connect_timeout=CONNECT_TIMEOUT,
+                                             socket_timeout=SOCKET_TIMEOUT)
+            # No socket timeout: a subscriber waits for messages indefinitely.
+            self._sub_client = aioredis.Redis.from_url(
+                url, socket_connect_timeout=CONNECT_TIMEOUT, retry=Retry(NoBackoff(), 0))
+        else:
+            self._sub_client = client
+        self.client = client
+
+    async def _hset(self, execution_id: str, field: str, value: float, ttl: float) -> None:
+        key = MARKER_PREFIX + execution_id
+        async with self.client.pipeline(transaction=True) as pipe:
+            pipe.hset(key, field, repr(value))
+            pipe.pexpire(key, max(1, int(ttl * 1000)))
+            await pipe.execute()
+
+    async def _hget(self, execution_id: str, field: str) -> float | None:
+        raw = await self.client.hget(MARKER_PREFIX + execution_id, field)
+        return None if raw is None else float(raw)
+
+    async def mark(self, execution_id: str, requested_at: float, ttl: float) -> None:
+        await self._hset(execution_id, "requested", requested_at, ttl)
+
+    async def marker(self, execution_id: str) -> float | None:
+        return await self._hget(execution_id, "requested")
+
+    async def acknowledge(self, execution_id: str, stopped_at: float, ttl: float) -> None:
+        await self._hset(execution_id, "acked", stopped_at, ttl)
+
+    async def acknowledged(self, execution_id: str) -> float | None:
+        return await self._hget(execution_id, "acked")
+
+    async def send(self, command: Command) -> int:
+        return int(await self.client.publish(CHANNEL_PREFIX + command.owner, command.encode()))
+
+    async def subscribe(self, owner: str) -> Subscription:
+        pubsub = self._sub_client.pubsub()
+        try:
+            await pubsub.subscribe(CHANNEL_PREFIX + owner)
+        except BaseException:
+            await pubsub.aclose()
+            raise
+        return _RedisSubscription(pubsub)
+
+    async def close(self) -> None:
+        if self._owned:
+            await self.client.aclose()
+            await self._sub_client.aclose()
