@@ -5,9 +5,20 @@ The public API is this list; everything else is importable but not promised.
 
 from .blocking import blocking
 from .catalog import CATALOG, MetricSpec
+from .claims import Claim, ClaimOutcome, JobStore, PostgresJobStore, SqliteJobStore, StartOutcome
 from .errors import CatalogError, ConfigError, CorevoObsError, MetricsDirError
+from .events import Event, EventHistory, Projector
 from .exposition import MetricsServer, enable_multiprocess, mark_process_dead
 from .identity import worker_name
+from .leases import (
+    AsyncLease,
+    AsyncLeaseStore,
+    AsyncSqliteLeaseStore,
+    Lease,
+    LeaseAuditor,
+    LeaseStore,
+    SqliteLeaseStore,
+)
 from .loop import (
     LoopHealth,
     LoopHealthConfig,
@@ -16,10 +27,29 @@ from .loop import (
     StallWatchdog,
     install_loop_health,
 )
+from .observer import MetricsObserver, Observer
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AsyncLease",
+    "AsyncLeaseStore",
+    "AsyncSqliteLeaseStore",
+    "Claim",
+    "ClaimOutcome",
+    "Event",
+    "EventHistory",
+    "JobStore",
+    "Lease",
+    "LeaseAuditor",
+    "LeaseStore",
+    "MetricsObserver",
+    "Observer",
+    "PostgresJobStore",
+    "Projector",
+    "SqliteJobStore",
+    "SqliteLeaseStore",
+    "StartOutcome",
     "CATALOG",
     "CatalogError",
     "ConfigError",

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from prometheus_client import CollectorRegistry
 
+from .catalog import CATALOG
 from .guard import absorb
 from .identity import worker_name
 from .metrics import child
@@ -100,12 +101,35 @@ class Observer:
         """A write carried the idempotency key of an execution that had acknowledged a cancel."""
 
 
+class _QuotaMetrics:
+    """The children of one quota, bound once (every outcome, so zero-valued series exist)."""
+
+    def __init__(self, worker: str, quota: str, registry: CollectorRegistry | None) -> None:
+        wq = {"worker": worker, "quota": quota}
+
+        def by(name: str, label: str) -> dict[str, Any]:
+            return {v: child(name, registry, **wq, **{label: v})
+                    for v in CATALOG[name].values[label]}
+
+        self.acquire = by("corevo_lease_acquire_total", "outcome")
+        self.heartbeat = by("corevo_lease_heartbeat_total", "outcome")
+        self.release = by("corevo_lease_release_total", "outcome")
+        self.reaped = child("corevo_lease_reaped_total", registry, **wq)
+        self.seconds = child("corevo_lease_acquire_seconds", registry, **wq)
+        self.hold = child("corevo_lease_hold_seconds", registry, **wq)
+        self.held = child("corevo_lease_held", registry, quota=quota)
+        self.limit = child("corevo_lease_limit", registry, quota=quota)
+        self.oldest = child("corevo_lease_oldest_heartbeat_age_seconds", registry, quota=quota)
+        self.orphaned = child("corevo_lease_orphaned_holders", registry, quota=quota)
+        self.limit_value: int | None = None
+
+
 class MetricsObserver(Observer):
     """Writes the catalog's lease/claim/job/events metrics for one worker.
 
-    Children are bound on first use and cached, so a steady-state call costs a dict
-    lookup plus the prometheus update. A bad label value (a programming error in the
-    caller) is absorbed and logged once, never raised into the host's task.
+    Children are bound once (per quota for leases), so a steady-state call costs a dict
+    lookup plus the prometheus update. A bad outcome or quota name (a programming error
+    in the caller) is absorbed and logged once, never raised into the host's task.
     """
 
     def __init__(
@@ -113,37 +137,35 @@ class MetricsObserver(Observer):
     ) -> None:
         self.worker = worker_name(worker)
         self.registry = registry
-        self._children: dict[tuple[str, ...], Any] = {}
+        self._quotas: dict[str, _QuotaMetrics] = {}
+        w, r = {"worker": self.worker}, registry
 
-    def _m(self, name: str, *key: str, **labels: str) -> Any:
-        k = (name, *key)
-        found = self._children.get(k)
+        def by(name: str, label: str) -> dict[str, Any]:
+            return {v: child(name, r, **w, **{label: v}) for v in CATALOG[name].values[label]}
+
+        self._claim = by("corevo_claim_total", "outcome")
+        self._start = by("corevo_claim_start_total", "outcome")
+        self._terminal = by("corevo_job_terminal_total", "state")
+        self._path = by("corevo_job_dispatch_path_total", "path")
+        self._projected = by("corevo_events_projected_total", "outcome")
+        self._queue_wait = child("corevo_claim_queue_wait_seconds", r, **w)
+        self._to_start = child("corevo_claim_to_start_seconds", r, **w)
+        self._reclaimed = child("corevo_claim_reclaimed_total", r, **w)
+        self._replayed = child("corevo_events_replayed_total", r, **w)
+        self._cancel_requested = child("corevo_cancel_requested_total", r, **w)
+        self._cancel_delivered = by("corevo_cancel_delivered_total", "path")
+        self._cancel_latency = by("corevo_cancel_latency_seconds", "path")
+        self._routed = by("corevo_command_routed_total", "outcome")
+        self._late = child("corevo_late_side_effects_total", r, **w)
+
+    def _absorb(self, exc: Exception) -> None:
+        absorb("observer", exc, worker=self.worker, registry=self.registry)
+
+    def _quota(self, quota: str) -> _QuotaMetrics:
+        found = self._quotas.get(quota)
         if found is None:
-            found = self._children[k] = child(name, self.registry, **labels)
+            found = self._quotas[quota] = _QuotaMetrics(self.worker, quota, self.registry)
         return found
-
-    def _bind(self, name: str, **labels: str) -> Any | None:
-        """Like ``_m`` but absorbs label errors; returns None when the child is unusable."""
-        try:
-            return self._m(name, *labels.values(), **labels)
-        except Exception as exc:  # noqa: BLE001 - never break the host
-            absorb("observer", exc, worker=self.worker, registry=self.registry)
-            return None
-
-    def _inc(self, name: str, amount: float = 1, **labels: str) -> None:
-        c = self._bind(name, **labels)
-        if c is not None:
-            c.inc(amount)
-
-    def _observe(self, name: str, value: float, **labels: str) -> None:
-        c = self._bind(name, **labels)
-        if c is not None:
-            c.observe(value)
-
-    def _set(self, name: str, value: float, **labels: str) -> None:
-        c = self._bind(name, **labels)
-        if c is not None:
-            c.set(value)
 
     # --- leases -------------------------------------------------------------------
     def lease_acquired(
@@ -156,76 +178,108 @@ class MetricsObserver(Observer):
         limit: int | None = None,
         seconds: float | None = None,
     ) -> None:
-        w = self.worker
-        self._inc("corevo_lease_acquire_total", worker=w, quota=quota, outcome=outcome)
-        if reaped:
-            self._inc("corevo_lease_reaped_total", reaped, worker=w, quota=quota)
-        if held is not None:
-            self._set("corevo_lease_held", held, quota=quota)
-        if limit is not None:
-            self._set("corevo_lease_limit", limit, quota=quota)
-        if seconds is not None:
-            self._observe("corevo_lease_acquire_seconds", seconds, worker=w, quota=quota)
+        try:
+            m = self._quotas.get(quota) or self._quota(quota)
+            m.acquire[outcome].inc()
+            if reaped:
+                m.reaped.inc(reaped)
+            if held is not None:
+                m.held.set(held)
+            if limit is not None and limit != m.limit_value:
+                m.limit.set(limit)
+                m.limit_value = limit
+            if seconds is not None:
+                m.seconds.observe(seconds)
+        except Exception as exc:  # noqa: BLE001 - never break the host
+            self._absorb(exc)
 
     def lease_heartbeat(self, quota: str, outcome: HeartbeatOutcome) -> None:
-        self._inc("corevo_lease_heartbeat_total", worker=self.worker, quota=quota, outcome=outcome)
+        try:
+            (self._quotas.get(quota) or self._quota(quota)).heartbeat[outcome].inc()
+        except Exception as exc:  # noqa: BLE001
+            self._absorb(exc)
 
     def lease_released(
         self, quota: str, outcome: ReleaseOutcome, held_seconds: float | None = None
     ) -> None:
-        w = self.worker
-        self._inc("corevo_lease_release_total", worker=w, quota=quota, outcome=outcome)
-        if held_seconds is not None:
-            self._observe("corevo_lease_hold_seconds", held_seconds, worker=w, quota=quota)
+        try:
+            m = self._quotas.get(quota) or self._quota(quota)
+            m.release[outcome].inc()
+            if held_seconds is not None:
+                m.hold.observe(held_seconds)
+        except Exception as exc:  # noqa: BLE001
+            self._absorb(exc)
 
     def lease_audited(self, quota: str, *, oldest_age: float, orphaned: int) -> None:
-        self._set("corevo_lease_oldest_heartbeat_age_seconds", oldest_age, quota=quota)
-        self._set("corevo_lease_orphaned_holders", orphaned, quota=quota)
+        try:
+            m = self._quota(quota)
+            m.oldest.set(oldest_age)
+            m.orphaned.set(orphaned)
+        except Exception as exc:  # noqa: BLE001
+            self._absorb(exc)
 
     # --- claims -------------------------------------------------------------------
     def claim(self, outcome: ClaimOutcomeName, *, queue_wait: float | None = None) -> None:
-        self._inc("corevo_claim_total", worker=self.worker, outcome=outcome)
-        if queue_wait is not None:
-            self._observe("corevo_claim_queue_wait_seconds", max(0.0, queue_wait),
-                          worker=self.worker)
+        try:
+            self._claim[outcome].inc()
+            if queue_wait is not None:
+                self._queue_wait.observe(max(0.0, queue_wait))
+        except Exception as exc:  # noqa: BLE001
+            self._absorb(exc)
 
     def started(self, outcome: StartOutcomeName, *, claim_to_start: float | None = None) -> None:
-        self._inc("corevo_claim_start_total", worker=self.worker, outcome=outcome)
-        if claim_to_start is not None:
-            self._observe("corevo_claim_to_start_seconds", max(0.0, claim_to_start),
-                          worker=self.worker)
+        try:
+            self._start[outcome].inc()
+            if claim_to_start is not None:
+                self._to_start.observe(max(0.0, claim_to_start))
+        except Exception as exc:  # noqa: BLE001
+            self._absorb(exc)
 
     def reclaimed(self, n: int = 1) -> None:
         if n:
-            self._inc("corevo_claim_reclaimed_total", n, worker=self.worker)
+            self._reclaimed.inc(n)
 
     def terminal(self, state: TerminalState, n: int = 1) -> None:
-        if n:
-            self._inc("corevo_job_terminal_total", n, worker=self.worker, state=state)
+        try:
+            if n:
+                self._terminal[state].inc(n)
+        except Exception as exc:  # noqa: BLE001
+            self._absorb(exc)
 
     def dispatch_path(self, path: DispatchPath) -> None:
-        self._inc("corevo_job_dispatch_path_total", worker=self.worker, path=path)
+        try:
+            self._path[path].inc()
+        except Exception as exc:  # noqa: BLE001
+            self._absorb(exc)
 
     # --- events -------------------------------------------------------------------
     def event_projected(self, outcome: ProjectOutcome) -> None:
-        self._inc("corevo_events_projected_total", worker=self.worker, outcome=outcome)
+        try:
+            self._projected[outcome].inc()
+        except Exception as exc:  # noqa: BLE001
+            self._absorb(exc)
 
     def replayed(self, n: int) -> None:
         if n:
-            self._inc("corevo_events_replayed_total", n, worker=self.worker)
+            self._replayed.inc(n)
 
     # --- cancel and command routing -----------------------------------------------------
     def cancel_requested(self) -> None:
-        self._inc("corevo_cancel_requested_total", worker=self.worker)
+        self._cancel_requested.inc()
 
     def cancel_delivered(self, path: CancelPath, *, latency: float | None = None) -> None:
-        self._inc("corevo_cancel_delivered_total", worker=self.worker, path=path)
-        if latency is not None:
-            self._observe("corevo_cancel_latency_seconds", max(0.0, latency),
-                          worker=self.worker, path=path)
+        try:
+            self._cancel_delivered[path].inc()
+            if latency is not None:
+                self._cancel_latency[path].observe(max(0.0, latency))
+        except Exception as exc:  # noqa: BLE001
+            self._absorb(exc)
 
     def command_routed(self, outcome: CommandOutcome) -> None:
-        self._inc("corevo_command_routed_total", worker=self.worker, outcome=outcome)
+        try:
+            self._routed[outcome].inc()
+        except Exception as exc:  # noqa: BLE001
+            self._absorb(exc)
 
     def late_side_effect(self) -> None:
-        self._inc("corevo_late_side_effects_total", worker=self.worker)
+        self._late.inc()

@@ -29,9 +29,8 @@ import re
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass
 from types import TracebackType
-from typing import Final
+from typing import Final, NamedTuple
 
 from prometheus_client import CollectorRegistry
 
@@ -45,8 +44,7 @@ DEFAULT_TIMEOUT: Final = 30.0
 _QUOTA = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 
 
-@dataclass(frozen=True)
-class AcquireResult:
+class AcquireResult(NamedTuple):
     """What one atomic acquire saw: granted or not, ghosts reaped, holders after it."""
 
     granted: bool
@@ -216,6 +214,8 @@ class AsyncLeaseStore(_LeaseCore, ABC):
 class _LeaseHandle:
     """State common to both handles: who holds, since when, and whether it is real."""
 
+    __slots__ = ("store", "holder", "quota", "granted_at", "degraded", "lost")
+
     def __init__(self, store: _LeaseCore, holder: str, *, degraded: bool = False) -> None:
         self.store = store
         self.holder = holder
@@ -236,6 +236,7 @@ class Lease(_LeaseHandle):
     (the second call is counted as a ``noop`` release, which is what exposes the path).
     """
 
+    __slots__ = ()
     store: LeaseStore
 
     def heartbeat(self) -> bool:
@@ -263,6 +264,7 @@ class Lease(_LeaseHandle):
 class AsyncLease(_LeaseHandle):
     """The asyncio handle; ``keep_alive`` runs the heartbeat in a background task."""
 
+    __slots__ = ("_keeper",)
     store: AsyncLeaseStore
 
     def __init__(self, store: AsyncLeaseStore, holder: str, *, degraded: bool = False) -> None:

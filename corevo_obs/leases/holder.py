@@ -56,22 +56,33 @@ class HolderId:
 _counter = itertools.count(1)  # process-wide: two stores of one worker never mint the same id
 
 
+_forks = 0  # bumped in a forked child, so minting needs no getpid() syscall per id
+
+
+def _forked() -> None:
+    global _forks
+    _forks += 1
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
 class HolderIds:
     """Mints holder ids for this process (re-reads the pid after a fork)."""
 
     def __init__(self, worker: str) -> None:
         self.worker = worker
-        self._pid = -1
+        self._forks = -1
         self._prefix = ""
 
     def _refresh(self) -> None:
         pid = os.getpid()
         start = max(0, process_start(pid))
-        self._pid = pid
+        self._forks = _forks
         self._prefix = f"{self.worker}@{socket.gethostname()}:{pid}.{start}#"
 
     def new(self) -> str:
-        if os.getpid() != self._pid:
+        if self._forks != _forks:
             self._refresh()
         return f"{self._prefix}{next(_counter)}"
 

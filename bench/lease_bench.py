@@ -1,0 +1,220 @@
+"""Lease acquire+release round trips per second: instrumented store vs the bare Lua script.
+
+Both variants run the same ACQUIRE_LUA + ZREM against the same private redis-server, in
+interleaved rounds (order alternating), and the medians are compared in this run; the
+ratio is the cost of the instrumentation (timing, observer, metrics, holder ids, the
+Lease handle). Client and server are pinned to different CPUs when the machine has two.
+
+    python bench/lease_bench.py [--rounds 15] [--pairs 2000] [--tasks 64] [--url URL]
+                                [--instructions]
+
+Wall time on a shared 2-core machine swings by ±25 %; ``--instructions`` adds exact
+client instruction counts per pair (callgrind, startup subtracted), an upper bound on the
+client-side share of the overhead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import redis
+import redis.asyncio
+from prometheus_client import CollectorRegistry
+
+from corevo_obs.leases import AsyncRedisLeaseStore, RedisLeaseStore
+from corevo_obs.leases.redis_store import ACQUIRE_LUA, CONNECT_TIMEOUT, SOCKET_TIMEOUT
+
+LIMIT, TIMEOUT = 100_000, 30.0
+# The stores' own client options (short timeouts for fail-closed), so only the
+# instrumentation differs between the variants.
+CLIENT = {"socket_connect_timeout": CONNECT_TIMEOUT, "socket_timeout": SOCKET_TIMEOUT}
+
+
+def start_redis() -> tuple[subprocess.Popen[bytes], str]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+           "--appendonly", "no"]
+    if (os.cpu_count() or 1) >= 2 and shutil.which("taskset"):
+        cmd = ["taskset", "-c", "1", *cmd]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    client = redis.Redis(port=port)
+    for _ in range(100):
+        try:
+            client.ping()
+            break
+        except redis.ConnectionError:
+            time.sleep(0.05)
+    client.close()
+    return proc, f"redis://127.0.0.1:{port}/0"
+
+
+def sync_variants(url: str) -> dict[str, Callable[[int], None]]:
+    bare_client = redis.Redis.from_url(url, **CLIENT)
+    script = bare_client.register_script(ACQUIRE_LUA)
+    store = RedisLeaseStore("bench", url, limit=LIMIT, timeout=TIMEOUT, worker="bench",
+                            registry=CollectorRegistry(), key="corevo:lease:bench-i")
+
+    def bare(n: int) -> None:
+        for i in range(n):
+            now = time.time()
+            holder = f"bare#{i}"
+            script(keys=["corevo:lease:bench-b"], args=[repr(now), repr(now - TIMEOUT), LIMIT,
+                                                        holder])
+            bare_client.zrem("corevo:lease:bench-b", holder)
+
+    def instrumented(n: int) -> None:
+        for _ in range(n):
+            lease = store.acquire()
+            assert lease is not None
+            lease.release()
+
+    return {"bare": bare, "instrumented": instrumented}
+
+
+def async_variants(url: str, tasks: int) -> dict[str, Callable[[int], Awaitable[None]]]:
+    bare_client = redis.asyncio.Redis.from_url(url, **CLIENT)
+    script = bare_client.register_script(ACQUIRE_LUA)
+    store = AsyncRedisLeaseStore("bench", url, limit=LIMIT, timeout=TIMEOUT, worker="bench",
+                                 registry=CollectorRegistry(), key="corevo:lease:bench-ai")
+
+    async def bare_task(n: int, t: int) -> None:
+        for i in range(n):
+            now = time.time()
+            holder = f"bare#{t}.{i}"
+            await script(keys=["corevo:lease:bench-ab"],
+                         args=[repr(now), repr(now - TIMEOUT), LIMIT, holder])
+            await bare_client.zrem("corevo:lease:bench-ab", holder)
+
+    async def inst_task(n: int, t: int) -> None:
+        for _ in range(n):
+            lease = await store.acquire()
+            assert lease is not None
+            await lease.release()
+
+    def fan_out(task: Callable[[int, int], Awaitable[None]]) -> Callable[[int], Awaitable[None]]:
+        async def run(n: int) -> None:
+            await asyncio.gather(*(task(n // tasks, t) for t in range(tasks)))
+        return run
+
+    return {"bare": fan_out(bare_task), "instrumented": fan_out(inst_task)}
+
+
+def measure(variants: dict[str, Callable[[int], Any]], rounds: int, pairs: int,
+            run: Callable[[Any], Any]) -> dict[str, dict[str, float]]:
+    """Median pairs/s (wall) and client CPU µs per pair, per variant.
+
+    The CPU figure is the steadier one on a shared machine: other processes stretch wall
+    time, much less this process's own CPU time.
+    """
+    names = list(variants)
+    rates: dict[str, list[float]] = {n: [] for n in names}
+    cpu: dict[str, list[float]] = {n: [] for n in names}
+    for name in names:  # warm-up: scripts loaded, connections open
+        run(variants[name](min(pairs, 200)))
+    for r in range(rounds):
+        for name in names if r % 2 == 0 else reversed(names):
+            t0, c0 = time.perf_counter(), time.process_time()
+            run(variants[name](pairs))
+            rates[name].append(pairs / (time.perf_counter() - t0))
+            cpu[name].append((time.process_time() - c0) / pairs * 1e6)
+    return {n: {"pairs_per_s": statistics.median(rates[n]),
+                "client_cpu_us": statistics.median(cpu[n])} for n in names}
+
+
+def callgrind_instructions(url: str, variant: str, pairs: int) -> int:
+    """Instructions this client executes for ``pairs`` sync pairs (startup included)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "cg.out")
+        subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                        sys.executable, __file__, "--url", url, "--only", variant,
+                        "--pairs", str(pairs)],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        with open(out) as f:
+            for line in f:
+                if line.startswith(("summary:", "totals:")):
+                    return int(line.split()[1])
+    raise RuntimeError("no totals in callgrind output")
+
+
+def instructions_per_pair(url: str, pairs: int) -> dict[str, float]:
+    """(I(2n) - I(n)) / n per variant: exact and repeatable, startup cancels out."""
+    return {v: (callgrind_instructions(url, v, 2 * pairs) - callgrind_instructions(url, v, pairs))
+            / pairs for v in ("bare", "instrumented")}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--pairs", type=int, default=2000)
+    ap.add_argument("--tasks", type=int, default=64)
+    ap.add_argument("--url")
+    ap.add_argument("--instructions", action="store_true",
+                    help="also count client instructions per sync pair under callgrind")
+    ap.add_argument("--only", choices=("bare", "instrumented"), help=argparse.SUPPRESS)
+    ns = ap.parse_args()
+    if ns.only:  # one untimed run of one variant (what callgrind measures)
+        sync_variants(ns.url)[ns.only](ns.pairs)
+        return
+    server = None
+    url = ns.url
+    if url is None:
+        server, url = start_redis()
+    if (os.cpu_count() or 1) >= 2:
+        os.sched_setaffinity(0, {0})
+    try:
+        loop = asyncio.new_event_loop()
+        results = {
+            "sync": measure(sync_variants(url), ns.rounds, ns.pairs, lambda x: x),
+            f"async x{ns.tasks}": measure(async_variants(url, ns.tasks), ns.rounds,
+                                          ns.pairs // ns.tasks * ns.tasks,
+                                          loop.run_until_complete),
+        }
+        loop.close()
+        if ns.instructions and shutil.which("valgrind"):
+            per_pair = instructions_per_pair(url, 300)
+            extra = per_pair["instrumented"] / per_pair["bare"] - 1
+            results["callgrind"] = {"instructions_per_pair": per_pair, "extra": extra}
+    finally:
+        if server is not None:
+            server.terminate()
+            server.wait()
+    report: dict[str, Any] = {}
+    cg = results.pop("callgrind", None)
+    for mode, med in results.items():
+        bare, inst = med["bare"], med["instrumented"]
+        ratio = inst["pairs_per_s"] / bare["pairs_per_s"]
+        extra_cpu = inst["client_cpu_us"] - bare["client_cpu_us"]
+        # Extra client CPU per pair as a share of one bare round trip: the throughput the
+        # instrumentation can cost at most when the client is the bottleneck.
+        cpu_share = extra_cpu * bare["pairs_per_s"] / 1e6
+        report[mode] = {"bare": bare, "instrumented": inst, "wall_ratio": round(ratio, 4),
+                        "extra_client_cpu_us": round(extra_cpu, 2),
+                        "cpu_overhead": round(cpu_share, 4)}
+        print(f"{mode:>10}: bare {bare['pairs_per_s']:7.0f}/s {bare['client_cpu_us']:6.1f} µs cpu"
+              f" | instrumented {inst['pairs_per_s']:7.0f}/s {inst['client_cpu_us']:6.1f} µs cpu"
+              f" | wall ratio {ratio:.3f}, extra cpu {extra_cpu:+.1f} µs/pair"
+              f" = {cpu_share:+.1%} of a bare pair")
+    if cg is not None:
+        ipp = cg["instructions_per_pair"]
+        print(f" callgrind: bare {ipp['bare']:,.0f} instr/pair | instrumented "
+              f"{ipp['instrumented']:,.0f} instr/pair | client-side extra {cg['extra']:+.1%}")
+        report["callgrind"] = cg
+    print(json.dumps({"rounds": ns.rounds, "pairs": ns.pairs, "results": report}))
+
+
+if __name__ == "__main__":
+    main()
