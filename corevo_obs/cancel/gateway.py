@@ -23,11 +23,10 @@ from typing import Literal
 
 from ..claims import JobStore
 from ..claims.model import TERMINAL
-from ..guard import absorb
 from ..leases import AsyncLeaseStore
 from ..observer import CancelPath, Observer
 from .bus import DEFAULT_MARKER_TTL, CancelBus, Command, CommandKind
-from .owner import execution_holder
+from .owner import absorbed, execution_holder
 
 RouteOutcome = Literal["routed", "no_owner", "cancelled_queued"]
 
@@ -103,7 +102,7 @@ class Gateway:
         try:
             reached = await self.bus.send(command)
         except Exception as exc:  # noqa: BLE001 - the wake-up is best effort by design
-            absorb("cancel-send", exc, worker=self.jobs.worker)
+            absorbed("cancel-send", exc, self.observer, self.jobs.worker)
             reached = 0
         return Routed("routed", command, reached)
 

@@ -43,6 +43,11 @@ StopState = Literal["completed", "failed", "cancelled", "lost"]
 DEFAULT_RECONNECT: Final = 1.0
 
 
+def absorbed(component: str, exc: BaseException, observer: Observer, worker: str) -> None:
+    """Count a transport failure where the observer counts (a test's registry, if given)."""
+    absorb(component, exc, worker=worker, registry=getattr(observer, "registry", None))
+
+
 def execution_holder(owner: str, execution_id: str) -> str:
     """The lease holder id of an execution: a gateway can derive it from the job row."""
     return f"{owner}/{execution_id}"
@@ -56,6 +61,7 @@ class Stop:
     path: CancelPath | None = None
     latency: float | None = None
     result: Any = None
+    error: BaseException | None = None
 
 
 @dataclass(eq=False)
@@ -134,13 +140,13 @@ class CommandInbox:
                 try:
                     self._sub = await self.bus.subscribe(self.owner)
                 except Exception as exc:  # noqa: BLE001 - retried; markers still work
-                    absorb("cancel-subscribe", exc, worker=self.jobs.worker)
+                    absorbed("cancel-subscribe", exc, self.observer, self.jobs.worker)
                     await asyncio.sleep(self.reconnect)
                     continue
             try:
                 command = await self._sub.get()
             except Exception as exc:  # noqa: BLE001 - a broken channel is an expected event
-                absorb("cancel-channel", exc, worker=self.jobs.worker)
+                absorbed("cancel-channel", exc, self.observer, self.jobs.worker)
                 await self._sub.close()
                 self._sub = None
                 await asyncio.sleep(self.reconnect)
@@ -211,7 +217,9 @@ class CommandInbox:
         assert run._stopping is not None
         if not run._stopping.done():
             exc = task.exception()
-            return Stop("failed" if exc else "completed", result=None if exc else task.result())
+            if exc is not None:
+                return Stop("failed", error=exc)
+            return Stop("completed", result=task.result())
         state, path, requested_at = run._stopping.result()
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -225,7 +233,7 @@ class CommandInbox:
         try:
             await self.bus.acknowledge(run.execution_id, stopped_at, self.ack_ttl)
         except Exception as exc:  # noqa: BLE001 - the local flag still gates side effects
-            absorb("cancel-ack", exc, worker=self.jobs.worker)
+            absorbed("cancel-ack", exc, self.observer, self.jobs.worker)
         return Stop("cancelled", path, latency)
 
     async def _beat(self, run: Execution, interval: float) -> None:
@@ -237,7 +245,7 @@ class CommandInbox:
             try:
                 requested_at = await self.bus.marker(run.execution_id)
             except Exception as exc:  # noqa: BLE001 - next heartbeat tries again
-                absorb("cancel-marker", exc, worker=self.jobs.worker)
+                absorbed("cancel-marker", exc, self.observer, self.jobs.worker)
                 continue
             if requested_at is not None:
                 run.request_stop("cancelled", "marker", requested_at)

@@ -1,0 +1,165 @@
+"""The owner's inbox in one process: how runs end without a cancel, and a channel that heals.
+
+Real SQLite files, real datagram sockets, a real redis-server; the "other side" is the
+same store used the way another process would use it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+import redis.asyncio as aioredis
+from prometheus_client import CollectorRegistry
+
+from corevo_obs.cancel import (
+    CancelBus,
+    CommandInbox,
+    Execution,
+    Gateway,
+    SqliteCancelBus,
+    execution_holder,
+)
+from corevo_obs.cancel.redis_bus import CHANNEL_PREFIX, RedisCancelBus
+from corevo_obs.claims import JobStore, SqliteJobStore
+from corevo_obs.leases import AsyncLease, AsyncSqliteLeaseStore
+
+Work = Callable[[Execution], Coroutine[Any, Any, Any]]
+
+
+def count(registry: CollectorRegistry, name: str, **labels: str) -> float:
+    return registry.get_sample_value(name, {"worker": "w0", **labels}) or 0.0
+
+
+async def start_run(jobs: JobStore, leases: AsyncSqliteLeaseStore, inbox: CommandInbox,
+                    work: Work, heartbeat: float = 0.1) -> tuple[str, AsyncLease,
+                                                                 asyncio.Task[Any]]:
+    job = jobs.create_job()
+    won = jobs.claim(job)
+    assert won.claim is not None
+    started = jobs.start(won.claim)
+    assert started.execution_id is not None
+    lease = await leases.acquire(execution_holder(inbox.owner, started.execution_id))
+    assert lease is not None
+    task = asyncio.get_running_loop().create_task(
+        inbox.run(won.claim, started.execution_id, lease, work, heartbeat=heartbeat))
+    await asyncio.sleep(0)  # let the run register before commands arrive
+    return job, lease, task
+
+
+async def forever(run: Execution) -> None:
+    await asyncio.Event().wait()
+
+
+def with_stores(tmp_path: Path, registry: CollectorRegistry,
+                scenario: Callable[..., Coroutine[Any, Any, None]],
+                bus: Callable[[str], CancelBus] = SqliteCancelBus) -> None:
+    db = str(tmp_path / "c.db")
+
+    async def main() -> None:
+        jobs = SqliteJobStore(db, worker="w0", registry=registry)
+        leases = AsyncSqliteLeaseStore("q", db, limit=2, timeout=1.0, worker="w0",
+                                       registry=registry)
+        b = bus(db)
+        inbox = CommandInbox(b, jobs, reconnect=0.2)
+        await inbox.start()
+        try:
+            await scenario(jobs, leases, b, inbox)
+        finally:
+            await inbox.stop()
+            await b.close()
+            await leases.close()
+            jobs.close()
+
+    asyncio.run(main())
+
+
+def test_lost_lease_stops_the_run_and_later_commands_are_fenced(
+        tmp_path: Path, registry: CollectorRegistry) -> None:
+    async def scenario(jobs: JobStore, leases: AsyncSqliteLeaseStore, bus: CancelBus,
+                       inbox: CommandInbox) -> None:
+        job, lease, task = await start_run(jobs, leases, inbox, forever)
+        target = await Gateway(bus, jobs).lookup(job)
+        assert await leases.release(lease.holder)  # the platform reaped it as dead
+        stop = await asyncio.wait_for(task, 2)
+        assert stop.state == "lost" and stop.path is None
+        job_row = jobs.get(job)
+        assert job_row is not None and job_row.state == "lost"
+        routed = await Gateway(bus, jobs).route(target, "input", "too late")
+        assert routed.reached == 1
+        await asyncio.sleep(0.1)
+
+    with_stores(tmp_path, registry, scenario)
+    assert count(registry, "corevo_command_routed_total", outcome="fenced") == 1
+    assert count(registry, "corevo_lease_heartbeat_total", quota="q", outcome="lost") == 1
+
+
+def test_completed_and_failed_runs_write_their_state_and_free_the_slot(
+        tmp_path: Path, registry: CollectorRegistry) -> None:
+    async def done(run: Execution) -> str:
+        return "answer"
+
+    async def broken(run: Execution) -> None:
+        raise RuntimeError("tool failed")
+
+    async def scenario(jobs: JobStore, leases: AsyncSqliteLeaseStore, bus: CancelBus,
+                       inbox: CommandInbox) -> None:
+        ok_job, _, ok = await start_run(jobs, leases, inbox, done)
+        bad_job, _, bad = await start_run(jobs, leases, inbox, broken)
+        assert (await ok).state == "completed" and (await ok).result == "answer"
+        failed = await bad
+        assert failed.state == "failed" and isinstance(failed.error, RuntimeError)
+        states = [getattr(jobs.get(j), "state", None) for j in (ok_job, bad_job)]
+        assert states == ["completed", "failed"]
+        assert await leases.holders() == []
+        assert inbox.running() == []
+        assert (await Gateway(bus, jobs).cancel(ok_job)).outcome == "no_owner"
+
+    with_stores(tmp_path, registry, scenario)
+    assert count(registry, "corevo_cancel_delivered_total", path="pubsub") == 0
+
+
+def test_inputs_reach_the_execution_in_order(tmp_path: Path,
+                                             registry: CollectorRegistry) -> None:
+    got: list[str | None] = []
+
+    async def reader(run: Execution) -> None:
+        while len(got) < 3:
+            got.append(await run.inputs.get())
+
+    async def scenario(jobs: JobStore, leases: AsyncSqliteLeaseStore, bus: CancelBus,
+                       inbox: CommandInbox) -> None:
+        job, _, task = await start_run(jobs, leases, inbox, reader)
+        gw = Gateway(bus, jobs)
+        for text in ("a", "b", "c"):
+            assert (await gw.send_input(job, text)).reached == 1
+        assert (await asyncio.wait_for(task, 2)).state == "completed"
+
+    with_stores(tmp_path, registry, scenario)
+    assert got == ["a", "b", "c"]
+    assert count(registry, "corevo_command_routed_total", outcome="applied") == 3
+
+
+def test_a_cut_redis_subscriber_comes_back_and_pubsub_works_again(
+        tmp_path: Path, registry: CollectorRegistry, redis_url: str) -> None:
+    async def scenario(jobs: JobStore, leases: AsyncSqliteLeaseStore, bus: CancelBus,
+                       inbox: CommandInbox) -> None:
+        job, _, task = await start_run(jobs, leases, inbox, forever, heartbeat=5.0)
+        admin = aioredis.Redis.from_url(redis_url)
+        channel = CHANNEL_PREFIX + inbox.owner
+        assert await admin.client_kill_filter(_type="pubsub") == 1
+        for _ in range(200):  # resubscribed after the 0.2 s reconnect pause
+            await asyncio.sleep(0.02)
+            if dict(await admin.pubsub_numsub(channel)).get(channel.encode()):
+                break
+        await admin.aclose()
+        routed = await Gateway(bus, jobs).cancel(job)
+        assert routed.reached == 1
+        stop = await asyncio.wait_for(task, 2)
+        assert stop.path == "pubsub" and stop.latency is not None and stop.latency < 0.5
+
+    with_stores(tmp_path, registry, scenario, bus=lambda db: RedisCancelBus(redis_url))
+    assert count(registry, "corevo_cancel_delivered_total", path="pubsub") == 1
+    assert count(registry, "corevo_instrumentation_errors_total", component="cancel-channel") == 1
