@@ -13,7 +13,7 @@ import sys
 from dataclasses import asdict
 from typing import Any
 
-from ..mpdir.compactor import compact
+from ..mpdir.compactor import compact_backlog
 from ..mpdir.lock import LockBusy
 from ..mpdir.status import DirStatus, scan
 
@@ -33,7 +33,7 @@ def register(sub: Any) -> None:
 
 def run_compact(args: argparse.Namespace) -> int:
     try:
-        res = compact(args.dir, blocking=not args.no_wait)
+        res = compact_backlog(args.dir, blocking=not args.no_wait)
     except LockBusy:
         print("corevo-obs: another compaction is running", file=sys.stderr)
         return 3

@@ -6,7 +6,7 @@ See docs/multiprocess-compaction.md. The pieces: ``writers`` (who is proven dead
 """
 
 from .collector import DirHealthCollector, LockedMultiProcessCollector, install_collectors
-from .compactor import CompactionResult, compact
+from .compactor import CompactionResult, compact, compact_backlog
 from .errors import CompactionError
 from .janitor import Janitor
 from .lock import LockBusy
@@ -23,6 +23,7 @@ __all__ = [
     "LockBusy",
     "LockedMultiProcessCollector",
     "compact",
+    "compact_backlog",
     "install_collectors",
     "liveness",
     "scan",

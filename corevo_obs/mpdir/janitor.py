@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Final
 
 from ..guard import absorb
-from .compactor import CompactionResult, compact
+from .compactor import CompactionResult, compact_backlog
 from .lock import LockBusy
 from .status import scan
 
@@ -48,7 +48,7 @@ class Janitor:
         try:
             if len(scan(self.directory).dead_writers) < self.min_dead:
                 return None
-            return compact(self.directory, blocking=False)
+            return compact_backlog(self.directory, blocking=False)
         except LockBusy:
             return None
         except Exception as exc:  # noqa: BLE001 - a janitor failure must not reach the host

@@ -1,8 +1,9 @@
 """The compaction journal: what makes a compaction SIGKILL-safe.
 
 A compaction first writes complete accumulators under temporary names, then commits a
-journal naming the renames and the dead files they replace, then renames, then deletes,
-then removes the journal. A crash before the journal commits leaves only temporaries
+journal naming the renames and the dead files they replace, then renames, then moves
+the dead files into ``.corevo/trash`` (unlinked later, outside the readers' lock), then
+removes the journal. A crash before the journal commits leaves only temporaries
 (discarded); a crash after it is rolled forward by whoever next takes the lock (writer
 registration, collector, compactor), so the directory never counts a dead writer twice
 or loses it.
@@ -16,7 +17,7 @@ import signal
 from pathlib import Path
 
 from .errors import CompactionError
-from .layout import JOURNAL_FILE, KILL_AT_ENV, TMP_SUFFIX, WRITERS_DIR, state_dir
+from .layout import JOURNAL_FILE, KILL_AT_ENV, TMP_SUFFIX, TRASH_DIR, WRITERS_DIR, state_dir
 from .lock import dir_lock
 
 
@@ -69,13 +70,29 @@ def roll_forward(directory: Path) -> bool:
                 os.replace(directory / tmp, directory / target)
         fsync_dir(directory)
         checkpoint("after_rename")
-        for name in remove:
+        trash = state_dir(directory) / TRASH_DIR
+        trash.mkdir(exist_ok=True)
+        for name in remove:  # a rename, not an unlink: freeing blocks is slow, do it later
             try:
-                os.unlink(directory / name)
+                os.replace(directory / name, trash / name.replace("/", "__"))
             except FileNotFoundError:
                 pass
         path.unlink()
     return found
+
+
+def empty_trash(directory: Path) -> None:
+    """Free what commits moved out of sight. Needs no reader lock: no scrape looks there."""
+    trash = state_dir(directory) / TRASH_DIR
+    try:
+        names = os.listdir(trash)
+    except FileNotFoundError:
+        return
+    for name in names:
+        try:
+            os.unlink(trash / name)
+        except FileNotFoundError:
+            pass
 
 
 def remove_debris(directory: Path) -> None:

@@ -21,6 +21,7 @@ LOCK_FILE: Final = "lock"
 COMPACT_LOCK_FILE: Final = "compact.lock"
 JOURNAL_FILE: Final = "journal.json"
 STATS_FILE: Final = "stats.json"
+TRASH_DIR: Final = "trash"
 TMP_SUFFIX: Final = ".tmp"
 KILL_AT_ENV: Final = "COREVO_MPDIR_KILL_AT"  # crash tests only: see journal.checkpoint
 
