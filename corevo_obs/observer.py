@@ -101,19 +101,20 @@ class Observer:
         """A write carried the idempotency key of an execution that had acknowledged a cancel."""
 
 
+def _per_value(name: str, label: str, registry: CollectorRegistry | None,
+               **labels: str) -> dict[str, Any]:
+    """One bound child per enumerated value of ``label``: a lookup, not a labels() call."""
+    return {v: child(name, registry, **labels, **{label: v}) for v in CATALOG[name].values[label]}
+
+
 class _QuotaMetrics:
     """The children of one quota, bound once (every outcome, so zero-valued series exist)."""
 
     def __init__(self, worker: str, quota: str, registry: CollectorRegistry | None) -> None:
         wq = {"worker": worker, "quota": quota}
-
-        def by(name: str, label: str) -> dict[str, Any]:
-            return {v: child(name, registry, **wq, **{label: v})
-                    for v in CATALOG[name].values[label]}
-
-        self.acquire = by("corevo_lease_acquire_total", "outcome")
-        self.heartbeat = by("corevo_lease_heartbeat_total", "outcome")
-        self.release = by("corevo_lease_release_total", "outcome")
+        self.acquire = _per_value("corevo_lease_acquire_total", "outcome", registry, **wq)
+        self.heartbeat = _per_value("corevo_lease_heartbeat_total", "outcome", registry, **wq)
+        self.release = _per_value("corevo_lease_release_total", "outcome", registry, **wq)
         self.reaped = child("corevo_lease_reaped_total", registry, **wq)
         self.seconds = child("corevo_lease_acquire_seconds", registry, **wq)
         self.hold = child("corevo_lease_hold_seconds", registry, **wq)
@@ -139,23 +140,19 @@ class MetricsObserver(Observer):
         self.registry = registry
         self._quotas: dict[str, _QuotaMetrics] = {}
         w, r = {"worker": self.worker}, registry
-
-        def by(name: str, label: str) -> dict[str, Any]:
-            return {v: child(name, r, **w, **{label: v}) for v in CATALOG[name].values[label]}
-
-        self._claim = by("corevo_claim_total", "outcome")
-        self._start = by("corevo_claim_start_total", "outcome")
-        self._terminal = by("corevo_job_terminal_total", "state")
-        self._path = by("corevo_job_dispatch_path_total", "path")
-        self._projected = by("corevo_events_projected_total", "outcome")
+        self._claim = _per_value("corevo_claim_total", "outcome", r, **w)
+        self._start = _per_value("corevo_claim_start_total", "outcome", r, **w)
+        self._terminal = _per_value("corevo_job_terminal_total", "state", r, **w)
+        self._path = _per_value("corevo_job_dispatch_path_total", "path", r, **w)
+        self._projected = _per_value("corevo_events_projected_total", "outcome", r, **w)
         self._queue_wait = child("corevo_claim_queue_wait_seconds", r, **w)
         self._to_start = child("corevo_claim_to_start_seconds", r, **w)
         self._reclaimed = child("corevo_claim_reclaimed_total", r, **w)
         self._replayed = child("corevo_events_replayed_total", r, **w)
         self._cancel_requested = child("corevo_cancel_requested_total", r, **w)
-        self._cancel_delivered = by("corevo_cancel_delivered_total", "path")
-        self._cancel_latency = by("corevo_cancel_latency_seconds", "path")
-        self._routed = by("corevo_command_routed_total", "outcome")
+        self._cancel_delivered = _per_value("corevo_cancel_delivered_total", "path", r, **w)
+        self._cancel_latency = _per_value("corevo_cancel_latency_seconds", "path", r, **w)
+        self._routed = _per_value("corevo_command_routed_total", "outcome", r, **w)
         self._late = child("corevo_late_side_effects_total", r, **w)
 
     def _absorb(self, exc: Exception) -> None:
