@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "corevo_obs.cli.metrics_cmd",
     "corevo_obs.cli.dump_cmd",
     "corevo_obs.cli.debt_cmd",
+    "corevo_obs.cli.leases_cmd",
 )
 
 

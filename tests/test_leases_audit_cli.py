@@ -1,0 +1,44 @@
+"""`corevo-obs leases audit` on real stores: a holder whose process exited is an orphan."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import free_port
+
+GHOST = (
+    "import sys; from corevo_obs.leases import SqliteLeaseStore, RedisLeaseStore;"
+    "cls = RedisLeaseStore if sys.argv[1].startswith('redis') else SqliteLeaseStore;"
+    "print(cls('q', sys.argv[1], limit=3, timeout=30, worker='w1').acquire().holder)"
+)
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "corevo_obs.cli.main", "leases", "audit", *args],
+                          capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+def test_audit_reports_the_ghost_and_fails_on_orphans(kind, tmp_path, request):
+    where = request.getfixturevalue("redis_url") if kind == "redis" else str(tmp_path / "l.db")
+    ghost = subprocess.run([sys.executable, "-c", GHOST, where], capture_output=True, text=True,
+                           check=True).stdout.strip()
+    flag = "--redis" if kind == "redis" else "--sqlite"
+    done = cli("q", flag, where, "--limit", "3", "--json", "--fail-on-orphans")
+    assert done.returncode == 1, done.stderr
+    report = json.loads(done.stdout)
+    assert report["orphaned"] == [ghost] and report["held"] == 1 and report["limit"] == 3
+    text = cli("q", flag, where)
+    assert text.returncode == 0 and f"orphaned {ghost}" in text.stdout
+    assert "1 held" in text.stdout
+
+
+def test_audit_of_an_unreachable_store_is_one_clear_line():
+    done = cli("q", "--redis", f"redis://127.0.0.1:{free_port()}/0")
+    assert done.returncode == 2
+    assert done.stderr.startswith("corevo-obs: error: corevo-obs leases audit: cannot read")
+    assert "Traceback" not in done.stderr
