@@ -4,6 +4,14 @@ The public API is this list; everything else is importable but not promised.
 """
 
 from .blocking import blocking
+from .cancel import (
+    CancelBus,
+    CommandGateway,
+    CommandInbox,
+    SideEffectGate,
+    SqliteCancelBus,
+    execution_holder,
+)
 from .catalog import CATALOG, MetricSpec
 from .claims import Claim, ClaimOutcome, JobStore, PostgresJobStore, SqliteJobStore, StartOutcome
 from .errors import CatalogError, ConfigError, CorevoObsError, MetricsDirError
@@ -32,6 +40,12 @@ from .observer import MetricsObserver, Observer
 __version__ = "0.1.0"
 
 __all__ = [
+    "CancelBus",
+    "CommandGateway",
+    "CommandInbox",
+    "SideEffectGate",
+    "SqliteCancelBus",
+    "execution_holder",
     "AsyncLease",
     "AsyncLeaseStore",
     "AsyncSqliteLeaseStore",

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry, multiprocess
 
-from corevo_obs.cancel import CancelBus, Gateway, SideEffectGate, SqliteCancelBus
+from corevo_obs.cancel import CancelBus, CommandGateway, SideEffectGate, SqliteCancelBus
 from corevo_obs.claims import JobStore, PostgresJobStore, SqliteJobStore
 from corevo_obs.leases import AsyncLeaseStore, AsyncSqliteLeaseStore
 from corevo_obs.observer import MetricsObserver
@@ -64,9 +64,9 @@ class Rig:
             return AsyncRedisLeaseStore(QUOTA, self.redis_url, **opts)
         return AsyncSqliteLeaseStore(QUOTA, self.db, **opts)
 
-    def gateway(self, bus: CancelBus, marker_ttl: float = 60.0) -> Gateway:
+    def gateway(self, bus: CancelBus, marker_ttl: float = 60.0) -> CommandGateway:
         obs = MetricsObserver(worker="gateway", registry=self.registry)
-        return Gateway(bus, self.jobs, observer=obs, marker_ttl=marker_ttl)
+        return CommandGateway(bus, self.jobs, observer=obs, marker_ttl=marker_ttl)
 
     def owner_metric(self, name: str, **labels: str) -> float:
         """A metric summed over the owner processes' multiprocess files."""
@@ -302,7 +302,7 @@ def test_no_owner_for_a_finished_or_unknown_job(tmp_path: Path,
         db = str(tmp_path / "c.db")
         jobs = SqliteJobStore(db, worker="gateway", registry=registry)
         bus = SqliteCancelBus(db)
-        gw = Gateway(bus, jobs)
+        gw = CommandGateway(bus, jobs)
         queued = jobs.create_job()
         assert (await gw.cancel(queued)).outcome == "cancelled_queued"
         assert (await gw.cancel(queued)).outcome == "no_owner"  # now terminal

@@ -16,9 +16,9 @@ from prometheus_client import CollectorRegistry
 
 from corevo_obs.cancel import (
     CancelBus,
+    CommandGateway,
     CommandInbox,
     Execution,
-    Gateway,
     SqliteCancelBus,
     execution_holder,
 )
@@ -81,13 +81,13 @@ def test_lost_lease_stops_the_run_and_later_commands_are_fenced(
     async def scenario(jobs: JobStore, leases: AsyncSqliteLeaseStore, bus: CancelBus,
                        inbox: CommandInbox) -> None:
         job, lease, task = await start_run(jobs, leases, inbox, forever)
-        target = await Gateway(bus, jobs).lookup(job)
+        target = await CommandGateway(bus, jobs).lookup(job)
         assert await leases.release(lease.holder)  # the platform reaped it as dead
         stop = await asyncio.wait_for(task, 2)
         assert stop.state == "lost" and stop.path is None
         job_row = jobs.get(job)
         assert job_row is not None and job_row.state == "lost"
-        routed = await Gateway(bus, jobs).route(target, "input", "too late")
+        routed = await CommandGateway(bus, jobs).route(target, "input", "too late")
         assert routed.reached == 1
         await asyncio.sleep(0.1)
 
@@ -115,7 +115,7 @@ def test_completed_and_failed_runs_write_their_state_and_free_the_slot(
         assert states == ["completed", "failed"]
         assert await leases.holders() == []
         assert inbox.running() == []
-        assert (await Gateway(bus, jobs).cancel(ok_job)).outcome == "no_owner"
+        assert (await CommandGateway(bus, jobs).cancel(ok_job)).outcome == "no_owner"
 
     with_stores(tmp_path, registry, scenario)
     assert count(registry, "corevo_cancel_delivered_total", path="pubsub") == 0
@@ -132,7 +132,7 @@ def test_inputs_reach_the_execution_in_order(tmp_path: Path,
     async def scenario(jobs: JobStore, leases: AsyncSqliteLeaseStore, bus: CancelBus,
                        inbox: CommandInbox) -> None:
         job, _, task = await start_run(jobs, leases, inbox, reader)
-        gw = Gateway(bus, jobs)
+        gw = CommandGateway(bus, jobs)
         for text in ("a", "b", "c"):
             assert (await gw.send_input(job, text)).reached == 1
         assert (await asyncio.wait_for(task, 2)).state == "completed"
@@ -155,7 +155,7 @@ def test_a_cut_redis_subscriber_comes_back_and_pubsub_works_again(
             if dict(await admin.pubsub_numsub(channel)).get(channel.encode()):
                 break
         await admin.aclose()
-        routed = await Gateway(bus, jobs).cancel(job)
+        routed = await CommandGateway(bus, jobs).cancel(job)
         assert routed.reached == 1
         stop = await asyncio.wait_for(task, 2)
         assert stop.path == "pubsub" and stop.latency is not None and stop.latency < 0.5

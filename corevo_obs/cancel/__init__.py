@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .bus import CancelBus, Command, Subscription
-from .gateway import Gateway, Routed, SideEffectGate, Stopped, Target
+from .gateway import CommandGateway, Routed, SideEffectGate, Stopped, Target
 from .owner import CommandInbox, Execution, Stop, execution_holder
 from .sqlite_bus import SqliteCancelBus
 
@@ -23,7 +23,7 @@ __all__ = [
     "Command",
     "CommandInbox",
     "Execution",
-    "Gateway",
+    "CommandGateway",
     "RedisCancelBus",
     "Routed",
     "SideEffectGate",

@@ -8,7 +8,7 @@ execution's lease expire and counts the cancel as delivered by ``lease_expiry``.
 
 Example::
 
-    gw = Gateway(bus, jobs)
+    gw = CommandGateway(bus, jobs)
     routed = await gw.cancel(job_id)
     outcome = await gw.wait_stopped(routed, leases, within=60)
 """
@@ -58,7 +58,7 @@ class Stopped:
     latency: float | None = None
 
 
-class Gateway:
+class CommandGateway:
     """Routes cancels and inputs to the owner recorded in the job table."""
 
     def __init__(

@@ -8,7 +8,7 @@ Three paths, fastest first (the article's layering):
 - ``marker``: the message was lost, but every lease heartbeat also reads the cancel
   marker, so the execution stops within one heartbeat interval;
 - ``lease_expiry``: the owner is gone; nobody here can report it — the requester sees the
-  lease expire (``Gateway.wait_stopped``).
+  lease expire (``CommandGateway.wait_stopped``).
 
 The re-check is what keeps an old command off a new generation: a command names the
 ``(job, epoch, execution)`` the gateway read, and it is applied only if the job row, the
