@@ -45,11 +45,11 @@ def test_findings_exit_1_in_text_format(tmp_path: Path) -> None:
 
 
 def test_syntax_error_is_reported_and_the_rest_still_checked(tmp_path: Path) -> None:
-    tree(tmp_path, **{"broken.py": "def f(:\n", "app.py": BLOCKING})
+    tree(tmp_path, **{"broken.py": "async def f(:\n", "app.py": BLOCKING})
     proc = lint(tmp_path, ".")
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
-    assert "broken.py:1:7: COB900 cannot parse file" in proc.stdout
+    assert "broken.py:1:13: COB900 cannot parse file" in proc.stdout
     assert "app.py:4:5: COB104" in proc.stdout
 
 
@@ -68,7 +68,7 @@ def test_json_output(tmp_path: Path) -> None:
 
 
 def test_sarif_validates_against_the_2_1_0_schema(tmp_path: Path) -> None:
-    tree(tmp_path, **{"app.py": BLOCKING, "broken.py": "x = (\n",
+    tree(tmp_path, **{"app.py": BLOCKING, "broken.py": "async def f():\n    x = (\n",
                       "pkg/__init__.py": "", "pkg/io.py":
                       "def _w(p):\n    open(p)\n\nasync def a(p):\n    _w(p)\n"})
     proc = lint(tmp_path, "--format", "sarif", ".")

@@ -73,6 +73,18 @@ def _compound_children(stmt: ast.stmt) -> Iterator[list[ast.stmt]]:
         yield case.body
 
 
+def _made_nonblocking(stmt: ast.stmt) -> ast.expr | None:
+    """The object of ``x.setblocking(False)`` / ``x.settimeout(0)``: its calls cannot block."""
+    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+        return None
+    call = stmt.value
+    if (isinstance(call.func, ast.Attribute) and call.func.attr in ("setblocking", "settimeout")
+            and len(call.args) == 1 and isinstance(call.args[0], ast.Constant)
+            and call.args[0].value in (False, 0)):
+        return call.func.value
+    return None
+
+
 class ImportTracker:
     """A stack of scopes with their bindings, known before the body is visited.
 
@@ -179,6 +191,8 @@ class ImportTracker:
                 for handler in stmt.handlers:
                     if handler.name:
                         scope.bind(handler.name, Binding("var", None))
+            elif (target := _made_nonblocking(stmt)) is not None:
+                self._bind_target(target, scope, AMBIGUOUS)
             for block in _compound_children(stmt):
                 self._collect(block, scope)
 
@@ -197,6 +211,10 @@ class ImportTracker:
                             and t.value.id == self_name):
                         old = info.attrs.get(t.attr, typ)
                         info.attrs[t.attr] = typ if old == typ else AMBIGUOUS
+            target = _made_nonblocking(stmt)
+            if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                    and target.value.id == self_name):
+                info.attrs[target.attr] = AMBIGUOUS
             for block in _compound_children(stmt):
                 self._collect_self_attrs(block, self_name, info)
 
@@ -259,8 +277,8 @@ class ImportTracker:
                 return None
             if ref.name in self.factories:
                 return self.factories[ref.name]
-            if ref.kind == "class":
-                return ref.name
+            if ref.kind in ("class", "import"):
+                return ref.name  # a class (or a factory function: its "type" matches nothing)
             return None
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
             left = self.value_type(node.left)

@@ -51,3 +51,4 @@ class FileResult:
     funcs: dict[str, FuncFacts] = field(default_factory=dict)
     sites: list[CallSite] = field(default_factory=list)
     error: Finding | None = None
+    deferred: bool = False  # no ``async`` in it: read, not parsed, unless a chain leads here

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
@@ -67,7 +67,8 @@ def _init_worker(catalog: Catalog, bare_noqa: bool) -> None:
     _WORKER = (catalog, bare_noqa)
 
 
-def _scan_path(path: str) -> FileResult:
+def _scan_path(task: tuple[str, bool]) -> FileResult:
+    path, full = task
     assert _WORKER is not None
     catalog, bare_noqa = _WORKER
     try:
@@ -79,19 +80,89 @@ def _scan_path(path: str) -> FileResult:
                                format_message(catalog, "COB900", error=exc.strerror or exc))
         return result
     module, is_package = module_name(path)
+    if not full and b"async" not in source:  # cannot hold a finding; parsed if a chain needs it
+        return FileResult(path=path, module=module, deferred=True)
     return scan_source(path, module, source, catalog, is_package=is_package,
                        bare_noqa=bare_noqa)
 
 
-def _scan_all(files: list[str], catalog: Catalog, bare_noqa: bool,
-              jobs: int) -> Iterable[FileResult]:
-    if jobs <= 1 or len(files) < PARALLEL_MIN_FILES:
-        _init_worker(catalog, bare_noqa)
-        return [_scan_path(f) for f in files]
-    ctx = get_context("fork") if hasattr(os, "fork") else get_context()
-    with ctx.Pool(jobs, initializer=_init_worker, initargs=(catalog, bare_noqa)) as pool:
-        chunk = max(8, len(files) // (jobs * 16))
-        return list(pool.imap_unordered(_scan_path, files, chunksize=chunk))
+class _Pool:
+    """Scans files in worker processes when the tree is large enough to pay for them."""
+
+    def __init__(self, catalog: Catalog, bare_noqa: bool, jobs: int, files: int) -> None:
+        self._pool = None
+        self._jobs = jobs
+        _init_worker(catalog, bare_noqa)  # small batches run in this process
+        if jobs > 1 and files >= PARALLEL_MIN_FILES:
+            ctx = get_context("fork") if hasattr(os, "fork") else get_context()
+            self._pool = ctx.Pool(jobs, initializer=_init_worker,
+                                  initargs=(catalog, bare_noqa))
+
+    def scan(self, files: Sequence[str], *, full: bool) -> list[FileResult]:
+        tasks = [(f, full) for f in files]
+        if self._pool is None or len(tasks) < PARALLEL_MIN_FILES // 4:
+            return [_scan_path(t) for t in tasks]
+        chunk = max(4, len(tasks) // (self._jobs * 16))
+        return list(self._pool.imap_unordered(_scan_path, tasks, chunksize=chunk))
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool.join()
+
+
+def _owner_module(name: str, modules: dict[str, list[str]]) -> str | None:
+    """The longest dotted prefix of ``name`` that is a module of the tree."""
+    while name:
+        if name in modules:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def _scan_tree(files: list[str], catalog: Catalog, bare_noqa: bool,
+               jobs: int) -> list[FileResult]:
+    """Visit files with async code, then only the deferred modules a call chain reaches."""
+    pool = _Pool(catalog, bare_noqa, jobs, len(files))
+    try:
+        results = pool.scan(files, full=False)
+        deferred: dict[str, list[str]] = {}
+        for r in results:
+            if r.deferred:
+                deferred.setdefault(r.module, []).append(r.path)
+        done = [r for r in results if not r.deferred]
+        known = {q: f for r in done for q, f in r.funcs.items()}
+        frontier = [s.callee for r in done for s in r.sites]
+        seen: set[str] = set()
+        while frontier:
+            wanted: dict[str, None] = {}
+            pending: list[str] = []
+            while frontier:
+                name = frontier.pop()
+                if name in seen:
+                    continue
+                facts = known.get(name) or known.get(f"{name}.__init__")
+                if facts is not None:
+                    seen.add(name)
+                    frontier.extend(facts.callees)
+                    continue
+                module = _owner_module(name, deferred)
+                if module is not None:
+                    wanted[module] = None
+                    pending.append(name)
+                else:
+                    seen.add(name)
+            paths = [p for m in wanted for p in deferred.pop(m)]
+            if not paths:
+                break
+            more = pool.scan(paths, full=True)
+            done.extend(more)
+            known.update((q, f) for r in more for q, f in r.funcs.items())
+            frontier = pending
+        done.extend(r for r in results if r.deferred)
+        return done
+    finally:
+        pool.close()
 
 
 def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
@@ -108,7 +179,7 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
     catalog = catalog or load_catalog(config)
     files = list(dict.fromkeys(iter_files(paths, config.exclude)))
     workers = jobs if jobs is not None else (os.cpu_count() or 1)
-    results = list(_scan_all(files, catalog, config.bare_noqa, workers))
+    results = _scan_tree(files, catalog, config.bare_noqa, workers)
 
     out = LintResult(files=len(files))
     index = ChainIndex((q, f) for r in results for q, f in r.funcs.items())

@@ -10,6 +10,7 @@ async body is a call site (COB110 if it blocks); handing it to ``asyncio.to_thre
 from __future__ import annotations
 
 import ast
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +21,7 @@ from .noqa import is_silenced, noqa_codes
 from .rules import catalogued, declared
 
 PARTIAL = "functools.partial"
+DEEP_RECURSION = 20_000
 
 
 @dataclass
@@ -120,7 +122,7 @@ class FileScanner(ast.NodeVisitor):
         qualname = self._child_qualname("<lambda>")
         where = parent.display if parent else "<module>"
         self.tracker.push_function(node, qualname)
-        self._ctx.append(_Ctx(qualname, f"<lambda> in {where}", on_loop=on_loop))
+        self._ctx.append(_Ctx(qualname, f"{where} (lambda)", on_loop=on_loop))
         self.visit(node.body)
         self._ctx.pop()
         self.tracker.pop()
@@ -173,7 +175,7 @@ class FileScanner(ast.NodeVisitor):
             elif ctx.facts is not None and ctx.facts.blocking is None:
                 ctx.facts.blocking = display
             return
-        if ref.kind not in ("def", "class", "import"):
+        if ref.kind not in ("def", "class", "import", "method"):
             return
         if ctx.on_loop:
             self.result.sites.append(CallSite(
@@ -203,6 +205,8 @@ def scan_source(path: str, module: str, source: bytes, catalog: Catalog, *,
         return result
     scanner = FileScanner(path, module, source, catalog, is_package=is_package,
                           bare_noqa=bare_noqa)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, DEEP_RECURSION))  # generated code nests deeply
     try:
         scanner.visit(tree)
     except RecursionError:
@@ -210,4 +214,6 @@ def scan_source(path: str, module: str, source: bytes, catalog: Catalog, *,
         result.error = Finding(path, 1, 1, "COB900",
                                format_message(catalog, "COB900", error="nesting too deep"))
         return result
+    finally:
+        sys.setrecursionlimit(limit)
     return scanner.finish()

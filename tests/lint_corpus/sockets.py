@@ -17,3 +17,20 @@ async def negatives(host: str) -> None:
     await loop.sock_connect(s, (host, 80))
     await loop.getaddrinfo(host, 80)
     socket.htons(80)
+
+
+class Notifier:
+    def __init__(self) -> None:
+        self._out = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self._out.setblocking(False)
+        self._blocking = socket.socket()
+
+    async def send(self, data: bytes) -> None:
+        self._out.sendto(data, "/tmp/x")  # non-blocking socket: cannot stall the loop
+        self._blocking.sendall(data)  # error: COB102
+
+
+async def local_nonblocking() -> None:
+    s = socket.socket()
+    s.setblocking(False)
+    s.send(b"x")

@@ -30,3 +30,15 @@ async def configured(path: str) -> None:
 
     legacy_sdk.transfer(path)  # error: COB111
     legacy_sdk.ping()
+
+
+async def typed_instance(path: str) -> None:
+    blobs = BlobStore("/tmp/z")  # error: COB110
+    blobs.put("k", b"")  # error: COB110
+    blobs._path("k")
+
+
+async def through_sync_only_modules(path: str) -> bytes:
+    from .blobio import read_all
+
+    return read_all(path)  # error: COB110

@@ -1,0 +1,31 @@
+"""The lint over a large real tree (the installed site-packages): no crash, and the only
+unparsable files are ones CPython itself rejects."""
+
+from __future__ import annotations
+
+import ast
+import os
+import site
+import time
+from pathlib import Path
+
+from corevo_obs.lint import lint_paths
+
+SITE = Path(site.getsitepackages()[0])
+
+
+def test_whole_site_packages_without_a_crash() -> None:
+    start = time.monotonic()
+    result = lint_paths([str(SITE)], jobs=os.cpu_count() or 2)
+    took = time.monotonic() - start
+    assert result.files > 2000, "expected thousands of files"
+    for err in result.errors:
+        assert err.code == "COB900"
+        try:
+            ast.parse(Path(err.path).read_bytes())
+        except (SyntaxError, ValueError):
+            continue
+        raise AssertionError(f"lint could not handle a valid file: {err}")
+    assert result.findings, "a tree this size has blocking calls in async def"
+    assert all(f.code.startswith("COB1") for f in result.findings)
+    print(f"{result.files} files, {len(result.findings)} findings in {took:.1f} s")
