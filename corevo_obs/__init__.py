@@ -36,10 +36,30 @@ from .loop import (
     install_loop_health,
 )
 from .observer import MetricsObserver, Observer
+from .offload import (
+    AdapterClosed,
+    OffloadAdapter,
+    OffloadRejected,
+    QueueFull,
+    SlotSunk,
+    WaitTimeout,
+)
+from .stages import StageRecorder, TaskStages, current_stages, external, track_task
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AdapterClosed",
+    "OffloadAdapter",
+    "OffloadRejected",
+    "QueueFull",
+    "SlotSunk",
+    "StageRecorder",
+    "TaskStages",
+    "WaitTimeout",
+    "current_stages",
+    "external",
+    "track_task",
     "CancelBus",
     "CommandGateway",
     "CommandInbox",

@@ -43,6 +43,7 @@ OUTCOMES: Final = spec("corevo_task_total_seconds").values["outcome"]
 
 _STARTED, _FIRST, _FINISHED = 1, 2, 4
 _now = time.perf_counter
+_new_tracker = object.__new__
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -94,16 +95,21 @@ class _KindSeries:
             o: child("corevo_task_total_seconds", reg, worker=w, kind=kind, outcome=o)
             for o in OUTCOMES
         }
-        self._external: dict[str, Any] = {}
+        self._external: dict[str, tuple[str, Any]] = {}
         self._errors: dict[str, Any] = {}
 
-    def external(self, dependency: str) -> Any:
+    def external(self, dependency: str) -> tuple[str, Any]:
+        """(bounded dependency, its histogram); the hot path is one dict lookup."""
         found = self._external.get(dependency)
         if found is None:
-            found = self._external[dependency] = child(
-                "corevo_task_external_seconds", self._rec.registry,
-                worker=self._rec.worker, kind=self.kind, dependency=dependency,
-            )
+            bounded = self._rec.dependencies(dependency)
+            found = self._external.get(bounded)
+            if found is None:
+                found = (bounded, child(
+                    "corevo_task_external_seconds", self._rec.registry,
+                    worker=self._rec.worker, kind=self.kind, dependency=bounded,
+                ))
+                self._external[bounded] = found
         return found
 
     def mark_error(self, reason: str) -> None:
@@ -147,6 +153,9 @@ class StageRecorder:
             self.tracer = None
 
     def series(self, kind: str) -> _KindSeries:
+        found = self._series.get(kind)  # admitted kinds are keyed by themselves
+        if found is not None:
+            return found
         bounded = self.kinds(kind)
         found = self._series.get(bounded)
         if found is None:
@@ -166,22 +175,26 @@ class StageRecorder:
         attributes: Mapping[str, AttributeValue] | None = None,
     ) -> TaskStages:
         """A tracker for one task; ``accepted_at`` is wall-clock (``time.time()``) seconds."""
-        return TaskStages(
-            kind=kind, recorder=self, accepted_at=accepted_at,
-            job_id=job_id, execution_id=execution_id, attributes=attributes,
-        )
+        t = _new_tracker(TaskStages)
+        t._setup(self, kind, accepted_at, job_id, execution_id, attributes)
+        return t
 
 
 _shared: weakref.WeakKeyDictionary[CollectorRegistry, dict[str, StageRecorder]] = (
     weakref.WeakKeyDictionary()
 )
 _shared_lock = threading.Lock()
+_last_shared: tuple[CollectorRegistry | None, str | None, StageRecorder] | None = None
 
 
 def shared_recorder(
     worker: str | None = None, registry: CollectorRegistry | None = None
 ) -> StageRecorder:
     """The process-wide recorder for (worker, registry), built on first use."""
+    global _last_shared
+    last = _last_shared
+    if last is not None and last[0] is registry and last[1] == worker:
+        return last[2]  # the common case: one registry, one worker, every task
     w = worker_name(worker)
     reg = REGISTRY if registry is None else registry
     with _shared_lock:
@@ -189,7 +202,8 @@ def shared_recorder(
         found = per.get(w)
         if found is None:
             found = per[w] = StageRecorder(worker=w, registry=registry)
-        return found
+    _last_shared = (registry, worker, found)
+    return found
 
 
 class TaskStages:
@@ -215,11 +229,22 @@ class TaskStages:
         recorder: StageRecorder | None = None,
     ) -> None:
         rec = recorder if recorder is not None else shared_recorder(worker, registry)
+        self._setup(rec, kind, accepted_at, job_id, execution_id, attributes)
+
+    def _setup(
+        self,
+        rec: StageRecorder,
+        kind: str,
+        accepted_at: float | None,
+        job_id: str | None,
+        execution_id: str | None,
+        attributes: Mapping[str, AttributeValue] | None,
+    ) -> None:
+        now = _now()
         self._rec = rec
         self._s = rec.series(kind)
         self._marks = 0
         self._span: TaskSpan | None = None
-        now = _now()
         if accepted_at is None:
             self._accepted = now
         else:
@@ -328,40 +353,43 @@ class TaskStages:
 class ExternalWait:
     """One timed wait on a dependency; usable as ``with`` or ``async with``."""
 
-    __slots__ = ("_t", "_dep", "_t0", "_child")
+    __slots__ = ("_t", "_dep", "_hist", "_t0", "_child")
 
     def __init__(self, tracker: TaskStages, dependency: str) -> None:
         self._t = tracker
-        self._dep = tracker._rec.dependencies(dependency)
+        self._dep, self._hist = tracker._s.external(dependency)
         self._child: Any = None
 
     def __enter__(self) -> ExternalWait:
         t = self._t
-        if t._marks & _FINISHED:
-            t._s.mark_error("after_end")  # still timed: the wait really happened
-        self._t0 = now = _now()
-        if t._span is not None:
-            try:
-                self._child = t._span.start_external(self._dep, t._wall_ns(now))
-            except Exception as exc:  # noqa: BLE001 - never raise into the host task
-                t._absorb(exc)
+        if t._marks & _FINISHED or t._span is not None:
+            self._begin_slow(t)
+        self._t0 = _now()
         return self
 
     def __exit__(self, et: object, exc: BaseException | None, tb: object) -> None:
         now = _now()
-        t = self._t
         try:
-            t._s.external(self._dep).observe(now - self._t0)
+            self._hist.observe(now - self._t0)
             if self._child is not None:
-                TaskSpan.end_external(self._child, t._wall_ns(now), exc)
+                TaskSpan.end_external(self._child, self._t._wall_ns(now), exc)
         except Exception as err:  # noqa: BLE001 - never raise into the host task
-            t._absorb(err)
+            self._t._absorb(err)
 
     async def __aenter__(self) -> ExternalWait:
         return self.__enter__()
 
     async def __aexit__(self, et: object, exc: BaseException | None, tb: object) -> None:
         self.__exit__(et, exc, tb)
+
+    def _begin_slow(self, t: TaskStages) -> None:
+        try:
+            if t._marks & _FINISHED:
+                t._s.mark_error("after_end")  # still timed: the wait really happened
+            if t._span is not None:
+                self._child = t._span.start_external(self._dep, t._wall_ns(_now()))
+        except Exception as exc:  # noqa: BLE001 - never raise into the host task
+            t._absorb(exc)
 
 
 def outcome_of(exc: BaseException | None) -> str:

@@ -1,0 +1,175 @@
+"""Cost of recording the four stages of a task vs four raw prometheus_client observes.
+
+Issue 3 target: the tracker costs at most 1.5x the hand-written baseline (pre-bound
+children, ``perf_counter`` around each interval), when no OTel provider is configured.
+Each "task" is one coroutine with one awaited external call; an empty variant (the same
+coroutine, no recording) is subtracted so ratios compare recording cost only. Variants
+are interleaved per round; medians of per-round figures are printed.
+
+Wall time on a shared 2-core box is noisy (±5-25 %), so ``--instructions`` also counts
+instructions under valgrind's callgrind, which repeat exactly: each variant runs at two
+task counts and the difference divided by the extra tasks is its cost per task.
+
+    python bench/stages_bench.py [--rounds 15] [--tasks 20000] [--instructions]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+
+from opentelemetry.sdk.trace import TracerProvider
+from prometheus_client import CollectorRegistry
+
+from corevo_obs.metrics import child
+from corevo_obs.stages import StageRecorder, TaskStages
+
+perf = time.perf_counter
+
+
+async def _external() -> None:
+    """Stands for the awaited model call; returns at once so only recording is timed."""
+
+
+def _raw(registry: CollectorRegistry) -> Callable[[], Awaitable[None]]:
+    lab = {"worker": "bench", "kind": "chat"}
+    dispatch = child("corevo_task_dispatch_seconds", registry, **lab)
+    first = child("corevo_task_first_event_seconds", registry, **lab)
+    ext = child("corevo_task_external_seconds", registry, dependency="model", **lab)
+    total = child("corevo_task_total_seconds", registry, outcome="completed", **lab)
+
+    async def task() -> None:
+        t0 = perf()
+        dispatch.observe(perf() - t0)
+        t1 = perf()
+        await _external()
+        ext.observe(perf() - t1)
+        first.observe(perf() - t0)
+        total.observe(perf() - t0)
+
+    return task
+
+
+def _staged(make: Callable[[], TaskStages]) -> Callable[[], Awaitable[None]]:
+    async def task() -> None:
+        t = make()
+        t.started()
+        async with t.external("model"):
+            await _external()
+        t.first_event()
+        t.finish("completed")
+
+    return task
+
+
+def _via_recorder(rec: StageRecorder) -> Callable[[], TaskStages]:
+    return lambda: rec.task("chat")
+
+
+def _via_constructor(registry: CollectorRegistry) -> Callable[[], TaskStages]:
+    """``TaskStages(...)`` directly: the shared recorder is looked up per task."""
+    return lambda: TaskStages(kind="chat", worker="bench", registry=registry)
+
+
+def _variants() -> dict[str, Callable[[], Awaitable[None]]]:
+    sdk = TracerProvider()  # a real SDK provider; no exporter, so only span work is timed
+    return {
+        "empty": _external,
+        "raw": _raw(CollectorRegistry()),
+        "stages": _staged(
+            _via_recorder(StageRecorder(worker="bench", registry=CollectorRegistry()))
+        ),
+        "stages_ctor": _staged(_via_constructor(CollectorRegistry())),
+        "stages_otel_sdk": _staged(_via_recorder(
+            StageRecorder(worker="bench", registry=CollectorRegistry(), tracer_provider=sdk)
+        )),
+    }
+
+
+def _time(task: Callable[[], Awaitable[None]], n: int) -> float:
+    async def main() -> float:
+        for _ in range(200):  # warm up the bound children and the code paths
+            await task()
+        t0 = perf()
+        for _ in range(n):
+            await task()
+        return perf() - t0
+
+    gc.collect()
+    return asyncio.run(main()) / n
+
+
+def _instructions(variant: str, tasks: int) -> int:
+    out = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+         sys.executable, __file__, "--only", variant, "--tasks", str(tasks)],
+        capture_output=True, text=True, check=True,
+    )
+    found = re.search(r"Collected\s*:\s*(\d+)", out.stderr)
+    if found is None:
+        raise RuntimeError(f"no instruction count in callgrind output:\n{out.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def _report_instructions(names: list[str], small: int, large: int) -> None:
+    per = {
+        k: (_instructions(k, large) - _instructions(k, small)) / (large - small) for k in names
+    }
+    base = per["raw"] - per["empty"]
+    print(f"instructions per task (callgrind, {large} - {small} tasks)")
+    for k in names:
+        rec = per[k] - per["empty"]
+        print(f"{k:<18}{per[k]:>10.0f}{rec:>14.0f}{rec / base:>8.2f}x")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--tasks", type=int, default=20000)
+    ap.add_argument("--instructions", action="store_true", help="also count instructions")
+    ap.add_argument("--only", help=argparse.SUPPRESS)  # one variant, for callgrind
+    args = ap.parse_args()
+    variants = _variants()
+    if args.only:
+        _time(variants[args.only], args.tasks)
+        return
+    if args.instructions:
+        if shutil.which("valgrind") is None:
+            ap.error("--instructions needs valgrind (apt-get install valgrind)")
+        _report_instructions(list(variants), 300, 1300)
+    if args.rounds < 1:
+        return
+    per: dict[str, list[float]] = {k: [] for k in variants}
+    ratios: dict[str, list[float]] = {k: [] for k in variants if k not in ("empty", "raw")}
+    for r in range(args.rounds):
+        order = list(variants)
+        if r % 2:
+            order.reverse()
+        got = {k: _time(variants[k], args.tasks) for k in order}
+        for k, v in got.items():
+            per[k].append(v)
+        base = got["raw"] - got["empty"]
+        for k in ratios:
+            ratios[k].append((got[k] - got["empty"]) / base)
+
+    print(f"{args.rounds} interleaved rounds x {args.tasks} tasks; medians")
+    print(f"{'variant':<18}{'µs/task':>10}{'recording µs':>14}{'vs raw':>9}")
+    empty = statistics.median(per["empty"])
+    for k in variants:
+        med = statistics.median(per[k])
+        fixed = {"empty": "", "raw": "1.00x"}
+        ratio = fixed[k] if k in fixed else f"{statistics.median(ratios[k]):.2f}x"
+        print(f"{k:<18}{med * 1e6:>10.2f}{(med - empty) * 1e6:>14.2f}{ratio:>9}")
+    print("target: stages <= 1.5x raw (no OTel provider configured)")
+
+
+if __name__ == "__main__":
+    main()
