@@ -236,3 +236,31 @@ def test_auditor_names_holders_whose_process_is_gone(make_store, registry):
     assert report.expired == ()
     assert 0 <= report.oldest_age < 30
     assert registry.get_sample_value("corevo_lease_orphaned_holders", {"quota": "q"}) == 1
+
+
+def test_observer_fast_path_records_what_prometheus_would(registry):
+    """The observer's pre-bound fast path writes the very samples the public API writes."""
+    from prometheus_client import CollectorRegistry
+
+    from corevo_obs.metrics import child
+    from corevo_obs.observer import MetricsObserver
+
+    reference = CollectorRegistry()
+    obs = MetricsObserver(worker="w0", registry=registry)
+    values = [0.0, 0.0005, 0.0007, 0.001, 0.3, 1.0, 7.5, 1e9]   # on bounds, between, +Inf
+    for v in values:
+        obs.lease_acquired("q", "granted", reaped=2, held=1, limit=3, seconds=v)
+        obs.lease_released("q", "noop", held_seconds=v)
+        child("corevo_lease_acquire_seconds", reference, worker="w0", quota="q").observe(v)
+        child("corevo_lease_hold_seconds", reference, worker="w0", quota="q").observe(v)
+
+    def samples(reg, name):
+        return sorted((s.name, tuple(sorted(s.labels.items())), s.value)
+                      for m in reg.collect() if m.name == name for s in m.samples
+                      if not s.name.endswith("_created"))
+
+    for name in ("corevo_lease_acquire_seconds", "corevo_lease_hold_seconds"):
+        assert samples(registry, name) == samples(reference, name)
+    assert sample(registry, "corevo_lease_acquire_total", outcome="granted") == len(values)
+    assert sample(registry, "corevo_lease_reaped_total") == 2 * len(values)
+    assert sample(registry, "corevo_lease_release_total", outcome="noop") == len(values)
