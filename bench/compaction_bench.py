@@ -26,7 +26,7 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from corevo_obs.mpdir import LockedMultiProcessCollector, compact
+from corevo_obs.mpdir import LockedMultiProcessCollector, compact_backlog
 
 
 def _worker_metrics() -> tuple[object, object, object]:
@@ -114,7 +114,7 @@ def main() -> int:
             made = n
             packed = root / f"compacted-{n}"
             shutil.copytree(plain, packed)
-            res = compact(packed)
+            res = compact_backlog(packed)
             a: list[float] = []
             b: list[float] = []
             for _ in range(args.rounds):  # interleaved: drift hits both alike

@@ -24,6 +24,7 @@ from corevo_obs.mpdir import (
     Liveness,
     LockedMultiProcessCollector,
     compact,
+    compact_backlog,
     install_collectors,
     liveness,
     scan,
@@ -261,3 +262,55 @@ def test_metrics_server_janitor_compacts_and_serves_health(worker_env, mpdir, mo
     assert "corevo_metrics_dir_dead_writers 0.0" in body
     assert "corevo_metrics_compactions_total 1.0" in body
     assert "mpt_g_livesum" not in body  # the SIGKILLed writer's live gauge is gone
+
+
+def test_pid_taken_by_a_new_writer_before_commit_aborts_it(worker_env, mpdir, monkeypatch):
+    """A suite writer that registers on a recycled pid between judgement and commit."""
+    import corevo_obs.mpdir.compactor as compactor
+    from corevo_obs.mpdir.writers import WriterRecord, boot_id, pid_namespace, proc_state
+
+    run_writer(worker_env, "--inc", "5")
+    (old_pid,) = {f.pid for f in metric_files(mpdir)}
+    newcomer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        for f in metric_files(mpdir):
+            f.path.rename(mpdir / f.path.name.replace(str(old_pid), str(newcomer.pid)))
+        writer_record_path(mpdir, old_pid).rename(writer_record_path(mpdir, newcomer.pid))
+        before = exposition(mpdir)
+        real_plan = compactor._plan
+
+        def plan_then_newcomer_registers(*args):
+            out = real_plan(*args)
+            state = proc_state(newcomer.pid)
+            assert state is not None
+            rec = WriterRecord(boot_id(), pid_namespace(), state.start_ticks)
+            writer_record_path(mpdir, newcomer.pid).write_text(rec.encode())
+            return out
+
+        monkeypatch.setattr(compactor, "_plan", plan_then_newcomer_registers)
+        res = compact(mpdir)
+        assert res.dead_writers == {} and res.folded_files == 0
+        assert exposition(mpdir) == before  # nothing committed, nothing lost or doubled
+        assert {f.pid for f in metric_files(mpdir)} == {newcomer.pid}
+        assert not list((mpdir / ".corevo").glob("*.tmp"))
+    finally:
+        newcomer.kill()
+        newcomer.wait()
+
+
+def test_backlog_drains_in_batches_with_exact_totals(worker_env, mpdir):
+    res = subprocess.run(helper_cmd("mp_churn.py", "--total", "30", "--batch", "10"),
+                         env=dict(worker_env, COREVO_COMPACT_AT_EXIT="0"), check=True,
+                         capture_output=True, text=True, timeout=120)
+    increments = json.loads(res.stdout)["increments"]
+
+    def events() -> float:
+        got = exposition(mpdir, LockedMultiProcessCollector)
+        return sum(v for k, v in got.items() if k[0] == "mpt_events_total")
+
+    first = compact(mpdir, max_writers=10)
+    assert len(first.dead_writers) == 10 and first.pending == 21  # 30 children + parent
+    assert events() == increments
+    rest = compact_backlog(mpdir, max_writers=8)
+    assert len(rest.dead_writers) == 21 and rest.pending == 0
+    assert events() == increments and scan(mpdir).stats.compactions == 1 + 3

@@ -173,12 +173,17 @@ def compact(
 
 
 def compact_backlog(
-    directory: str | os.PathLike[str], *, blocking: bool = True
+    directory: str | os.PathLike[str],
+    *,
+    blocking: bool = True,
+    max_writers: int = DEFAULT_MAX_WRITERS,
 ) -> CompactionResult:
-    """Compact batch after batch until no dead writer is left (or a batch hits bad files)."""
-    result = compact(directory, blocking=blocking)
-    while result.pending and not result.unreadable:
-        result.add(compact(directory))
+    """Compact batch after batch until no dead writer is left or a batch makes no progress
+    (e.g. it holds only writers with unreadable files, which stay dead and in place)."""
+    result = last = compact(directory, blocking=blocking, max_writers=max_writers)
+    while last.pending and (last.folded_files or last.dropped_files):
+        last = compact(directory, max_writers=max_writers)
+        result.add(last)
     return result
 
 
