@@ -314,3 +314,22 @@ def test_backlog_drains_in_batches_with_exact_totals(worker_env, mpdir):
     rest = compact_backlog(mpdir, max_writers=8)
     assert len(rest.dead_writers) == 21 and rest.pending == 0
     assert events() == increments and scan(mpdir).stats.compactions == 1 + 3
+
+
+def test_records_from_another_boot_or_pid_namespace(mpdir):
+    from corevo_obs.mpdir.writers import WriterRecord, boot_id, pid_namespace
+
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        rec = writer_record_path(mpdir, sleeper.pid)
+        rec.parent.mkdir(parents=True)
+        rec.write_text(WriterRecord("another-boot", pid_namespace(), 1).encode())
+        assert liveness(mpdir, sleeper.pid) is Liveness.GONE
+        rec.write_text(WriterRecord(boot_id(), "pid:[1]", 1).encode())
+        assert liveness(mpdir, sleeper.pid) is Liveness.LIVE  # not ours to judge
+        rec.write_text("garbage")
+        assert liveness(mpdir, sleeper.pid) is Liveness.LIVE  # unproven
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert liveness(mpdir, sleeper.pid) is Liveness.GONE
