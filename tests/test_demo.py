@@ -111,6 +111,7 @@ def test_demo_short_json_names_each_cause_and_serves_metrics():
     assert culprit["function"] == "_fetch"
     others = [r for n, r in d1["workers"].items() if n != d1["injected_worker"]]
     assert all(r["heartbeat_max_gap_seconds"] < 0.3 for r in others)
+    assert d1["heartbeat_age_seconds"] > 0.2 and d1["scrapes_answered_while_frozen"] >= 1
 
     d2 = drills["sticky_connection"]
     assert d2["short_task_owner"]["local"] == d2["gateway_worker"]
@@ -155,6 +156,9 @@ def test_quota_drill_on_redis(redis_url, tmp_path):
     ctx = DemoContext(2, True, tmp_path, children, Progress(1, quiet=True), None, redis_url)
     try:
         d3 = drill_quota.run(ctx)
+    except Exception as exc:
+        logs = "\n".join(f"--- {p.name}\n{p.read_text()}" for p in tmp_path.glob("*.log"))
+        raise AssertionError(f"{exc}\n{logs}") from exc
     finally:
         children.stop()
     assert d3["backend"] == "redis"

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from .context import DemoContext
+from .scrape import HeartbeatWatch
 from .slow_upstream import SlowUpstream
 
 RESULT_TIMEOUT = 60.0
+SCRAPE_EVERY = 0.05
 
 
 def run(ctx: DemoContext) -> dict[str, Any]:
@@ -19,11 +22,16 @@ def run(ctx: DemoContext) -> dict[str, Any]:
         bad = names[1 % ctx.workers]
         procs = {
             n: ctx.children.spawn(
-                n, *ctx.port_args(i),
+                n, *(ctx.port_args(i) or ["--metrics-port", "0"]),
                 *(["--blocking-url", upstream.url] if n == bad else []))
             for i, n in enumerate(names)
         }
-        ctx.progress.status("workers running: model traffic, heartbeat, one persist_artifact")
+        ports = {n: int(ctx.children.ready(c)["metrics_port"]) for n, c in procs.items()}
+        ctx.progress.status(f"scraping {bad}'s endpoint while it runs persist_artifact")
+        watch = HeartbeatWatch(ports[bad], bad)
+        while procs[bad].proc.poll() is None:
+            watch.poll()
+            time.sleep(SCRAPE_EVERY)
         results = {n: ctx.children.result(c, RESULT_TIMEOUT) for n, c in procs.items()}
     frozen = [n for n, r in results.items() if r["stalls"]]
     diagnosis: dict[str, Any] = {"injected_worker": bad, "frozen_workers": frozen}
@@ -33,7 +41,8 @@ def run(ctx: DemoContext) -> dict[str, Any]:
         diagnosis["stall"] = worst
         bad_r = results[worst["worker"]]
         calm = [r for n, r in results.items() if n not in frozen]
-        diagnosis["heartbeat_age_seconds"] = bad_r["heartbeat_max_gap_seconds"]
+        diagnosis["heartbeat_age_seconds"] = round(watch.max_age, 3)
+        diagnosis["scrapes_answered_while_frozen"] = watch.answered_frozen
         diagnosis["max_lag_seconds"] = bad_r["max_lag_seconds"]
         diagnosis["healthy_heartbeat_max_gap_seconds"] = max(
             (r["heartbeat_max_gap_seconds"] for r in calm), default=None)

@@ -110,7 +110,7 @@ def run(ctx: DemoContext) -> dict[str, Any]:
     db = str(ctx.workdir / "quota.db")
     cfg = QuotaConfig(db, LIMIT, timeout, ctx.redis_url,
                       f"corevo:demo:{uuid.uuid4().hex[:12]}" if ctx.redis_url else None)
-    counter = AnonymousCounter(db, LIMIT)
+    counter = AnonymousCounter(db, LIMIT, create=True)
     probe = _ReapCount()
     store: LeaseStore = lease_store(cfg, worker="demo", observer=probe)
     args = ["--role", "holder", *cfg.argv(), "--hold", str(HOLD_SECONDS)]

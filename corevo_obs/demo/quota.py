@@ -29,15 +29,16 @@ class AnonymousCounter:
     was. ``done`` counts completed holds (per scheme row) so throughput can be plotted.
     """
 
-    def __init__(self, path: str | Path, limit: int) -> None:
+    def __init__(self, path: str | Path, limit: int, *, create: bool = False) -> None:
         self.limit = limit
         self._db = sqlite3.connect(str(path), isolation_level=None, timeout=10,
                                    check_same_thread=False)
         self._db.execute("PRAGMA busy_timeout = 10000")
-        self._db.execute("PRAGMA journal_mode = WAL")
-        self._db.execute(_SCHEMA)
-        for name in ("counter", "leases"):
-            self._db.execute("INSERT OR IGNORE INTO demo_quota (name) VALUES (?)", (name,))
+        if create:  # once, by the orchestrator: holders start while others hammer the file
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.execute(_SCHEMA)
+            for name in ("counter", "leases"):
+                self._db.execute("INSERT OR IGNORE INTO demo_quota (name) VALUES (?)", (name,))
 
     def take(self) -> bool:
         """INCR if below the limit (one conditional UPDATE, so it never oversells)."""

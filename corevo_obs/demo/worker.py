@@ -111,8 +111,8 @@ async def run_role(ns: argparse.Namespace, role: Role, parent: int) -> None:
     watch = asyncio.create_task(_watch_parent(parent, stop))
 
     def announce(**info: Any) -> None:
-        print(json.dumps({"ready": True, "worker": ns.worker, "pid": os.getpid(), **info}),
-              flush=True)
+        print(json.dumps({"ready": True, "worker": ns.worker, "pid": os.getpid(),
+                          "metrics_port": ns.metrics_port, **info}), flush=True)
 
     try:
         await role(ns, stop, announce)
@@ -134,7 +134,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--worker", required=True)
     p.add_argument("--role", default="frozen",
                    choices=("frozen", "gateway", "executor", "holder", "serve"))
-    p.add_argument("--metrics-port", type=int, default=-1, help="serve /metrics (-1: no)")
+    p.add_argument("--metrics-port", type=int, default=-1,
+                   help="serve /metrics (0: any free port, -1: none)")
     p.add_argument("--blocking-url")
     p.add_argument("--offload-url")
     p.add_argument("--model-latency", type=float, default=0.05)
@@ -156,8 +157,10 @@ def main() -> None:
     try:
         enable_multiprocess()
         if ns.metrics_port >= 0:
-            MetricsServer(port=ns.metrics_port).start()
+            ns.metrics_port = MetricsServer(port=ns.metrics_port).start().port
         if ns.role == "frozen":
+            if ns.metrics_port >= 0:  # lets the orchestrator scrape us while we freeze
+                print(json.dumps({"ready": True, "metrics_port": ns.metrics_port}), flush=True)
             print(json.dumps(asyncio.run(run_frozen(ns))), flush=True)
         else:
             asyncio.run(run_role(ns, _roles()[ns.role], parent))
