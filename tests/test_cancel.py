@@ -265,6 +265,44 @@ def test_sigkilled_owner_frees_its_slot_at_lease_expiry_and_the_marker_expires(
     assert rig.metric("corevo_lease_reaped_total", quota=QUOTA) == 1
 
 
+def test_a_cancel_that_waited_out_a_frozen_owner_is_fenced_by_its_reaped_lease(
+        rig: Rig) -> None:
+    """The article's unsolved part, made visible: the owner froze (SIGSTOP) past its lease
+    timeout, the gateway saw the lease expire and the slot was taken by someone else; the
+    cancel still sat in the owner's socket. On resume the owner must not act as the owner.
+    """
+    async def scenario(rig: Rig) -> None:
+        bus, leases = rig.bus(), rig.leases()
+        gw = rig.gateway(bus)
+        job = rig.jobs.create_job()
+        async with owner(rig, job, linger=True) as w:
+            await w.expect("running")
+            w.proc.send_signal(signal.SIGSTOP)
+            routed = await gw.cancel(job)
+            assert routed.reached == 1  # buffered for the frozen process
+            seen = await gw.wait_stopped(routed, leases, within=LEASE_TIMEOUT + 3)
+            assert seen.path == "lease_expiry"
+            slot = await leases.acquire()  # reaps the frozen owner's lease
+            assert slot is not None
+            w.proc.send_signal(signal.SIGCONT)
+            stopped = await w.expect("stopped")
+            await asyncio.sleep(0.3)  # the buffered command is read and re-checked
+            await w.say("exit")
+            await slot.release()
+        assert stopped["state"] == "lost" and stopped["path"] is None
+        job_row = await asyncio.to_thread(rig.jobs.get, job)
+        assert job_row is not None and job_row.state == "lost"
+        await bus.close()
+        await leases.close()
+
+    run(rig, scenario)
+    assert rig.owner_metric("corevo_command_routed_total", outcome="fenced") == 1
+    assert rig.owner_metric("corevo_command_routed_total", outcome="applied") == 0
+    assert rig.owner_metric("corevo_cancel_delivered_total", path="pubsub") == 0
+    assert rig.owner_metric("corevo_cancel_delivered_total", path="marker") == 0
+    assert rig.metric("corevo_cancel_delivered_total", path="lease_expiry") == 1
+
+
 def test_command_for_an_old_epoch_is_fenced_and_never_applied(rig: Rig) -> None:
     async def scenario(rig: Rig) -> None:
         bus = rig.bus()

@@ -169,10 +169,17 @@ class CommandInbox:
         return outcome
 
     async def _current(self, command: Command, run: Execution) -> bool:
-        """Is the command's generation still the one running here, with a live lease?"""
+        """Is the command's generation still the one running here, with a live lease?
+
+        The lease is checked by renewing it: a message that waited in a socket buffer
+        while this process was frozen past the lease timeout finds the lease reaped.
+        """
         if (command.owner != self.owner or command.epoch != run.claim.epoch
                 or command.execution_id not in (None, run.execution_id)
                 or run.lease.lost or run.acknowledged_at is not None):
+            return False
+        if not await run.lease.heartbeat():
+            run.request_stop("lost")
             return False
         job = await asyncio.to_thread(self.jobs.get, command.job_id)
         return (job is not None and job.state == "running" and job.owner == self.owner

@@ -2,7 +2,8 @@
 
 Usage: cancel_worker.py CONFIG_JSON. Prints one JSON object per line (claimed, start,
 running, input, dropped, stopped, late). Reads commands from stdin: ``go`` (continue after
-a claim-only stall), ``drop SECONDS`` (close the wake-up channel for that long).
+a claim-only stall), ``drop SECONDS`` (close the wake-up channel for that long), ``exit``
+(leave after the run stopped, with ``linger``).
 Metrics go to PROMETHEUS_MULTIPROC_DIR through the default registry.
 """
 
@@ -98,6 +99,9 @@ async def main(cfg: dict[str, Any]) -> None:
     allowed = await SideEffectGate(bus, inbox.observer).allowed(f"{started.execution_id}:1")
     emit("late", allowed=allowed)
     ctl.cancel()
+    if cfg.get("linger"):  # keep listening until told to exit
+        while await lines.get() != "exit":
+            pass
     await inbox.stop()
     await bus.close()
     await leases.close()
