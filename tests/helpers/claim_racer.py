@@ -1,10 +1,10 @@
 """One claim racer: its own process, event loop and DB connection.
 
-Usage: claim_racer.py sqlite|postgres TARGET TABLE WORKER N
-Prints ``ready`` with its owner id, waits for ``go`` on stdin, then tries to claim jobs
-job-00000 .. job-N-1 in four strided lanes (each claim in a thread, off the
-loop) and prints one
-JSON line: the jobs it won and its own claim counters.
+Usage: claim_racer.py sqlite|postgres TARGET TABLE WORKER N BATCH
+Prints its owner id, then for each batch of BATCH jobs waits for a ``go`` line on stdin
+(the parent releases both racers together, so every batch is a fresh race), claims the
+batch in four strided lanes (each claim in a thread, off the loop) and prints ``done``.
+At the end it prints one JSON line: the jobs it won and its own claim counters.
 """
 
 from __future__ import annotations
@@ -27,28 +27,33 @@ def open_store(dialect: str, target: str, table: str, worker: str,
 LANES = 4
 
 
-async def lane(store: JobStore, n: int, first: int, won: list[str]) -> None:
-    for i in range(first, n, LANES):
+async def lane(store: JobStore, jobs: range, won: list[str]) -> None:
+    for i in jobs:
         outcome = await asyncio.to_thread(store.claim, f"job-{i:05d}")
         if outcome.won:
             won.append(outcome.job_id)
 
 
-async def race(store: JobStore, n: int) -> list[str]:
-    """Four lanes per process walk the jobs in the same strided order as the rival's."""
+async def race(store: JobStore, n: int, batch: int) -> list[str]:
+    """Per batch, four lanes walk the jobs in the same strided order as the rival's."""
     won: list[str] = []
-    await asyncio.gather(*(lane(store, n, k, won) for k in range(LANES)))
+    for start in range(0, n, batch):
+        line = await asyncio.to_thread(sys.stdin.readline)
+        if line.strip() != "go":
+            break
+        end = min(n, start + batch)
+        await asyncio.gather(*(lane(store, range(start + k, end, LANES), won)
+                               for k in range(LANES)))
+        print("done", flush=True)
     return won
 
 
 def main() -> None:
-    dialect, target, table, worker, n = sys.argv[1:6]
+    dialect, target, table, worker, n, batch = sys.argv[1:7]
     registry = CollectorRegistry()
     store = open_store(dialect, target, table, worker, registry)
     print(json.dumps({"owner": store.owner}), flush=True)
-    if sys.stdin.readline().strip() != "go":
-        return
-    won = asyncio.run(race(store, int(n)))
+    won = asyncio.run(race(store, int(n), int(batch)))
 
     def count(outcome: str) -> float:
         return registry.get_sample_value(
