@@ -134,17 +134,36 @@ async def owner(rig: Rig, job: str, **extra: Any) -> AsyncIterator[Owner]:
             await proc.wait()
 
 
-def run(rig: Rig, scenario: Callable[[Rig], Coroutine[Any, Any, None]]) -> None:
-    asyncio.run(scenario(rig))
+@dataclass
+class Scene:
+    """What a scenario works with: the gateway's bus, lease store and gateway, one job."""
+
+    rig: Rig
+    bus: CancelBus
+    leases: AsyncLeaseStore
+    gw: CommandGateway
+    job: str
+
+
+def run(rig: Rig, scenario: Callable[[Scene], Coroutine[Any, Any, None]], *,
+        marker_ttl: float = 60.0) -> None:
+    async def main() -> None:
+        bus, leases = rig.bus(), rig.leases()
+        try:
+            await scenario(Scene(rig, bus, leases, rig.gateway(bus, marker_ttl),
+                                 rig.jobs.create_job()))
+        finally:
+            await bus.close()
+            await leases.close()
+
+    asyncio.run(main())
 
 
 # --- the four paths ---------------------------------------------------------------------
 
 def test_pubsub_cancel_stops_within_a_fraction_of_the_heartbeat(rig: Rig) -> None:
-    async def scenario(rig: Rig) -> None:
-        bus, leases = rig.bus(), rig.leases()
-        gw = rig.gateway(bus)
-        job = rig.jobs.create_job()
+    async def scenario(sc: Scene) -> None:
+        rig, bus, leases, gw, job = sc.rig, sc.bus, sc.leases, sc.gw, sc.job
         async with owner(rig, job) as w:
             running = await w.expect("running")
             routed = await gw.cancel(job)
@@ -160,8 +179,6 @@ def test_pubsub_cancel_stops_within_a_fraction_of_the_heartbeat(rig: Rig) -> Non
         gate = SideEffectGate(bus, MetricsObserver(worker="gateway", registry=rig.registry))
         assert await gate.allowed("some-other-execution:1") is True
         assert await bus.marker(running["execution"]) is not None
-        await bus.close()
-        await leases.close()
 
     run(rig, scenario)
     assert rig.metric("corevo_cancel_requested_total") == 1
@@ -196,10 +213,8 @@ async def _cut_channel(rig: Rig, w: Owner, owner_id: str) -> None:
 
 
 def test_lost_wakeup_still_stops_within_one_heartbeat_via_the_marker(rig: Rig) -> None:
-    async def scenario(rig: Rig) -> None:
-        bus, leases = rig.bus(), rig.leases()
-        gw = rig.gateway(bus)
-        job = rig.jobs.create_job()
+    async def scenario(sc: Scene) -> None:
+        rig, leases, gw, job = sc.rig, sc.leases, sc.gw, sc.job
         async with owner(rig, job, reconnect=10.0) as w:
             running = await w.expect("running")
             await _cut_channel(rig, w, running["owner"])
@@ -210,8 +225,6 @@ def test_lost_wakeup_still_stops_within_one_heartbeat_via_the_marker(rig: Rig) -
         assert stopped["state"] == "cancelled" and stopped["path"] == "marker"
         assert stopped["latency"] <= HEARTBEAT + 0.15, stopped
         assert seen.state == "cancelled"
-        await bus.close()
-        await leases.close()
 
     run(rig, scenario)
     assert rig.owner_metric("corevo_cancel_delivered_total", path="marker") == 1
@@ -225,10 +238,8 @@ def test_sigkilled_owner_frees_its_slot_at_lease_expiry_and_the_marker_expires(
         rig: Rig) -> None:
     ttl = 2.0
 
-    async def scenario(rig: Rig) -> None:
-        bus, leases = rig.bus(), rig.leases()
-        gw = rig.gateway(bus, marker_ttl=ttl)
-        job = rig.jobs.create_job()
+    async def scenario(sc: Scene) -> None:
+        rig, bus, leases, gw, job = sc.rig, sc.bus, sc.leases, sc.gw, sc.job
         async with owner(rig, job) as w:
             running = await w.expect("running")
             w.proc.send_signal(signal.SIGKILL)
@@ -256,10 +267,8 @@ def test_sigkilled_owner_frees_its_slot_at_lease_expiry_and_the_marker_expires(
 
                 raw = bus.client  # type: ignore[attr-defined]
                 assert await raw.exists(MARKER_PREFIX + running["execution"]) == 0
-        await bus.close()
-        await leases.close()
 
-    run(rig, scenario)
+    run(rig, scenario, marker_ttl=ttl)
     assert rig.metric("corevo_cancel_delivered_total", path="lease_expiry") == 1
     assert rig.metric("corevo_cancel_latency_seconds_count", path="lease_expiry") == 1
     assert rig.metric("corevo_lease_reaped_total", quota=QUOTA) == 1
@@ -271,10 +280,8 @@ def test_a_cancel_that_waited_out_a_frozen_owner_is_fenced_by_its_reaped_lease(
     timeout, the gateway saw the lease expire and the slot was taken by someone else; the
     cancel still sat in the owner's socket. On resume the owner must not act as the owner.
     """
-    async def scenario(rig: Rig) -> None:
-        bus, leases = rig.bus(), rig.leases()
-        gw = rig.gateway(bus)
-        job = rig.jobs.create_job()
+    async def scenario(sc: Scene) -> None:
+        rig, leases, gw, job = sc.rig, sc.leases, sc.gw, sc.job
         async with owner(rig, job, linger=True) as w:
             await w.expect("running")
             w.proc.send_signal(signal.SIGSTOP)
@@ -292,8 +299,6 @@ def test_a_cancel_that_waited_out_a_frozen_owner_is_fenced_by_its_reaped_lease(
         assert stopped["state"] == "lost" and stopped["path"] is None
         job_row = await asyncio.to_thread(rig.jobs.get, job)
         assert job_row is not None and job_row.state == "lost"
-        await bus.close()
-        await leases.close()
 
     run(rig, scenario)
     assert rig.owner_metric("corevo_command_routed_total", outcome="fenced") == 1
@@ -304,10 +309,8 @@ def test_a_cancel_that_waited_out_a_frozen_owner_is_fenced_by_its_reaped_lease(
 
 
 def test_command_for_an_old_epoch_is_fenced_and_never_applied(rig: Rig) -> None:
-    async def scenario(rig: Rig) -> None:
-        bus = rig.bus()
-        gw = rig.gateway(bus)
-        job = rig.jobs.create_job()
+    async def scenario(sc: Scene) -> None:
+        rig, gw, job = sc.rig, sc.gw, sc.job
         async with owner(rig, job, stall=True) as w:
             claimed = await w.expect("claimed")
             stale = await gw.lookup(job)  # the gateway reads owner + epoch N ...
@@ -327,7 +330,6 @@ def test_command_for_an_old_epoch_is_fenced_and_never_applied(rig: Rig) -> None:
             await gw.cancel(job)
             stopped = await w.expect("stopped")
         assert stopped["path"] == "pubsub"
-        await bus.close()
 
     run(rig, scenario)
     assert rig.owner_metric("corevo_command_routed_total", outcome="fenced") == 1
