@@ -119,6 +119,7 @@ def test_demo_short_json_names_each_cause_and_serves_metrics():
     waits = d2["short_dispatch_seconds"]
     assert waits["local"] > d2["long_seconds"] / 2 > waits["claim"]
     assert d2["stage_histograms"]["dispatch"]
+    assert d2["claims"][f"{d2['short_task_owner']['claim']}/won"] == 1
 
     d3 = drills["quota_leak"]
     assert d3["counter"]["leaked_slots"] >= 1

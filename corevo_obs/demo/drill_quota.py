@@ -143,8 +143,7 @@ def run(ctx: DemoContext) -> dict[str, Any]:
         if lease is not None:
             lease.release()
         ghosts_left = len(store.holders())
-        reaped = int(counter_total(ctx.workdir / "metrics", "corevo_lease_reaped_total")
-                     + probe.reaped)
+        reaped = counter_total(ctx.workdir / "metrics", "corevo_lease_reaped_total") + probe.reaped
     finally:
         if ctx.redis_url:
             getattr(store, "client").delete(cfg.redis_key)  # noqa: B009 - Redis store only

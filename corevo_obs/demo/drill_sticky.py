@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from .context import DemoContext
-from .metrics_read import stage_summary
+from .metrics_read import counter_by, stage_summary
 
 REPLY_TIMEOUT = 60.0
 
@@ -53,6 +53,7 @@ def run(ctx: DemoContext) -> dict[str, Any]:
                            f"{short['dispatch_seconds']:.3f}s")
     ctx.children.stop([gateway, *idle])
     local_short, claim_short = phases["local"][1], phases["claim"][1]
+    mp = ctx.workdir / "metrics"
     result = {
         "gateway_worker": gateway.name,
         "idle_workers": [c.name for c in idle],
@@ -63,7 +64,9 @@ def run(ctx: DemoContext) -> dict[str, Any]:
                              "claim": claim_short["executed_by"]},
         "short_dispatch_seconds": {"local": local_short["dispatch_seconds"],
                                    "claim": claim_short["dispatch_seconds"]},
-        "stage_histograms": stage_summary(ctx.workdir / "metrics"),
+        "stage_histograms": stage_summary(mp),
+        "claims": counter_by(mp, "corevo_claim_total", "worker", "outcome"),
+        "dispatch_paths": counter_by(mp, "corevo_job_dispatch_path_total", "worker", "path"),
     }
     ctx.progress.done(f"claimed by idle {claim_short['executed_by']}")
     return result

@@ -22,13 +22,19 @@ def _families(mp: Path) -> dict[str, Any]:
     return {fam.name: fam for fam in reg.collect()}
 
 
-def counter_total(mp: Path, name: str, **match: str) -> float:
-    """Sum of a counter over every series whose labels include ``match``."""
+def counter_by(mp: Path, name: str, *labels: str) -> dict[str, int]:
+    """A counter summed by the given labels (``"w1/won"`` keys), zero series left out."""
     fam = _families(mp).get(name.removesuffix("_total"))
-    if fam is None:
-        return 0.0
-    return sum(s.value for s in fam.samples if s.name == name
-               and all(s.labels.get(k) == v for k, v in match.items()))
+    out: dict[str, int] = defaultdict(int)
+    for s in fam.samples if fam else ():
+        if s.name == name:
+            out["/".join(s.labels.get(k, "") for k in labels)] += int(s.value)
+    return {k: v for k, v in sorted(out.items()) if v}
+
+
+def counter_total(mp: Path, name: str) -> int:
+    """A counter summed over every series."""
+    return sum(counter_by(mp, name).values())
 
 
 def stage_summary(mp: Path) -> dict[str, dict[str, dict[str, Any]]]:

@@ -12,6 +12,10 @@ def _s(v: float | None) -> str:
     return "-" if v is None else f"{v:.3f}s"
 
 
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in counts.items()) or "-"
+
+
 def _summary_frozen(d1: dict[str, Any]) -> str:
     if "stall" not in d1:
         return "no stall detected"
@@ -63,6 +67,8 @@ def _sticky(d: dict[str, Any]) -> None:
             print(f"  {path:<8}{r['kind']:<7}{r['executed_by']:<8}"
                   f"{_s(r['queue_wait_seconds']):>11}{_s(r['dispatch_seconds']):>10}"
                   f"{_s(r['total_seconds']):>9}")
+    print("  claims (worker/outcome): " + _counts(d["claims"]))
+    print("  dispatch path (worker/path): " + _counts(d["dispatch_paths"]))
     print("  stage histograms (count, mean) by worker/kind:")
     for stage, rows in d["stage_histograms"].items():
         cells = ", ".join(f"{k} {v['count']}x {v['sum_seconds'] / max(1, v['count']):.3f}s"

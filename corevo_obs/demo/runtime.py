@@ -118,19 +118,19 @@ def _stores(ns: argparse.Namespace) -> tuple[JobStore, StageRecorder]:
 
 async def run_gateway(ns: argparse.Namespace, stop: asyncio.Event,
                       announce: Callable[..., None]) -> None:
-    jobs, recorder = _stores(ns)
+    jobs, recorder = await asyncio.to_thread(_stores, ns)
     gateway = Gateway(jobs, recorder, ns.worker)
     server = await asyncio.start_server(gateway.handle, "127.0.0.1", 0)
     announce(port=server.sockets[0].getsockname()[1])
     async with server:
         await stop.wait()
-    jobs.close()
+    await asyncio.to_thread(jobs.close)
 
 
 async def run_executor(ns: argparse.Namespace, stop: asyncio.Event,
                        announce: Callable[..., None]) -> None:
     """An idle worker: claim queued jobs (a hint list, then the conditional update)."""
-    jobs, recorder = _stores(ns)
+    jobs, recorder = await asyncio.to_thread(_stores, ns)
     announce()
     while not stop.is_set():
         for job_id in await asyncio.to_thread(jobs.candidates, 10):
@@ -141,4 +141,4 @@ async def run_executor(ns: argparse.Namespace, stop: asyncio.Event,
             task = json.loads(job.payload or "{}") if job else {}
             await execute(jobs, recorder, won.claim, task, float(task["accepted_at"]))
         await asyncio.sleep(POLL_SECONDS)
-    jobs.close()
+    await asyncio.to_thread(jobs.close)
