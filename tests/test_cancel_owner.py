@@ -163,3 +163,20 @@ def test_a_cut_redis_subscriber_comes_back_and_pubsub_works_again(
     with_stores(tmp_path, registry, scenario, bus=lambda db: RedisCancelBus(redis_url))
     assert count(registry, "corevo_cancel_delivered_total", path="pubsub") == 1
     assert count(registry, "corevo_instrumentation_errors_total", component="cancel-channel") == 1
+
+
+def test_a_run_that_finished_as_the_cancel_arrived_counts_as_completed(
+        tmp_path: Path, registry: CollectorRegistry) -> None:
+    async def finishes_in_the_same_step(run: Execution) -> str:
+        run.request_stop("cancelled", "pubsub", 0.0)  # as if the message landed just now
+        return "done"
+
+    async def scenario(jobs: JobStore, leases: AsyncSqliteLeaseStore, bus: CancelBus,
+                       inbox: CommandInbox) -> None:
+        job, _, task = await start_run(jobs, leases, inbox, finishes_in_the_same_step)
+        stop = await asyncio.wait_for(task, 2)
+        assert stop.state == "completed" and stop.result == "done" and stop.path is None
+        assert getattr(jobs.get(job), "state", None) == "completed"
+
+    with_stores(tmp_path, registry, scenario)
+    assert count(registry, "corevo_cancel_delivered_total", path="pubsub") == 0

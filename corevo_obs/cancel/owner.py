@@ -74,12 +74,13 @@ class Execution:
     inputs: asyncio.Queue[str | None] = field(default_factory=asyncio.Queue)
     #: set once the execution stopped for a cancel: later side effects are late
     acknowledged_at: float | None = None
-    _stopping: asyncio.Future[tuple[StopState, CancelPath | None, float | None]] | None = None
+    _stopping: asyncio.Future[tuple[StopState, CancelPath | None, float | None]] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future())
 
     def request_stop(self, state: StopState, path: CancelPath | None = None,
                      requested_at: float | None = None) -> None:
         """First request wins; later ones (the marker after the message) are ignored."""
-        if self._stopping is not None and not self._stopping.done():
+        if not self._stopping.done():
             self._stopping.set_result((state, path, requested_at))
 
 
@@ -201,8 +202,7 @@ class CommandInbox:
         execution too (the platform already judged it dead).
         """
         loop = asyncio.get_running_loop()
-        run = Execution(claim, execution_id, lease, _stopping=loop.create_future())
-        assert run._stopping is not None
+        run = Execution(claim, execution_id, lease)
         self._runs[claim.job_id] = run
         task: asyncio.Task[Any] = loop.create_task(work(run))
         beat = loop.create_task(self._beat(run, heartbeat))
@@ -221,8 +221,9 @@ class CommandInbox:
         return stop
 
     async def _settle(self, run: Execution, task: asyncio.Task[Any]) -> Stop:
-        assert run._stopping is not None
-        if not run._stopping.done():
+        if task.done():  # finished on its own, even if a stop came in the same instant
+            if task.cancelled():
+                return Stop("failed", error=asyncio.CancelledError())
             exc = task.exception()
             if exc is not None:
                 return Stop("failed", error=exc)
