@@ -111,6 +111,8 @@ def test_demo_short_json_names_each_cause_and_serves_metrics():
     assert culprit["function"] == "_fetch"
     others = [r for n, r in d1["workers"].items() if n != d1["injected_worker"]]
     assert all(r["heartbeat_max_gap_seconds"] < 0.3 for r in others)
+    fixed = d1["workers"][d1["offloaded_worker"]]
+    assert fixed["drill_seconds"] > 0.3 and not fixed["stalls"]
     assert d1["heartbeat_age_seconds"] > 0.2 and d1["scrapes_answered_while_frozen"] >= 1
 
     d2 = drills["sticky_connection"]

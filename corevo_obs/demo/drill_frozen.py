@@ -20,10 +20,12 @@ def run(ctx: DemoContext) -> dict[str, Any]:
     with SlowUpstream(freeze) as upstream:
         names = [f"w{i}" for i in range(ctx.workers)]
         bad = names[1 % ctx.workers]
+        fixed = names[2] if ctx.workers > 2 else None  # the same call, offloaded
         procs = {
             n: ctx.children.spawn(
                 n, *(ctx.port_args(i) or ["--metrics-port", "0"]),
-                *(["--blocking-url", upstream.url] if n == bad else []))
+                *(["--blocking-url", upstream.url] if n == bad else []),
+                *(["--offload-url", upstream.url] if n == fixed else []))
             for i, n in enumerate(names)
         }
         ports = {n: int(ctx.children.ready(c)["metrics_port"]) for n, c in procs.items()}
@@ -34,7 +36,8 @@ def run(ctx: DemoContext) -> dict[str, Any]:
             time.sleep(SCRAPE_EVERY)
         results = {n: ctx.children.result(c, RESULT_TIMEOUT) for n, c in procs.items()}
     frozen = [n for n, r in results.items() if r["stalls"]]
-    diagnosis: dict[str, Any] = {"injected_worker": bad, "frozen_workers": frozen}
+    diagnosis: dict[str, Any] = {"injected_worker": bad, "offloaded_worker": fixed,
+                                 "frozen_workers": frozen}
     if frozen:
         worst = max((s for n in frozen for s in results[n]["stalls"]),
                     key=lambda s: s["duration_seconds"])

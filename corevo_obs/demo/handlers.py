@@ -1,7 +1,7 @@
 """Task handlers of the demo service, the good and the bad.
 
 ``persist_artifact_blocking`` is the article's bug on purpose: a sync HTTP call inside
-``async def``. ``persist_artifact`` is the fix: the same call moved to a thread.
+``async def``. ``persist_artifact`` is the fix: the same call moved to a bounded thread pool.
 """
 
 from __future__ import annotations
@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import urllib.request
+
+from ..offload import OffloadAdapter
 
 
 def _fetch(url: str) -> bytes:
@@ -21,8 +23,8 @@ async def persist_artifact_blocking(url: str) -> str:
     return hashlib.sha256(payload).hexdigest()
 
 
-async def persist_artifact(url: str) -> str:
-    payload = await asyncio.to_thread(_fetch, url)
+async def persist_artifact(url: str, object_store: OffloadAdapter) -> str:
+    payload = await object_store.run(_fetch, url)
     return hashlib.sha256(payload).hexdigest()
 
 

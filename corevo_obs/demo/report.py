@@ -50,6 +50,12 @@ def _frozen(d: dict[str, Any]) -> None:
               f"which answered {d['scrapes_answered_while_frozen']} scrapes while frozen")
     else:
         print("  no stall detected")
+    fixed = d.get("offloaded_worker")
+    if fixed:
+        r = d["workers"][fixed]
+        print(f"  offloaded     : {fixed} made the same {r['drill_seconds']:.2f}s call through "
+              f"OffloadAdapter: max lag {r['max_lag_seconds']:.3f}s, "
+              f"{len(r['stalls']) or 'no'} stall(s)")
     for n, r in d["workers"].items():
         print(f"  {n}: max lag {r['max_lag_seconds']:.3f}s, unrelated heartbeat max gap "
               f"{r['heartbeat_max_gap_seconds']:.3f}s, fake model median "

@@ -22,6 +22,7 @@ from typing import Any
 from ..errors import CorevoObsError
 from ..exposition import MetricsServer, enable_multiprocess
 from ..loop import install_loop_health
+from ..offload import OffloadAdapter
 from . import handlers
 
 PARENT_CHECK_SECONDS = 0.5
@@ -65,7 +66,9 @@ async def run_frozen(ns: argparse.Namespace) -> dict[str, object]:
     if ns.blocking_url:
         await handlers.persist_artifact_blocking(ns.blocking_url)
     elif ns.offload_url:
-        await handlers.persist_artifact(ns.offload_url)
+        async with OffloadAdapter(name="object_store", max_in_flight=4,
+                                  worker=ns.worker) as object_store:
+            await handlers.persist_artifact(ns.offload_url, object_store)
     drill_seconds = time.monotonic() - drill_started
     await asyncio.sleep(ns.cooldown)
     for t in background:
