@@ -30,8 +30,13 @@ def dir_lock(
     directory: Path, *, exclusive: bool, blocking: bool = True, compactor: bool = False
 ) -> Iterator[None]:
     """Hold the readers' lock (or, with ``compactor=True``, the compactors') for the body."""
-    path = state_dir(directory, create=True) / (COMPACT_LOCK_FILE if compactor else LOCK_FILE)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    path = state_dir(directory) / (COMPACT_LOCK_FILE if compactor else LOCK_FILE)
+    flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o666)
+    except FileNotFoundError:  # first use of this directory
+        state_dir(directory, create=True)
+        fd = os.open(path, flags, 0o666)
     try:
         op = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
         if not blocking:
