@@ -55,12 +55,12 @@ async def forever(run: Execution) -> None:
 
 def with_stores(tmp_path: Path, registry: CollectorRegistry,
                 scenario: Callable[..., Coroutine[Any, Any, None]],
-                bus: Callable[[str], CancelBus] = SqliteCancelBus) -> None:
+                bus: Callable[[str], CancelBus] = SqliteCancelBus, limit: int = 2) -> None:
     db = str(tmp_path / "c.db")
 
     async def main() -> None:
         jobs = SqliteJobStore(db, worker="w0", registry=registry)
-        leases = AsyncSqliteLeaseStore("q", db, limit=2, timeout=1.0, worker="w0",
+        leases = AsyncSqliteLeaseStore("q", db, limit=limit, timeout=5.0, worker="w0",
                                        registry=registry)
         b = bus(db)
         inbox = CommandInbox(b, jobs, reconnect=0.2)
@@ -180,3 +180,31 @@ def test_a_run_that_finished_as_the_cancel_arrived_counts_as_completed(
 
     with_stores(tmp_path, registry, scenario)
     assert count(registry, "corevo_cancel_delivered_total", path="pubsub") == 0
+
+
+def test_many_runs_on_one_owner_each_stop_on_their_own_cancel(
+        tmp_path: Path, registry: CollectorRegistry, redis_url: str) -> None:
+    """30 executions on one inbox, 20 cancelled at once over Redis: exactly those stop."""
+    n, cancelled = 30, 20
+
+    async def scenario(jobs: JobStore, leases: AsyncSqliteLeaseStore, bus: CancelBus,
+                       inbox: CommandInbox) -> None:
+        runs = [await start_run(jobs, leases, inbox, forever, heartbeat=5.0)
+                for _ in range(n)]
+        gw = CommandGateway(bus, jobs)
+        routed = await asyncio.gather(*(gw.cancel(job) for job, _, _ in runs[:cancelled]))
+        assert all(r.reached == 1 for r in routed)
+        stops = await asyncio.wait_for(
+            asyncio.gather(*(task for _, _, task in runs[:cancelled])), 5)
+        assert {(s.state, s.path) for s in stops} == {("cancelled", "pubsub")}
+        assert len(inbox.running()) == n - cancelled
+        assert not any(task.done() for _, _, task in runs[cancelled:])
+        for _, _, task in runs[cancelled:]:
+            task.cancel()
+
+    def bus(db: str) -> CancelBus:
+        return RedisCancelBus(redis_url)
+
+    with_stores(tmp_path, registry, scenario, bus=bus, limit=n)
+    assert count(registry, "corevo_cancel_delivered_total", path="pubsub") == cancelled
+    assert count(registry, "corevo_command_routed_total", outcome="applied") == cancelled
