@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import os
 import re
 import shutil
 import statistics
@@ -112,6 +113,7 @@ def _instructions(variant: str, tasks: int) -> int:
         ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
          sys.executable, __file__, "--only", variant, "--tasks", str(tasks)],
         capture_output=True, text=True, check=True,
+        env={**os.environ, "PYTHONHASHSEED": "0"},  # hash randomisation moves the counts
     )
     found = re.search(r"Collected\s*:\s*(\d+)", out.stderr)
     if found is None:
@@ -144,7 +146,7 @@ def main() -> None:
     if args.instructions:
         if shutil.which("valgrind") is None:
             ap.error("--instructions needs valgrind (apt-get install valgrind)")
-        _report_instructions(list(variants), 300, 1300)
+        _report_instructions(list(variants), 300, 3300)
     if args.rounds < 1:
         return
     per: dict[str, list[float]] = {k: [] for k in variants}

@@ -242,7 +242,7 @@ class TaskStages:
     ) -> None:
         now = _now()
         self._rec = rec
-        self._s = rec.series(kind)
+        self._s = rec._series.get(kind) or rec.series(kind)
         self._marks = 0
         self._span: TaskSpan | None = None
         if accepted_at is None:
@@ -357,7 +357,8 @@ class ExternalWait:
 
     def __init__(self, tracker: TaskStages, dependency: str) -> None:
         self._t = tracker
-        self._dep, self._hist = tracker._s.external(dependency)
+        s = tracker._s
+        self._dep, self._hist = s._external.get(dependency) or s.external(dependency)
         self._child: Any = None
 
     def __enter__(self) -> ExternalWait:
@@ -377,7 +378,11 @@ class ExternalWait:
             self._t._absorb(err)
 
     async def __aenter__(self) -> ExternalWait:
-        return self.__enter__()
+        t = self._t
+        if t._marks & _FINISHED or t._span is not None:
+            self._begin_slow(t)
+        self._t0 = _now()
+        return self
 
     async def __aexit__(self, et: object, exc: BaseException | None, tb: object) -> None:
         self.__exit__(et, exc, tb)
