@@ -157,3 +157,10 @@ def test_sql_is_shared_and_translated_not_rewritten():
     assert to_pyformat("x::text LIKE '5%'") == "x::text LIKE '5%%'"
     with pytest.raises(ConfigError):
         SqliteJobStore(":memory:", table="jobs; drop table x")
+
+
+def test_postgres_store_refuses_a_connection_outside_autocommit(pg_dsn):
+    import psycopg
+
+    with psycopg.connect(pg_dsn) as conn, pytest.raises(ConfigError, match="autocommit"):
+        PostgresJobStore(conn)

@@ -10,6 +10,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from ..errors import ConfigError
 from . import sql
 from .store import Database, JobStore, Rows
 
@@ -20,6 +21,11 @@ class PostgresDatabase(Database):
             import psycopg
 
             conninfo = psycopg.connect(conninfo, autocommit=True)
+        elif not getattr(conninfo, "autocommit", False):
+            # Each statement must commit on its own: an open transaction would keep the
+            # claimed row locked across the caller's remote work.
+            raise ConfigError("the psycopg connection must be in autocommit mode",
+                              source="PostgresJobStore")
         self._conn = conninfo
         self._lock = threading.Lock()
         self._sql: dict[str, str] = {}
