@@ -152,7 +152,7 @@ _SPECS: tuple[MetricSpec, ...] = (
     ),
     MetricSpec(
         "corevo_offload_errors_total", "counter",
-        "Exceptions raised by offloaded operations, delivered to the background-error callback.",
+        "Exceptions raised by offloaded calls; those no caller awaits go to the error callback.",
         "offload", ("worker", "adapter"),
     ),
     # --- leases (failure class 3) ---
