@@ -98,6 +98,7 @@ def run_demo(*, workers: int = 3, as_json: bool = False, short: bool = False,
             if metrics_port is not None:
                 _serve(ctx)
         finally:
+            progress.clear()
             signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
             try:
                 children.stop()

@@ -27,9 +27,7 @@ class Progress:
     def _write(self, text: str) -> None:
         if self.quiet:
             return
-        if self._status_len:
-            self.stream.write("\r" + " " * self._status_len + "\r")
-            self._status_len = 0
+        self.clear()
         self.stream.write(text + "\n")
         self.stream.flush()
 
@@ -51,6 +49,13 @@ class Progress:
         self.stream.write("\r" + line + " " * pad)
         self.stream.flush()
         self._status_len = len(line)
+
+    def clear(self) -> None:
+        """Erase a pending status line (before an error or the report)."""
+        if self._status_len and not self.quiet:
+            self.stream.write("\r" + " " * self._status_len + "\r")
+            self.stream.flush()
+            self._status_len = 0
 
     def done(self, text: str) -> None:
         self._write(f"[{self._elapsed()}]   done: {text}")

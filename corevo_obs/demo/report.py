@@ -80,8 +80,12 @@ def _sticky(d: dict[str, Any]) -> None:
         cells = ", ".join(f"{k} {v['count']}x {v['sum_seconds'] / max(1, v['count']):.3f}s"
                           for k, v in rows.items())
         print(f"    {stage:<12}{cells or '-'}")
-    print("  -> local-only: the short task waits for the long one on the same worker;")
-    print("     global claim: an idle worker claims the queued job and runs it at once.")
+    waits, owner = d["short_dispatch_seconds"], d["short_task_owner"]
+    print(f"  -> local-only: the short task's dispatch ({_s(waits['local'])}) dwarfs its "
+          f"{d['short_seconds']:.1f}s model call: it waited")
+    print(f"     for {owner['local']}, the connection's worker, not for the model. Global "
+          f"claim: idle {owner['claim']}")
+    print(f"     claimed the queued job and started it after {_s(waits['claim'])}.")
 
 
 def _chart(d: dict[str, Any]) -> None:
