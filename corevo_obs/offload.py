@@ -28,7 +28,7 @@ import re
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
-from typing import Any, Final, ParamSpec, TypeVar
+from typing import Any, Final, NoReturn, ParamSpec, TypeVar
 
 from prometheus_client import CollectorRegistry
 
@@ -277,7 +277,7 @@ class OffloadAdapter:
         except ValueError:
             pass
 
-    def _reject(self, exc: OffloadRejected) -> None:
+    def _reject(self, exc: OffloadRejected) -> NoReturn:
         self._rejected[exc.reason].inc()
         raise exc
 
