@@ -144,6 +144,18 @@ def test_config_extends_the_catalog(tmp_path: Path) -> None:
     assert [(r["line"], r["code"]) for r in rows] == [(5, "COB111"), (6, "COB105")]
 
 
+def test_config_ignore_exclude_and_markers(tmp_path: Path) -> None:
+    tree(tmp_path, **{
+        "pyproject.toml": ('[tool.corevo-obs.lint]\nignore = ["COB104"]\n'
+                           'exclude = ["legacy/*"]\nmarkers = ["acme.slow"]\n'),
+        "app.py": ("import time\nfrom acme import slow\n\n@slow\ndef sync_sdk():\n    pass\n\n"
+                   "async def h():\n    time.sleep(1)\n    sync_sdk()\n"),
+        "legacy/old.py": "import os\n\nasync def h():\n    os.system('x')\n",
+    })
+    rows = json.loads(lint(tmp_path, "--format", "json", ".").stdout)
+    assert [(r["path"], r["line"], r["code"]) for r in rows] == [("app.py", 10, "COB111")]
+
+
 def test_parallel_run_equals_serial(tmp_path: Path) -> None:
     for i in range(220):
         tree(tmp_path, **{f"pkg/m{i}.py": BLOCKING if i % 7 == 0 else CLEAN})

@@ -167,12 +167,12 @@ class ImportTracker:
                 base = self._from_base(stmt)
                 for alias in stmt.names:
                     if alias.name != "*":
-                        target = f"{base}.{alias.name}" if base else alias.name
-                        scope.bind(alias.asname or alias.name, Binding("import", target))
+                        qualname = f"{base}.{alias.name}" if base else alias.name
+                        scope.bind(alias.asname or alias.name, Binding("import", qualname))
             elif isinstance(stmt, ast.Assign):
                 typ = self.value_type(stmt.value)
-                for target in stmt.targets:
-                    self._bind_target(target, scope, typ)
+                for lhs in stmt.targets:
+                    self._bind_target(lhs, scope, typ)
             elif isinstance(stmt, ast.AnnAssign):
                 typ = self._annotation_type(stmt.annotation)
                 if typ is None and stmt.value is not None:
@@ -191,8 +191,8 @@ class ImportTracker:
                 for handler in stmt.handlers:
                     if handler.name:
                         scope.bind(handler.name, Binding("var", None))
-            elif (target := _made_nonblocking(stmt)) is not None:
-                self._bind_target(target, scope, AMBIGUOUS)
+            elif (quiet := _made_nonblocking(stmt)) is not None:
+                self._bind_target(quiet, scope, AMBIGUOUS)
             for block in _compound_children(stmt):
                 self._collect(block, scope)
 
@@ -211,10 +211,10 @@ class ImportTracker:
                             and t.value.id == self_name):
                         old = info.attrs.get(t.attr, typ)
                         info.attrs[t.attr] = typ if old == typ else AMBIGUOUS
-            target = _made_nonblocking(stmt)
-            if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
-                    and target.value.id == self_name):
-                info.attrs[target.attr] = AMBIGUOUS
+            quiet = _made_nonblocking(stmt)
+            if (isinstance(quiet, ast.Attribute) and isinstance(quiet.value, ast.Name)
+                    and quiet.value.id == self_name):
+                info.attrs[quiet.attr] = AMBIGUOUS
             for block in _compound_children(stmt):
                 self._collect_self_attrs(block, self_name, info)
 

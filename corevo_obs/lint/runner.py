@@ -44,8 +44,15 @@ def iter_files(paths: Sequence[str], exclude: Sequence[str] = ()) -> Iterator[st
             for name in sorted(filenames):
                 if name.endswith(".py"):
                     path = os.path.normpath(os.path.join(dirpath, name))
-                    if not any(fnmatch.fnmatch(Path(path).as_posix(), pat) for pat in exclude):
+                    if not _excluded(Path(path).as_posix(), exclude):
                         yield path
+
+
+def _excluded(posix: str, patterns: Sequence[str]) -> bool:
+    """A glob matches the path or any trailing part of it (``legacy/*`` hits src/legacy/x.py)."""
+    parts = posix.split("/")
+    tails = ["/".join(parts[i:]) for i in range(len(parts))]
+    return any(fnmatch.fnmatch(tail, pat) for pat in patterns for tail in tails)
 
 
 def module_name(path: str, _cache: dict[str, str] | None = None) -> tuple[str, bool]:
