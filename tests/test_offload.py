@@ -203,6 +203,31 @@ def test_cancelled_operation_sinks_its_slot(registry):
     assert sample(registry, "corevo_offload_duration_seconds_count", outcome="cancelled") == 1
 
 
+def test_slot_granted_to_a_caller_cancelled_at_that_instant_is_passed_on(registry):
+    probe = BlockingProbe()
+
+    async def main() -> None:
+        adapter, _ = make(registry, max_in_flight=1)
+        first = asyncio.create_task(adapter.run(probe, 0))
+        await until(lambda: probe.inside == 1)
+        (op,) = [t for t in asyncio.all_tasks() if t.get_name() == "corevo-offload:store"]
+        granted = asyncio.create_task(adapter.run(probe, 1))
+        nxt = asyncio.create_task(adapter.run(probe, 2))
+        await until(lambda: adapter.waiting == 2)
+        # runs after the adapter handed the freed slot to `granted`, before it resumes
+        op.add_done_callback(lambda _: granted.cancel())
+        probe.open_all()
+        assert await first == 0 and await nxt == 2
+        with pytest.raises(asyncio.CancelledError):
+            await granted
+        assert adapter.in_flight == 0 and adapter.waiting == 0
+        assert await adapter.run(probe, 3) == 3  # the slot was not lost either
+        await adapter.aclose()
+
+    asyncio.run(main())
+    assert probe.entered == [0, 2, 3]
+
+
 def test_queue_full_and_wait_timeout_are_typed_and_counted(registry):
     probe = BlockingProbe()
 
