@@ -47,7 +47,10 @@ def run(ctx: DemoContext) -> dict[str, Any]:
     phases: dict[str, list[dict[str, Any]]] = {}
     for path, label in (("local", "local-only path"), ("claim", "global claim")):
         ctx.progress.status(f"{label}: sending both tasks to w0")
-        phases[path] = _phase(port, path, long_s, short_s, gap)
+        try:
+            phases[path] = _phase(port, path, long_s, short_s, gap)
+        except (OSError, ValueError) as exc:
+            raise gateway.failed(f"did not answer on its connection ({exc})") from None
         short = phases[path][1]
         ctx.progress.event(f"{label}: short task ran on {short['executed_by']}, dispatch "
                            f"{short['dispatch_seconds']:.3f}s")
