@@ -424,12 +424,12 @@ def track_task(
     recorder: StageRecorder | None = None,
     worker: str | None = None,
     registry: CollectorRegistry | None = None,
-    accepted_at: str | None = None,
+    accepted_at_arg: str | None = None,
 ) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:
     """Decorate an async handler: started on entry, finished by how it returns or raises.
 
     The decorator cannot see a task before its handler runs, so dispatch is only
-    meaningful with ``accepted_at``: the name of the handler's keyword argument that
+    meaningful with ``accepted_at_arg``: the name of the handler's keyword argument that
     carries the wall-clock accept time. Inside, ``current_stages()`` gives the tracker.
     """
 
@@ -437,7 +437,7 @@ def track_task(
         @functools.wraps(fn)
         async def handler(*args: P.args, **kwargs: P.kwargs) -> R:
             rec = recorder if recorder is not None else shared_recorder(worker, registry)
-            at = kwargs.get(accepted_at) if accepted_at is not None else None
+            at = kwargs.get(accepted_at_arg) if accepted_at_arg is not None else None
             stages = rec.task(kind, accepted_at=at if isinstance(at, int | float) else None)
             stages.started()
             token = _current.set(stages)

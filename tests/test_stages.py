@@ -159,7 +159,7 @@ def test_decorators_track_outcomes_and_external_calls(registry):
     async def call_model() -> str:
         return await fake_model()
 
-    @track_task("chat", recorder=rec, accepted_at="accepted_at")
+    @track_task("chat", recorder=rec, accepted_at_arg="accepted_at")
     async def handle(prompt: str, *, accepted_at: float, fail: type[BaseException] | None = None):
         assert current_stages() is not None
         reply = await call_model()
