@@ -16,6 +16,7 @@ Example::
 
 from __future__ import annotations
 
+import time
 from bisect import bisect_left
 from collections.abc import Callable
 from typing import Any, Literal
@@ -120,6 +121,18 @@ def _inc(counter: Any) -> Callable[..., None]:
     return value.inc if callable(getattr(value, "inc", None)) else counter.inc
 
 
+def _set(gauge: Any) -> Callable[[float], None]:
+    """The bound gauge's value ``set``, keeping what ``Gauge.set`` adds: a timestamp for the
+    ``mostrecent`` multiprocess modes (so the newest writer wins across processes).
+    """
+    value = getattr(gauge, "_value", None)
+    if not callable(getattr(value, "set", None)) or not hasattr(gauge, "_is_most_recent"):
+        return gauge.set  # type: ignore[no-any-return]
+    if gauge._is_most_recent:
+        return lambda v: value.set(float(v), timestamp=time.time())
+    return value.set  # type: ignore[no-any-return]
+
+
 def _incs(children: dict[str, Any]) -> dict[str, Callable[..., None]]:
     return {k: _inc(c) for k, c in children.items()}
 
@@ -157,7 +170,7 @@ class _QuotaMetrics:
         self.reaped = _inc(child("corevo_lease_reaped_total", registry, **wq))
         self.seconds = _Observe(child("corevo_lease_acquire_seconds", registry, **wq)).observe
         self.hold = _Observe(child("corevo_lease_hold_seconds", registry, **wq)).observe
-        self.held = child("corevo_lease_held", registry, quota=quota)
+        self.held = _set(child("corevo_lease_held", registry, quota=quota))
         self.limit = child("corevo_lease_limit", registry, quota=quota)
         self.oldest = child("corevo_lease_oldest_heartbeat_age_seconds", registry, quota=quota)
         self.orphaned = child("corevo_lease_orphaned_holders", registry, quota=quota)
@@ -220,7 +233,7 @@ class MetricsObserver(Observer):
             if reaped:
                 m.reaped(reaped)
             if held is not None:
-                m.held.set(held)
+                m.held(held)
             if limit is not None and limit != m.limit_value:
                 m.limit.set(limit)
                 m.limit_value = limit
