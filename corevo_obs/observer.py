@@ -268,21 +268,20 @@ class MetricsObserver(Observer):
             self._absorb(exc)
 
     # --- claims -------------------------------------------------------------------
-    def claim(self, outcome: ClaimOutcomeName, *, queue_wait: float | None = None) -> None:
+    def _counted(self, counters: dict[str, Any], outcome: str, histogram: Any,
+                 seconds: float | None) -> None:
         try:
-            self._claim[outcome].inc()
-            if queue_wait is not None:
-                self._queue_wait.observe(max(0.0, queue_wait))
+            counters[outcome].inc()
+            if seconds is not None:
+                histogram.observe(max(0.0, seconds))
         except Exception as exc:  # noqa: BLE001
             self._absorb(exc)
 
+    def claim(self, outcome: ClaimOutcomeName, *, queue_wait: float | None = None) -> None:
+        self._counted(self._claim, outcome, self._queue_wait, queue_wait)
+
     def started(self, outcome: StartOutcomeName, *, claim_to_start: float | None = None) -> None:
-        try:
-            self._start[outcome].inc()
-            if claim_to_start is not None:
-                self._to_start.observe(max(0.0, claim_to_start))
-        except Exception as exc:  # noqa: BLE001
-            self._absorb(exc)
+        self._counted(self._start, outcome, self._to_start, claim_to_start)
 
     def reclaimed(self, n: int = 1) -> None:
         if n:
