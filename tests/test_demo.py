@@ -122,6 +122,9 @@ def test_demo_short_json_names_each_cause_and_serves_metrics():
     assert waits["local"] > d2["long_seconds"] / 2 > waits["claim"]
     assert d2["stage_histograms"]["dispatch"]
     assert d2["claims"][f"{d2['short_task_owner']['claim']}/won"] == 1
+    rows = [r for phase in d2["phases"].values() for r in phase]
+    assert all(r["first_event_at_client_seconds"] is not None for r in rows)
+    assert d2["events"] == {f"{d2['gateway_worker']}/applied": 3 * len(rows)}
 
     d3 = drills["quota_leak"]
     assert d3["counter"]["leaked_slots"] >= 1

@@ -3,7 +3,8 @@
 The orchestrator plays the client: on one connection to the gateway it sends a long
 task, then a short one. Phase ``local`` keeps execution on the connection's worker, so
 the short task waits behind the long one; phase ``claim`` turns it into a durable job
-that an idle executor claims (conditional update, owner/epoch/token) and runs.
+that an idle executor claims (conditional update, owner/epoch/token) and runs. Either
+way the gateway streams the task's events back on the same connection.
 """
 
 from __future__ import annotations
@@ -20,17 +21,29 @@ REPLY_TIMEOUT = 60.0
 
 
 def _phase(port: int, path: str, long_s: float, short_s: float, gap: float) -> list[dict[str, Any]]:
+    """Send both tasks on one connection; read their events and replies as they stream."""
     tasks = [
         {"task": f"{path}-long", "kind": "long", "seconds": long_s, "path": path},
         {"task": f"{path}-short", "kind": "short", "seconds": short_s, "path": path},
     ]
+    sent: dict[str, float] = {}
+    first: dict[str, float] = {}
+    replies: dict[str, dict[str, Any]] = {}
     with socket.create_connection(("127.0.0.1", port), timeout=REPLY_TIMEOUT) as conn:
-        conn.sendall(json.dumps(tasks[0]).encode() + b"\n")
-        time.sleep(gap)
-        conn.sendall(json.dumps(tasks[1]).encode() + b"\n")
-        replies = conn.makefile("r")
-        got = [json.loads(replies.readline()) for _ in tasks]
-    return sorted(got, key=lambda r: r["kind"])  # "long" before "short"
+        for i, task in enumerate(tasks):
+            if i:
+                time.sleep(gap)
+            sent[task["task"]] = time.monotonic()
+            conn.sendall(json.dumps(task).encode() + b"\n")
+        lines = conn.makefile("r")
+        while len(replies) < len(tasks):
+            msg = json.loads(lines.readline())
+            name = msg["task"]
+            if msg.get("event") == "token":
+                first[name] = round(time.monotonic() - sent[name], 4)
+            elif "event" not in msg:
+                replies[name] = {**msg, "first_event_at_client_seconds": first.get(name)}
+    return [replies[t["task"]] for t in tasks]  # long, then short
 
 
 def run(ctx: DemoContext) -> dict[str, Any]:
@@ -70,6 +83,7 @@ def run(ctx: DemoContext) -> dict[str, Any]:
         "stage_histograms": stage_summary(mp),
         "claims": counter_by(mp, "corevo_claim_total", "worker", "outcome"),
         "dispatch_paths": counter_by(mp, "corevo_job_dispatch_path_total", "worker", "path"),
+        "events": counter_by(mp, "corevo_events_projected_total", "worker", "outcome"),
     }
     ctx.progress.done(f"claimed by idle {claim_short['executed_by']}")
     return result

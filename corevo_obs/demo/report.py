@@ -67,14 +67,16 @@ def _frozen(d: dict[str, Any]) -> None:
 def _sticky(d: dict[str, Any]) -> None:
     print(f"Drill 2: work pinned to the connection's worker ({d['gateway_worker']} holds "
           f"the connection; idle: {', '.join(d['idle_workers'])})")
-    print(f"  {'path':<8}{'task':<7}{'ran on':<8}{'queue wait':>11}{'dispatch':>10}{'total':>9}")
+    print(f"  {'path':<8}{'task':<7}{'ran on':<8}{'queue wait':>11}{'dispatch':>10}"
+          f"{'1st event':>11}{'total':>9}")
     for path, rows in d["phases"].items():
         for r in rows:
             print(f"  {path:<8}{r['kind']:<7}{r['executed_by']:<8}"
                   f"{_s(r['queue_wait_seconds']):>11}{_s(r['dispatch_seconds']):>10}"
-                  f"{_s(r['total_seconds']):>9}")
+                  f"{_s(r['first_event_at_client_seconds']):>11}{_s(r['total_seconds']):>9}")
     print("  claims (worker/outcome): " + _counts(d["claims"]))
     print("  dispatch path (worker/path): " + _counts(d["dispatch_paths"]))
+    print("  events projected to the connection (worker/outcome): " + _counts(d["events"]))
     print("  stage histograms (count, mean) by worker/kind:")
     for stage, rows in d["stage_histograms"].items():
         cells = ", ".join(f"{k} {v['count']}x {v['sum_seconds'] / max(1, v['count']):.3f}s"
