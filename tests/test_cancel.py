@@ -27,7 +27,7 @@ from corevo_obs.leases import AsyncLeaseStore, AsyncSqliteLeaseStore
 from corevo_obs.observer import MetricsObserver
 from tests.conftest import helper_cmd
 
-HEARTBEAT, LEASE_TIMEOUT, QUOTA = 0.4, 1.2, "agents"
+HEARTBEAT, LEASE_TIMEOUT, QUOTA = 0.5, 1.5, "agents"
 
 
 @dataclass

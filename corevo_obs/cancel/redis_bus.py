@@ -5,8 +5,9 @@ itself, so a marker nobody reads never outlives its TTL. Commands go to the owne
 channel ``corevo:owner:<owner>``; PUBLISH returns how many subscribers got one, which is
 how a gateway sees a wake-up that reached nobody.
 
-The subscriber's client never retries on its own: redis-py would reconnect silently and
-hide the window in which messages vanish. The inbox reconnects with its own backoff and
+The subscriber's client never reconnects on its own: redis-py's PubSub reconnects and
+resubscribes inside its failure handler even with zero retries, which would hide (and
+shift) the window in which messages vanish. The inbox reconnects with its own pause and
 counts the break. ``redis`` is imported only here.
 """
 
@@ -20,6 +21,18 @@ MARKER_PREFIX: Final = "corevo:cancel:"
 CHANNEL_PREFIX: Final = "corevo:owner:"
 CONNECT_TIMEOUT: Final = 1.0
 SOCKET_TIMEOUT: Final = 2.0
+
+
+def _no_reconnect() -> Any:
+    """A ``Retry`` that runs the operation once and never calls the reconnect handler."""
+    from redis.asyncio.retry import Retry
+    from redis.backoff import NoBackoff
+
+    class NoReconnect(Retry):
+        async def call_with_retry(self, do: Any, fail: Any, *args: Any, **kw: Any) -> Any:
+            return await do()
+
+    return NoReconnect(NoBackoff(), 0)
 
 
 class _RedisSubscription(Subscription):
@@ -49,8 +62,6 @@ class RedisCancelBus(CancelBus):
 
     def __init__(self, client: Any) -> None:
         import redis.asyncio as aioredis
-        from redis.asyncio.retry import Retry
-        from redis.backoff import NoBackoff
 
         self._owned = isinstance(client, str)
         if isinstance(client, str):
@@ -59,7 +70,7 @@ class RedisCancelBus(CancelBus):
                                              socket_timeout=SOCKET_TIMEOUT)
             # No socket timeout: a subscriber waits for messages indefinitely.
             self._sub_client = aioredis.Redis.from_url(
-                url, socket_connect_timeout=CONNECT_TIMEOUT, retry=Retry(NoBackoff(), 0))
+                url, socket_connect_timeout=CONNECT_TIMEOUT, retry=_no_reconnect())
         else:
             self._sub_client = client
         self.client = client
