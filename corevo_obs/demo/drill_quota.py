@@ -107,10 +107,10 @@ def run(ctx: DemoContext) -> dict[str, Any]:
     backend = "redis" if ctx.redis_url else "sqlite"
     ctx.progress.step(f"quota holders SIGKILLed (limit {LIMIT}, {n} holders, {kills} kills, "
                       f"leases on {backend}, timeout {timeout:.0f}s)")
-    db = str(ctx.workdir / "quota.db")
-    cfg = QuotaConfig(db, LIMIT, timeout, ctx.redis_url,
+    cfg = QuotaConfig(str(ctx.workdir / "leases.db"), str(ctx.workdir / "counter.db"), LIMIT,
+                      timeout, ctx.redis_url,
                       f"corevo:demo:{uuid.uuid4().hex[:12]}" if ctx.redis_url else None)
-    counter = AnonymousCounter(db, LIMIT, create=True)
+    counter = AnonymousCounter(cfg.counter_db, LIMIT, create=True)
     probe = _ReapCount()
     store: LeaseStore = lease_store(cfg, worker="demo", observer=probe)
     args = ["--role", "holder", *cfg.argv(), "--hold", str(HOLD_SECONDS)]

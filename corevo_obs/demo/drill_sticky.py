@@ -22,7 +22,7 @@ REPLY_TIMEOUT = 60.0
 
 def _phase(port: int, path: str, long_s: float, short_s: float, gap: float) -> list[dict[str, Any]]:
     """Send both tasks on one connection; read their events and replies as they stream."""
-    tasks = [
+    tasks: list[dict[str, Any]] = [
         {"task": f"{path}-long", "kind": "long", "seconds": long_s, "path": path},
         {"task": f"{path}-short", "kind": "short", "seconds": short_s, "path": path},
     ]

@@ -46,8 +46,8 @@ async def _lease_task(store: AsyncLeaseStore, counter: AnonymousCounter, hold: f
 
 async def run_holder(ns: argparse.Namespace, stop: asyncio.Event,
                      announce: Callable[..., None]) -> None:
-    cfg = QuotaConfig(ns.db, ns.limit, ns.lease_timeout, ns.redis, ns.redis_key)
-    counter = await asyncio.to_thread(AnonymousCounter, cfg.db, cfg.limit)
+    cfg = QuotaConfig(ns.db, ns.counter_db, ns.limit, ns.lease_timeout, ns.redis, ns.redis_key)
+    counter = await asyncio.to_thread(AnonymousCounter, cfg.counter_db, cfg.limit)
     store: AsyncLeaseStore = lease_store(cfg, worker=ns.worker, asynchronous=True)
     tasks = [asyncio.create_task(_counter_task(counter, ns.hold, stop)) for _ in range(ns.tasks)]
     tasks += [asyncio.create_task(_lease_task(store, counter, ns.hold, cfg.timeout / 3, stop))

@@ -8,6 +8,7 @@ here, so both sides agree on names, limits and timeouts.
 from __future__ import annotations
 
 import sqlite3
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -27,42 +28,50 @@ class AnonymousCounter:
 
     A holder that dies between the two leaks its slot forever; nobody can tell whose it
     was. ``done`` counts completed holds (per scheme row) so throughput can be plotted.
+    The counter has its own SQLite file, so its traffic never slows the lease store, and
+    one connection per process used under a lock (threads of one holder share it).
     """
 
     def __init__(self, path: str | Path, limit: int, *, create: bool = False) -> None:
         self.limit = limit
+        self._lock = threading.Lock()
         self._db = sqlite3.connect(str(path), isolation_level=None, timeout=10,
                                    check_same_thread=False)
         self._db.execute("PRAGMA busy_timeout = 10000")
-        if create:  # once, by the orchestrator: holders start while others hammer the file
+        if create:  # once, by the orchestrator, before any holder starts
             self._db.execute("PRAGMA journal_mode = WAL")
             self._db.execute(_SCHEMA)
             for name in ("counter", "leases"):
                 self._db.execute("INSERT OR IGNORE INTO demo_quota (name) VALUES (?)", (name,))
+        self._db.execute("PRAGMA synchronous = NORMAL")
+
+    def _write(self, sql: str, *args: object) -> int:
+        with self._lock:
+            return self._db.execute(sql, args).rowcount
 
     def take(self) -> bool:
         """INCR if below the limit (one conditional UPDATE, so it never oversells)."""
-        cur = self._db.execute(
-            "UPDATE demo_quota SET used = used + 1 WHERE name = 'counter' AND used < ?",
-            (self.limit,))
-        return cur.rowcount == 1
+        return self._write("UPDATE demo_quota SET used = used + 1"
+                           " WHERE name = 'counter' AND used < ?", self.limit) == 1
 
     def give_back(self) -> None:
         """DECR, and count one completed hold."""
-        self._db.execute(
-            "UPDATE demo_quota SET used = used - 1, done = done + 1 WHERE name = 'counter'")
+        self._write("UPDATE demo_quota SET used = used - 1, done = done + 1"
+                    " WHERE name = 'counter'")
 
     def lease_done(self) -> None:
         """Count one completed hold under a lease (the lease itself lives in its store)."""
-        self._db.execute("UPDATE demo_quota SET done = done + 1 WHERE name = 'leases'")
+        self._write("UPDATE demo_quota SET done = done + 1 WHERE name = 'leases'")
 
     def read(self) -> dict[str, tuple[int, int]]:
         """``{scheme: (used, done)}``; ``used`` of the leases row is unused (0)."""
-        rows = self._db.execute("SELECT name, used, done FROM demo_quota").fetchall()
+        with self._lock:
+            rows = self._db.execute("SELECT name, used, done FROM demo_quota").fetchall()
         return {name: (int(used), int(done)) for name, used, done in rows}
 
     def close(self) -> None:
-        self._db.close()
+        with self._lock:
+            self._db.close()
 
 
 @dataclass(frozen=True)
@@ -70,13 +79,15 @@ class QuotaConfig:
     """Where and how the leases live; passed to holders on their command line."""
 
     db: str
+    counter_db: str
     limit: int
     timeout: float
     redis_url: str | None = None
     redis_key: str | None = None
 
     def argv(self) -> list[str]:
-        out = ["--db", self.db, "--limit", str(self.limit), "--lease-timeout", str(self.timeout)]
+        out = ["--db", self.db, "--counter-db", self.counter_db, "--limit", str(self.limit),
+               "--lease-timeout", str(self.timeout)]
         if self.redis_url:
             out += ["--redis", self.redis_url, "--redis-key", str(self.redis_key)]
         return out
