@@ -4,6 +4,7 @@ project-wide steps: interprocedural chains, noqa on chain sites, ignored codes."
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -55,15 +56,22 @@ def _excluded(posix: str, patterns: Sequence[str]) -> bool:
     return any(fnmatch.fnmatch(tail, pat) for pat in patterns for tail in tails)
 
 
-def module_name(path: str, _cache: dict[str, str] | None = None) -> tuple[str, bool]:
-    """Dotted module name from the ``__init__.py`` chain above ``path``; is it a package."""
-    p = Path(path).resolve()
-    parts = [] if p.name == "__init__.py" else [p.stem]
-    d = p.parent
-    while (d / "__init__.py").is_file() and d.parent != d:
-        parts.append(d.name)
-        d = d.parent
-    return ".".join(reversed(parts)) or p.stem, p.name == "__init__.py"
+@functools.lru_cache(maxsize=4096)
+def _package_of(directory: Path) -> str:
+    """Dotted package of a directory from the ``__init__.py`` chain above it ('' if none)."""
+    if not (directory / "__init__.py").is_file() or directory.parent == directory:
+        return ""
+    parent = _package_of(directory.parent)
+    return f"{parent}.{directory.name}" if parent else directory.name
+
+
+def module_name(path: str) -> tuple[str, bool]:
+    """Dotted module name of ``path``, and whether it is a package's ``__init__``."""
+    p = Path(os.path.abspath(path))
+    package = _package_of(p.parent)
+    if p.name == "__init__.py":
+        return package or p.parent.name, True
+    return (f"{package}.{p.stem}" if package else p.stem), False
 
 
 _WORKER: tuple[Catalog, bool] | None = None
