@@ -53,9 +53,9 @@ def _frozen(d: dict[str, Any]) -> None:
     fixed = d.get("offloaded_worker")
     if fixed:
         r = d["workers"][fixed]
+        stalls = f"{len(r['stalls'])} stall(s)" if r["stalls"] else "no stall"
         print(f"  offloaded     : {fixed} made the same {r['drill_seconds']:.2f}s call through "
-              f"OffloadAdapter: max lag {r['max_lag_seconds']:.3f}s, "
-              f"{len(r['stalls']) or 'no'} stall(s)")
+              f"OffloadAdapter: max lag {r['max_lag_seconds']:.3f}s, {stalls}")
     for n, r in d["workers"].items():
         print(f"  {n}: max lag {r['max_lag_seconds']:.3f}s, unrelated heartbeat max gap "
               f"{r['heartbeat_max_gap_seconds']:.3f}s, fake model median "
