@@ -53,6 +53,16 @@ def test_syntax_error_is_reported_and_the_rest_still_checked(tmp_path: Path) -> 
     assert "app.py:4:5: COB104" in proc.stdout
 
 
+def test_a_chain_into_a_broken_sync_module_reports_it(tmp_path: Path) -> None:
+    tree(tmp_path, **{"pkg/__init__.py": "", "pkg/helpers.py": "def f(:\n",
+                      "pkg/unrelated.py": "def g(:\n",
+                      "pkg/app.py": "from .helpers import f\n\nasync def h():\n    f()\n"})
+    proc = lint(tmp_path, ".")
+    assert proc.returncode == 2
+    assert "helpers.py:1:7: COB900" in proc.stdout
+    assert "unrelated.py" not in proc.stdout  # no async in it, no chain into it: not parsed
+
+
 @pytest.mark.parametrize("args", [[], ["--format", "xml", "."], ["--jobs", "0", "."],
                                   ["missing_dir"], ["--config", "nope.toml", "."]])
 def test_usage_errors_exit_2_without_traceback(tmp_path: Path, args: list[str]) -> None:
