@@ -57,6 +57,8 @@ def test_chain_is_in_the_message(result) -> None:
     assert msg.endswith("persist_artifact -> publish -> upload() [@blocking]")
     msg = _message(result, "service.py", "return read_all(path)")
     assert msg.endswith("through_sync_only_modules -> read_all -> slurp -> open()")
+    msg = _message(result, "service.py", "publish_blob(path)")
+    assert msg.endswith("via_package_reexport -> publish -> upload() [@blocking]")
     msg = _message(result, "offloads.py", "write()")
     assert msg.endswith("nested_defs -> write -> os.remove()")
 

@@ -49,6 +49,7 @@ class FileResult:
     module: str = ""
     findings: list[Finding] = field(default_factory=list)
     funcs: dict[str, FuncFacts] = field(default_factory=dict)
+    reexports: dict[str, str] = field(default_factory=dict)  # mod.name -> imported qualname
     sites: list[CallSite] = field(default_factory=list)
     error: Finding | None = None
     deferred: bool = False  # no ``async`` in it: read, not parsed, unless a chain leads here

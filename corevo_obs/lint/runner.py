@@ -16,7 +16,7 @@ from .catalog import Catalog, load_catalog
 from .config import LintConfig
 from .model import FileResult, Finding
 from .noqa import is_silenced
-from .rules.chains import ChainIndex
+from .rules.chains import MAX_REEXPORT_HOPS, ChainIndex, follow_reexport
 from .scan import format_message, scan_source
 
 SKIP_DIRS = frozenset({"__pycache__", "node_modules", "venv", ".venv", ".git", ".tox"})
@@ -147,8 +147,10 @@ def _scan_tree(files: list[str], catalog: Catalog, bare_noqa: bool,
                 deferred.setdefault(r.module, []).append(r.path)
         done = [r for r in results if not r.deferred]
         known = {q: f for r in done for q, f in r.funcs.items()}
+        reexports = {k: v for r in done for k, v in r.reexports.items()}
         frontier = [s.callee for r in done for s in r.sites]
         seen: set[str] = set()
+        hops: dict[str, int] = {}  # re-export steps taken to reach a name
         while frontier:
             wanted: dict[str, None] = {}
             pending: list[str] = []
@@ -160,6 +162,12 @@ def _scan_tree(files: list[str], catalog: Catalog, bare_noqa: bool,
                 if facts is not None:
                     seen.add(name)
                     frontier.extend(facts.callees)
+                    continue
+                target = follow_reexport(name, reexports)
+                if target is not None and hops.get(name, 0) < MAX_REEXPORT_HOPS:
+                    seen.add(name)
+                    hops[target] = hops.get(name, 0) + 1
+                    frontier.append(target)
                     continue
                 module = _owner_module(name, deferred)
                 if module is not None:
@@ -173,6 +181,7 @@ def _scan_tree(files: list[str], catalog: Catalog, bare_noqa: bool,
             more = pool.scan(paths, full=True)
             done.extend(more)
             known.update((q, f) for r in more for q, f in r.funcs.items())
+            reexports.update((k, v) for r in more for k, v in r.reexports.items())
             frontier = pending
         done.extend(r for r in results if r.deferred)
         return done
@@ -197,7 +206,8 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
     results = _scan_tree(files, catalog, config.bare_noqa, workers)
 
     out = LintResult(files=len(files))
-    index = ChainIndex((q, f) for r in results for q, f in r.funcs.items())
+    index = ChainIndex(((q, f) for r in results for q, f in r.funcs.items()),
+                       {k: v for r in results for k, v in r.reexports.items()})
     for r in results:
         if r.error is not None:
             out.errors.append(r.error)

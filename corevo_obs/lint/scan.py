@@ -113,7 +113,11 @@ class FileScanner(ast.NodeVisitor):
     def visit_Module(self, node: ast.Module) -> None:
         self.tracker.push_module(node.body)
         self.generic_visit(node)
-        self.tracker.pop()
+        scope = self.tracker.pop()
+        module = self.result.module
+        self.result.reexports = {f"{module}.{name}": b.target
+                                 for name, b in scope.bindings.items()
+                                 if b.kind == "import" and b.target}
 
     def _visit_def(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         for expr in [*node.decorator_list, *node.args.defaults,

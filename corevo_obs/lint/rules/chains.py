@@ -14,13 +14,28 @@ from collections.abc import Iterable
 from ..model import CallSite, FuncFacts
 
 CODE = "COB110"
+MAX_REEXPORT_HOPS = 4
 MARKED = "COB111"
+
+
+def follow_reexport(name: str, reexports: dict[str, str]) -> str | None:
+    """``pkg.f`` -> ``pkg.sub.f`` when ``pkg/__init__.py`` imports it (longest prefix)."""
+    head, tail = name, ""
+    while head:
+        target = reexports.get(head)
+        if target is not None and target != head and not target.startswith(f"{head}."):
+            return target + tail
+        head, _, last = head.rpartition(".")
+        tail = f".{last}{tail}"
+    return None
 
 
 class ChainIndex:
     """Every sync function of the tree by qualified name, with memoised blocking chains."""
 
-    def __init__(self, funcs: Iterable[tuple[str, FuncFacts]]) -> None:
+    def __init__(self, funcs: Iterable[tuple[str, FuncFacts]],
+                 reexports: dict[str, str] | None = None) -> None:
+        self.reexports = reexports or {}
         self.funcs: dict[str, FuncFacts] = {}
         dup: set[str] = set()
         for qualname, facts in funcs:
@@ -32,10 +47,17 @@ class ChainIndex:
         self._memo: dict[str, list[str] | None] = {}
 
     def lookup(self, qualname: str) -> FuncFacts | None:
-        facts = self.funcs.get(qualname)
-        if facts is None:
-            facts = self.funcs.get(f"{qualname}.__init__")  # a class call runs __init__
-        return facts
+        for _ in range(MAX_REEXPORT_HOPS):
+            facts = self.funcs.get(qualname)
+            if facts is None:
+                facts = self.funcs.get(f"{qualname}.__init__")  # a class call runs __init__
+            if facts is not None:
+                return facts
+            target = follow_reexport(qualname, self.reexports)
+            if target is None:
+                return None
+            qualname = target
+        return None
 
     def chain(self, qualname: str) -> list[str] | None:
         """``[name, ..., "open()"]`` when calling ``qualname`` blocks, else None."""

@@ -42,3 +42,9 @@ async def through_sync_only_modules(path: str) -> bytes:
     from .blobio import read_all
 
     return read_all(path)  # error: COB110
+
+
+async def via_package_reexport(path: str) -> None:
+    from . import publish_blob
+
+    publish_blob(path)  # error: COB110
