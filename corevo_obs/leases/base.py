@@ -214,7 +214,7 @@ class AsyncLeaseStore(_LeaseCore, ABC):
 class _LeaseHandle:
     """State common to both handles: who holds, since when, and whether it is real."""
 
-    __slots__ = ("store", "holder", "quota", "granted_at", "degraded", "lost")
+    __slots__ = ("store", "holder", "quota", "granted_at", "degraded", "lost", "__weakref__")
 
     def __init__(self, store: _LeaseCore, holder: str, *, degraded: bool = False) -> None:
         self.store = store
