@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).parent.parent
-SARIF_SCHEMA = ROOT.parent / "shared" / "sarif" / "sarif-schema-2.1.0.json"
+SARIF_SCHEMA = ROOT / "tests" / "data" / "sarif-schema-2.1.0.json"  # OASIS SARIF 2.1.0
 BLOCKING = "import time\n\nasync def handler():\n    time.sleep(1)\n"
 CLEAN = "import asyncio\n\nasync def handler():\n    await asyncio.sleep(1)\n"
 
