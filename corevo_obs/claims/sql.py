@@ -36,6 +36,12 @@ COLUMNS: Final = ("id, state, owner, claimed_at, epoch, token, execution_id, "
 
 INSERT: Final = "INSERT INTO {t} (id, created_at, payload) VALUES (:job, :now, :payload)"
 
+# The local fast path: the row is born claimed (epoch 1), so no idle worker can take it
+# between an INSERT and a CLAIM.
+INSERT_CLAIMED: Final = """
+INSERT INTO {t} (id, created_at, payload, owner, claimed_at, epoch, token)
+VALUES (:job, :now, :payload, :owner, :now, 1, :token)"""
+
 # The article's claim: only an ownerless, never-started queued job; epoch + 1, new token.
 CLAIM: Final = """
 UPDATE {t} SET owner = :owner, claimed_at = :now, epoch = epoch + 1, token = :token
