@@ -32,6 +32,8 @@ DEFAULT_THRESHOLD: Final = 0.1
 DEFAULT_CHECK_INTERVAL: Final = 0.05
 DEFAULT_MAX_REPORTS: Final = 50
 DEFAULT_LOG_INTERVAL: Final = 5.0
+_MIN_WAIT: Final = 0.002
+_MAX_WAIT: Final = 1.0
 
 
 @dataclass(frozen=True)
@@ -167,11 +169,23 @@ class StallWatchdog:
 
     # --- watchdog thread ---
     def _run(self) -> None:
-        while not self._stop.wait(self.check_interval):
+        while not self._stop.wait(self._next_wait()):
             try:
                 self._check()
             except Exception as exc:  # noqa: BLE001
                 guard.absorb("stall_watchdog", exc, worker=self.worker, registry=self._registry)
+
+    def _next_wait(self) -> float:
+        """Sleep until the loop would first count as stalled, not on a fixed poll.
+
+        A healthy loop keeps pushing that moment ahead, so the thread wakes about once
+        per threshold instead of every check interval (each wake takes the GIL from a
+        busy loop); once a stall is in progress it polls to catch its end promptly.
+        """
+        if self._pending is not None or self._ended:
+            return self.check_interval
+        due = self._last_beat + self.beat_interval + self.threshold - self._clock()
+        return min(max(due, _MIN_WAIT), _MAX_WAIT)
 
     def _check(self) -> None:
         self._drain_ended()
