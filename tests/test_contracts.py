@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import configparser
 import os
+import pkgutil
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from corevo_obs.contracts.debt import DebtEntry, DebtFileError, parse_debt
 
 pytest.importorskip("importlinter")
+
+ROOT = Path(__file__).parent.parent
 
 CONFIG = """\
 [importlinter]
@@ -126,22 +131,35 @@ def test_recorded_debt_passes_both_entry_points(project: Project) -> None:
     assert "Layers KEPT" in lint.stdout
 
 
-def test_new_violation_fails_naming_importer_imported_and_line(project: Project) -> None:
-    project.append("app/platform/api.py", "\nfrom app.runtime import worker\n")
+@pytest.mark.parametrize(
+    ("rel", "line", "message"),
+    [
+        ("app/platform/api.py", "\nfrom app.runtime import worker\n",
+         "app.platform.api -> app.runtime.worker (line 3): "
+         "the control plane may not import the kernel"),
+        ("app/runtime/jobs.py", "import app.platform\n",
+         "app.runtime.jobs -> app.platform (line 2): the kernel may not import the control plane"),
+        ("app/contracts/models.py", "import app.platform\n",
+         "app.contracts.models -> app.platform (line 2): "
+         "the contracts may not import the control plane"),
+        ("app/contracts/models.py", "from app.runtime import jobs\n",
+         "app.contracts.models -> app.runtime.jobs (line 2): "
+         "the contracts may not import the kernel"),
+    ],
+    ids=["control-plane->kernel", "kernel->control-plane", "contracts->control-plane",
+         "contracts->kernel"],
+)
+def test_new_violation_fails_naming_importer_imported_and_line(
+    project: Project, rel: str, line: str, message: str
+) -> None:
+    project.append(rel, line)
     result = project.run("debt", "check")
     assert result.returncode == 1
     assert "new 1" in result.stdout
-    assert "app.platform.api -> app.runtime.worker (line 3)" in result.stdout
+    assert f"new forbidden import {message}" in result.stdout
     lint = project.lint_imports()
     assert lint.returncode == 1
-    assert "app.platform.api -> app.runtime.worker (line 3)" in lint.stdout
-
-
-def test_neutral_contracts_layer_may_not_import_the_control_plane(project: Project) -> None:
-    project.append("app/contracts/models.py", "import app.platform\n")
-    result = project.run("debt", "check")
-    assert result.returncode == 1
-    assert "app.contracts.models -> app.platform" in result.stdout
+    assert message in lint.stdout
 
 
 def test_stale_entry_fails_until_deleted(project: Project) -> None:
@@ -283,3 +301,92 @@ def test_shallow_clone_skips_the_ratchet_with_a_note(
     result = clone.run("debt", "check")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "HEAD has no parent" in result.stdout and "ratchet skipped" in result.stdout
+
+
+def test_pre_commit_hook_runs_the_check_from_the_project_root(project: Project) -> None:
+    """The hook as pre-commit runs it: its entry and args, no file names, from the root."""
+    hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
+    hook = next(h for h in hooks if h["id"] == "corevo-obs-debt")
+    assert hook["language"] == "python" and hook["pass_filenames"] is False
+    assert hook["always_run"] is True  # a commit touching only the debt file is checked too
+    assert any(d.startswith("import-linter") for d in hook["additional_dependencies"])
+    program, *args = [*hook["entry"].split(), *hook.get("args", [])]
+    assert program == "corevo-obs"
+    assert project.run(*args).returncode == 0
+    project.append("lint_rules/import-debt.txt", "app.runtime.worker -> app.platform\n")
+    result = project.run(*args)
+    assert result.returncode == 1 and "stale debt entry app.runtime.worker" in result.stdout
+    assert "added 1" in result.stdout
+
+
+# -- the project's own contract (.importlinter), on a copy of the real package -------------
+
+LAYERS = "Tooling / shared vocabulary / runtime instrumentation"
+NO_APPS = "The library does not import its applications (cli, demo)"
+
+
+def _own_config() -> configparser.ConfigParser:
+    config = configparser.ConfigParser()
+    config.read(ROOT / ".importlinter", encoding="utf-8")
+    return config
+
+
+def test_every_package_of_the_library_has_a_place_in_the_own_contract() -> None:
+    """A package added later must be put in a layer (or named an application) on purpose."""
+    config = _own_config()
+    layers = config["importlinter:contract:layers"]
+    placed = [m for key in ("control_plane", "contracts", "kernel") for m in layers[key].split()]
+    assert len(placed) == len(set(placed))
+    apps = config["importlinter:contract:no-apps"]["forbidden_modules"].split()
+    assert "missing_modules" not in layers  # default error: a renamed package cannot slip out
+    children = {f"corevo_obs.{m.name}" for m in pkgutil.iter_modules([str(ROOT / "corevo_obs")])}
+    assert set(placed) | set(apps) == children
+
+
+@pytest.fixture(scope="module")
+def own_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """corevo_obs, its .importlinter and debt file copied out of git (the ratchet is skipped)."""
+    root = tmp_path_factory.mktemp("own")
+    shutil.copytree(ROOT / "corevo_obs", root / "corevo_obs",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / ".importlinter", root / ".importlinter")
+    (root / "lint_rules").mkdir()
+    shutil.copy(ROOT / "lint_rules/import-debt.txt", root / "lint_rules/import-debt.txt")
+    return root
+
+
+@pytest.mark.parametrize(
+    ("rel", "text", "contract", "message"),
+    [
+        ("corevo_obs/lint/_probe.py", "from corevo_obs.guard import absorb\n", LAYERS,
+         "corevo_obs.lint._probe -> corevo_obs.guard (line 1): "
+         "the control plane may not import the kernel"),
+        ("corevo_obs/leases/_probe.py", '"""Probe."""\n\nimport corevo_obs.lint.scan\n', LAYERS,
+         "corevo_obs.leases._probe -> corevo_obs.lint.scan (line 3): "
+         "the kernel may not import the control plane"),
+        ("corevo_obs/_probe.py", "from corevo_obs.demo import main\n", NO_APPS,
+         "corevo_obs._probe -> corevo_obs.demo.main (l.1)"),
+    ],
+    ids=["tooling->runtime", "runtime->tooling", "library->demo"],
+)
+def test_own_contract_catches_a_new_forbidden_import(
+    own_copy: Path, rel: str, text: str, contract: str, message: str
+) -> None:
+    project = Project(own_copy)
+    before = project.lint_imports()
+    assert before.returncode == 0, before.stdout + before.stderr
+    assert f"{contract} KEPT" in before.stdout
+    probe = own_copy / rel
+    probe.write_text(text, encoding="utf-8")
+    try:
+        after = project.lint_imports()
+        assert after.returncode == 1
+        assert f"{contract} BROKEN" in after.stdout
+        assert message in after.stdout
+        debt = project.run("debt", "check")  # runs the shrink-only layers contract only
+        if contract == LAYERS:
+            assert debt.returncode == 1 and f"new forbidden import {message}" in debt.stdout
+        else:
+            assert debt.returncode == 0, debt.stdout + debt.stderr
+    finally:
+        probe.unlink()

@@ -1,7 +1,7 @@
 """Import-boundary contract with a shrink-only debt list (import-linter plugin).
 
-``layering.DebtLayersContract`` is the import-linter contract type (it imports
-import-linter, so it is only loaded by ``lint-imports`` or ``corevo-obs debt``);
-``debt`` parses the debt file and ``ratchet`` compares it with a git base. Both of
-those work without import-linter installed.
+``contract.ShrinkOnlyLayersContract`` is the import-linter contract type and ``runner``
+evaluates it for ``corevo-obs debt``; both import import-linter, so they are loaded only
+when a check runs. ``debt`` (the file format), ``ratchet`` (the git base) and
+``boundary`` (layers, violations, outcome on a grimp graph) work without it.
 """
