@@ -1,5 +1,7 @@
 """A compactor SIGKILLed at any point leaves a directory that scrapes exactly, and a rerun
-finishes the job. Real processes: the CLI compactor is killed with a real SIGKILL."""
+finishes the job. Real processes and real SIGKILLs: at the two exact stages the compactor
+(tests/helpers/mp_crash_compactor.py) kills itself; at random moments the test kills the
+CLI compactor from outside once it sees it holding the compactors' lock."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from corevo_obs.mpdir import LockedMultiProcessCollector, scan
-from corevo_obs.mpdir.layout import COMPACT_LOCK_FILE, KILL_AT_ENV, STATE_DIR
+from corevo_obs.mpdir.layout import COMPACT_LOCK_FILE, STATE_DIR
 
 from .conftest import helper_cmd
 
@@ -41,10 +43,11 @@ def totals(d: Path, collector: type = LockedMultiProcessCollector) -> tuple[floa
     return events, reg.get_sample_value("mpt_latency_seconds_count") or 0
 
 
-def compactor(env: dict[str, str], d: Path, **extra: str) -> subprocess.Popen[str]:
+def compactor(env: dict[str, str], d: Path, die_at: str | None = None) -> subprocess.Popen[str]:
+    cmd = ([sys.executable, "-m", "corevo_obs.cli.main", "metrics", "compact", str(d)]
+           if die_at is None else helper_cmd("mp_crash_compactor.py", "--die-at", die_at, str(d)))
     return subprocess.Popen(
-        [sys.executable, "-m", "corevo_obs.cli.main", "metrics", "compact", str(d)],
-        env=dict(env, **extra), text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        cmd, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
 
 
@@ -67,9 +70,11 @@ def wait_until_compacting(d: Path, proc: subprocess.Popen[str]) -> None:
 def test_compactor_killed_at_each_stage(worker_env, stage):
     d = Path(worker_env["PROMETHEUS_MULTIPROC_DIR"])
     expected = churn(worker_env, 60)
-    proc = compactor(worker_env, d, **{KILL_AT_ENV: stage})
-    proc.communicate(timeout=60)
-    assert proc.returncode == -signal.SIGKILL
+    proc = compactor(worker_env, d, die_at=stage)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGKILL, err
+    leftovers = list((d / STATE_DIR).glob("*_compacted.db.tmp"))
+    assert bool(leftovers) is (stage == "before_commit")  # written aside, never committed
     assert scan(d).journal_pending is (stage == "after_rename")
     if stage == "after_rename":
         # an unlocked reader would now count the accumulator AND the dead files...

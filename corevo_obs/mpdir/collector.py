@@ -22,8 +22,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from ..catalog import spec
 from ..guard import absorb
 from .compactor import _CORRUPT, read_entries
-from .journal import recover_if_needed
-from .lock import dir_lock
+from .journal import consistent_view
 from .status import scan
 
 
@@ -39,8 +38,7 @@ class LockedMultiProcessCollector(MultiProcessCollector):
         files = os.path.join(self._path, "*.db")
         with ExitStack() as stack:
             try:
-                recover_if_needed(d)
-                stack.enter_context(dir_lock(d, exclusive=False))
+                stack.enter_context(consistent_view(d))
             except OSError as exc:  # e.g. a read-only view of the directory: read unlocked
                 absorb("mpdir-lock", exc)
             return self._merge_readable(glob.glob(files))

@@ -28,7 +28,7 @@ from typing import Final
 from prometheus_client.mmap_dict import MmapedDict
 
 from .errors import CompactionError
-from .journal import checkpoint, commit, empty_trash, remove_debris, roll_forward
+from .journal import commit, empty_trash, remove_debris, roll_forward
 from .layout import (
     TMP_SUFFIX,
     MetricFile,
@@ -216,7 +216,6 @@ def _commit(
             result.dead_writers, result.folded_files, result.accumulators = {}, 0, 0
             result.dropped_files = 0
             return False
-        checkpoint("before_commit")
         commit(d, renames, remove)
         roll_forward(d)
     return True

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import json
 import os
-import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import CompactionError
-from .layout import JOURNAL_FILE, KILL_AT_ENV, TMP_SUFFIX, TRASH_DIR, WRITERS_DIR, state_dir
+from .layout import JOURNAL_FILE, TMP_SUFFIX, TRASH_DIR, WRITERS_DIR, state_dir
 from .lock import dir_lock
 
 
@@ -69,7 +70,6 @@ def roll_forward(directory: Path) -> bool:
             if os.path.exists(directory / tmp):  # else this rename already happened
                 os.replace(directory / tmp, directory / target)
         fsync_dir(directory)
-        checkpoint("after_rename")
         trash = state_dir(directory) / TRASH_DIR
         trash.mkdir(exist_ok=True)
         for name in remove:  # a rename, not an unlink: freeing blocks is slow, do it later
@@ -102,15 +102,26 @@ def remove_debris(directory: Path) -> None:
             leftover.unlink(missing_ok=True)
 
 
-def checkpoint(stage: str) -> None:
-    """Fault injection for crash tests: SIGKILL ourselves at ``stage`` if asked to."""
-    if os.environ.get(KILL_AT_ENV) == stage:
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
 def recover_if_needed(directory: Path) -> bool:
     """Roll a crashed compaction forward if its journal is there (cheap when it is not)."""
     if not journal_path(directory).exists():
         return False
     with dir_lock(directory, exclusive=True):
         return roll_forward(directory)
+
+
+@contextmanager
+def consistent_view(directory: Path) -> Iterator[None]:
+    """Hold the readers' lock over a directory with no half-done compaction in it.
+
+    The journal is checked again *under* the shared lock: a compactor SIGKILLed after its
+    journal commit, between our first check and our lock, would otherwise leave us
+    reading the new accumulator next to the dead files it replaced (counted twice), or
+    registering a writer whose recycled pid's files the roll-forward then removes.
+    """
+    while True:
+        recover_if_needed(directory)
+        with dir_lock(directory, exclusive=False):
+            if not journal_path(directory).exists():
+                yield
+                return

@@ -23,7 +23,6 @@ JOURNAL_FILE: Final = "journal.json"
 STATS_FILE: Final = "stats.json"
 TRASH_DIR: Final = "trash"
 TMP_SUFFIX: Final = ".tmp"
-KILL_AT_ENV: Final = "COREVO_MPDIR_KILL_AT"  # crash tests only: see journal.checkpoint
 
 PLAIN_TYPES: Final = frozenset({"counter", "histogram", "summary"})
 #: gauge modes whose dead writers are folded into an accumulator (the rest are dropped)

@@ -15,9 +15,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from .journal import recover_if_needed
+from .journal import consistent_view
 from .layout import TMP_SUFFIX, state_dir, writer_record_path
-from .lock import dir_lock
 
 
 class Liveness(enum.Enum):
@@ -108,10 +107,9 @@ def record_writer(directory: Path) -> None:
     dead has finished removing that owner's files before we may open files of that name.
     """
     state_dir(directory, create=True)
-    recover_if_needed(directory)
     path = writer_record_path(directory, os.getpid())
     tmp = path.with_name(path.name + TMP_SUFFIX)
-    with dir_lock(directory, exclusive=False):
+    with consistent_view(directory):
         tmp.write_text(own_record().encode())
         os.replace(tmp, path)
 

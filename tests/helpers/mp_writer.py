@@ -11,11 +11,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Literal, get_args
 
 from corevo_obs import enable_multiprocess
 
-MODES = ("all", "liveall", "sum", "livesum", "max", "livemax", "min", "livemin",
-         "mostrecent", "livemostrecent")
+Mode = Literal["all", "liveall", "sum", "livesum", "max", "livemax", "min", "livemin",
+               "mostrecent", "livemostrecent"]
+MODES: tuple[Mode, ...] = get_args(Mode)
 
 
 def main() -> int:
