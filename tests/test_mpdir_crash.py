@@ -111,3 +111,25 @@ def test_compactor_killed_at_random_moments(worker_env):
     assert totals(d) == (expected, expected)
     assert totals(d, MultiProcessCollector) == (expected, expected)
     assert scan(d).dead_writers == {}
+
+
+def test_a_journal_that_appears_before_the_scrape_locks_is_rolled_forward(
+        worker_env, monkeypatch):
+    """The crash lands between the scrape's first look for a journal and its shared lock:
+    here the first look is made to miss it. The look under the lock must catch it."""
+    import corevo_obs.mpdir.journal as journal
+
+    d = Path(worker_env["PROMETHEUS_MULTIPROC_DIR"])
+    expected = churn(worker_env, 20)
+    proc = compactor(worker_env, d, die_at="after_rename")
+    proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGKILL and scan(d).journal_pending
+    real, looks = journal.recover_if_needed, []
+
+    def first_look_misses(directory: Path) -> bool:
+        looks.append(directory)
+        return False if len(looks) == 1 else real(directory)
+
+    monkeypatch.setattr(journal, "recover_if_needed", first_look_misses)
+    assert totals(d) == (expected, expected)
+    assert len(looks) >= 2 and not scan(d).journal_pending
