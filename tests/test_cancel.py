@@ -176,18 +176,27 @@ def test_pubsub_cancel_stops_within_a_fraction_of_the_heartbeat(rig: Rig) -> Non
         assert seen.state == "cancelled" and seen.path is None
         # the executor acknowledged the cancel: a write with its key is late, another is not
         assert late["allowed"] is False
+        # ... and so is one that reaches another process (the gateway's) with that key:
+        # the acknowledgement is shared state, not the owner's memory
         gate = SideEffectGate(bus, MetricsObserver(worker="gateway", registry=rig.registry))
+        assert await gate.allowed(f"{running['execution']}:2") is False
         assert await gate.allowed("some-other-execution:1") is True
         assert await bus.marker(running["execution"]) is not None
+        latency.append(stopped["latency"])
 
+    latency: list[float] = []
     run(rig, scenario)
     assert rig.metric("corevo_cancel_requested_total") == 1
     assert rig.owner_metric("corevo_cancel_delivered_total", path="pubsub") == 1
     assert rig.owner_metric("corevo_cancel_delivered_total", path="marker") == 0
     assert rig.owner_metric("corevo_cancel_latency_seconds_count", path="pubsub") == 1
+    assert rig.owner_metric("corevo_cancel_latency_seconds_count", path="marker") == 0
+    # the histogram holds the latency the owner measured, not just an event
+    assert rig.owner_metric("corevo_cancel_latency_seconds_sum",
+                            path="pubsub") == pytest.approx(latency[0])
     assert rig.owner_metric("corevo_command_routed_total", outcome="applied") == 1
     assert rig.owner_metric("corevo_late_side_effects_total") == 1
-    assert rig.metric("corevo_late_side_effects_total") == 0
+    assert rig.metric("corevo_late_side_effects_total") == 1
 
 
 async def _cut_channel(rig: Rig, w: Owner, owner_id: str) -> None:
@@ -225,10 +234,17 @@ def test_lost_wakeup_still_stops_within_one_heartbeat_via_the_marker(rig: Rig) -
         assert stopped["state"] == "cancelled" and stopped["path"] == "marker"
         assert stopped["latency"] <= HEARTBEAT + 0.15, stopped
         assert seen.state == "cancelled"
+        latency.append(stopped["latency"])
 
+    latency: list[float] = []
     run(rig, scenario)
+    assert rig.metric("corevo_cancel_requested_total") == 1
     assert rig.owner_metric("corevo_cancel_delivered_total", path="marker") == 1
     assert rig.owner_metric("corevo_cancel_delivered_total", path="pubsub") == 0
+    assert rig.owner_metric("corevo_cancel_latency_seconds_count", path="marker") == 1
+    assert rig.owner_metric("corevo_cancel_latency_seconds_count", path="pubsub") == 0
+    assert rig.owner_metric("corevo_cancel_latency_seconds_sum",
+                            path="marker") == pytest.approx(latency[0])
     assert rig.owner_metric("corevo_command_routed_total", outcome="applied") == 0
     assert rig.owner_metric("corevo_instrumentation_errors_total",
                             component="cancel-channel") == (1 if rig.redis_url else 0)
@@ -271,6 +287,9 @@ def test_sigkilled_owner_frees_its_slot_at_lease_expiry_and_the_marker_expires(
     run(rig, scenario, marker_ttl=ttl)
     assert rig.metric("corevo_cancel_delivered_total", path="lease_expiry") == 1
     assert rig.metric("corevo_cancel_latency_seconds_count", path="lease_expiry") == 1
+    # the owner died before it could deliver anything by either of its own paths
+    for path in ("pubsub", "marker"):
+        assert rig.owner_metric("corevo_cancel_delivered_total", path=path) == 0
     assert rig.metric("corevo_lease_reaped_total", quota=QUOTA) == 1
 
 
