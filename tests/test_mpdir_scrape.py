@@ -44,7 +44,7 @@ def overlapping(spans: list[list[float]], windows: list[tuple[float, float]]) ->
     return sum(1 for a, b in spans if any(a <= w1 and w0 <= b for w0, w1 in windows))
 
 
-def test_scrapes_during_compactions_see_exact_totals(worker_env):
+def test_scrapes_during_compactions_see_exact_totals(worker_env: dict[str, str]) -> None:
     d = Path(worker_env["PROMETHEUS_MULTIPROC_DIR"])
     res = subprocess.run(
         helper_cmd("mp_churn.py", "--total", str(WRITERS), "--batch", "40", "--inc", str(INC)),
