@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from corevo_obs.lint import LintConfig, lint_paths
+from corevo_obs.lint import lint_paths, load_config
 
 CORPUS = Path(__file__).parent / "lint_corpus"
 EXPECT = re.compile(r"#\s*error:\s*(COB\d{3})")
-CONFIG = LintConfig(blocking=("legacy_sdk.transfer",), non_blocking=("corpkg.store.cached_read",))
+CONFIG = load_config(CORPUS / "pyproject.toml")
 
 
 def expected() -> set[tuple[str, int, str]]:

@@ -48,6 +48,7 @@ class Catalog:
     factories: dict[str, str]  # call qualified name -> type it returns
     offload: dict[str, int]
     offload_methods: dict[str, int]
+    disarming: dict[str, frozenset[str]] = field(default_factory=dict)  # call -> flags
     blocking: frozenset[str] = frozenset()
     non_blocking: frozenset[str] = frozenset()
     non_blocking_prefixes: tuple[str, ...] = ()
@@ -73,6 +74,7 @@ class Catalog:
             factories=self.factories,
             offload={**self.offload, **config.offload},
             offload_methods=self.offload_methods,
+            disarming=self.disarming,
             blocking=frozenset(config.blocking),
             non_blocking=frozenset(exact),
             non_blocking_prefixes=prefixes,
@@ -103,13 +105,18 @@ def _parse(data: dict[str, Any], source: str) -> Catalog:
             factories.update(dict.fromkeys(makers, type_name))
         offload = {str(k): int(v) for k, v in data.get("offload", {}).items()}
         offload_methods = {str(k): int(v) for k, v in data.get("offload-methods", {}).items()}
+        disarming: dict[str, frozenset[str]] = {}
+        for name, flags in data.get("disarming-flags", {}).items():
+            if not isinstance(flags, list):
+                raise TypeError(f"disarming-flags.{name}: expected a list of flag names")
+            disarming[str(name)] = frozenset(map(str, flags))
     except (KeyError, TypeError, ValueError) as exc:
         raise ConfigError(f"malformed catalog: {exc!r}", source=source) from None
     unknown = sorted({c for c in calls.values() if c not in rules}
                      | {o.code for o in objects.values() if o.code not in rules})
     if unknown:
         raise ConfigError(f"codes without a [rules] entry: {unknown}", source=source)
-    return Catalog(rules, calls, objects, factories, offload, offload_methods)
+    return Catalog(rules, calls, objects, factories, offload, offload_methods, disarming)
 
 
 def load_catalog(config: LintConfig | None = None) -> Catalog:

@@ -92,10 +92,12 @@ class ImportTracker:
     whether it is an ``__init__`` (for relative imports).
     """
 
-    def __init__(self, module: str, *, is_package: bool, factories: dict[str, str]) -> None:
+    def __init__(self, module: str, *, is_package: bool, factories: dict[str, str],
+                 offloads: dict[str, int] | None = None) -> None:
         self.module = module
         self.package = module if is_package else module.rpartition(".")[0]
         self.factories = factories
+        self.offloads = offloads or {}
         self.stack: list[Scope] = []
         self.classes: dict[str, ClassInfo] = {}
 
@@ -277,6 +279,8 @@ class ImportTracker:
                 return None
             if ref.name in self.factories:
                 return self.factories[ref.name]
+            if ref.name in self.offloads:  # await asyncio.to_thread(open, p): a file object
+                return self._offloaded_type(node, self.offloads[ref.name])
             if ref.kind in ("class", "import"):
                 return ref.name  # a class (or a factory function: its "type" matches nothing)
             return None
@@ -287,6 +291,13 @@ class ImportTracker:
             ref = self.resolve(node)
             return ref.type if ref is not None and ref.kind == "instance" else None
         return None
+
+    def _offloaded_type(self, call: ast.Call, index: int) -> str | None:
+        """The type a factory handed to an offload wrapper builds in the thread."""
+        if len(call.args) <= index:
+            return None
+        inner = self.resolve(call.args[index])
+        return self.factories.get(inner.name) if inner is not None else None
 
     def resolve(self, node: ast.expr) -> Ref | None:
         """Resolve a Name / Attribute chain / factory call to a Ref, or None if unsure."""

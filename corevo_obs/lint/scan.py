@@ -48,7 +48,8 @@ class FileScanner(ast.NodeVisitor):
                  is_package: bool = False, bare_noqa: bool = False) -> None:
         self.result = FileResult(path=path, module=module)
         self.catalog = catalog
-        self.tracker = ImportTracker(module, is_package=is_package, factories=catalog.factories)
+        self.tracker = ImportTracker(module, is_package=is_package, factories=catalog.factories,
+                                     offloads=catalog.offload)
         self.source = source
         self.bare_noqa = bare_noqa
         self._lines: list[str] | None = None
@@ -198,6 +199,8 @@ class FileScanner(ast.NodeVisitor):
 
     def _classify(self, node: ast.Call, ref: Ref, ctx: _Ctx) -> None:
         hit = declared.configured(ref, self.catalog) or catalogued.classify(ref, self.catalog)
+        if hit is not None and catalogued.disarmed(node, ref, self.catalog, self.tracker):
+            return
         if hit is not None:
             code, display = hit
             if ctx.on_loop:

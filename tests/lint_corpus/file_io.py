@@ -12,7 +12,9 @@ import aiofiles
 async def positives(p: str, d: Path) -> None:
     open(p)  # error: COB100
     with open(p) as fh:  # error: COB100
-        fh.read()
+        fh.read()  # error: COB100
+    late = await asyncio.to_thread(open, p)  # the open is offloaded, the reads are not
+    late.readline()  # error: COB100
     os.listdir(p)  # error: COB100
     osp.exists(p)  # error: COB100
     shutil.rmtree(p)  # error: COB100
@@ -22,6 +24,8 @@ async def positives(p: str, d: Path) -> None:
     (d / "x").exists()  # error: COB100
     here = Path.cwd()
     here.glob("*.py")  # error: COB100
+    osp.realpath(p)  # error: COB100
+    os.path.islink(p)  # error: COB100
 
 
 async def negatives(p: str, d: Path) -> None:
@@ -35,6 +39,9 @@ async def negatives(p: str, d: Path) -> None:
     d.name
     d.with_suffix(".txt")
     str(d / "y")
+    os.path.normpath(p)  # string work only: no file system access
+    os.path.expanduser(p)
+    os.path.join(p, "x")
 
 
 async def shadowed(open, os) -> None:  # noqa: A002 - parameters shadow the builtin/module

@@ -18,3 +18,5 @@ async def negatives() -> None:
     proc = await asyncio.create_subprocess_exec("true", stdout=subprocess.DEVNULL)
     await proc.wait()
     await asyncio.to_thread(subprocess.run, ["true"])
+    os.waitpid(-1, os.WNOHANG)  # WNOHANG: returns at once, reaps a child if one exited
+    os.wait4(-1, os.WUNTRACED | os.WNOHANG)

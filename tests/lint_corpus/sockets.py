@@ -17,6 +17,8 @@ async def negatives(host: str) -> None:
     await loop.sock_connect(s, (host, 80))
     await loop.getaddrinfo(host, 80)
     socket.htons(80)
+    blocking = socket.socket()
+    blocking.recv(10, socket.MSG_DONTWAIT)  # this one call does not wait
 
 
 class Notifier:
