@@ -1,8 +1,8 @@
 """``corevo-obs metrics compact|status DIR``: the multiprocess directory from cron or a shell.
 
 ``compact`` exits 0 when done, 1 when it left unreadable files in place (named on
-stderr), 2 on a bad directory, 3 when another compaction holds the lock and ``--no-wait``
-was given.
+stderr), 2 on a bad directory (missing, not a directory, unreadable or unwritable state
+under it), 3 when another compaction holds the lock and ``--no-wait`` was given.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ import argparse
 import json
 import sys
 from dataclasses import asdict
+from collections.abc import Callable
+from functools import wraps
 from typing import Any
 
 from ..mpdir.compactor import compact_backlog
@@ -31,6 +33,23 @@ def register(sub: Any) -> None:
     s.set_defaults(func=run_status)
 
 
+def _fs_errors(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """A file system refusal (permissions, a file where ``.corevo/`` should be) is a bad
+    directory: one line and exit 2, like a missing one."""
+
+    @wraps(run)
+    def wrapper(args: argparse.Namespace) -> int:
+        try:
+            return run(args)
+        except OSError as exc:
+            where = exc.filename if exc.filename is not None else args.dir
+            print(f"corevo-obs: error: {where}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
+
+    return wrapper
+
+
+@_fs_errors
 def run_compact(args: argparse.Namespace) -> int:
     try:
         res = compact_backlog(args.dir, blocking=not args.no_wait)
@@ -64,6 +83,7 @@ def status_dict(st: DirStatus) -> dict[str, Any]:
     }
 
 
+@_fs_errors
 def run_status(args: argparse.Namespace) -> int:
     st = scan(args.dir)
     if args.format == "json":
