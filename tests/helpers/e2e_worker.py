@@ -11,7 +11,17 @@ jobs through a SQLite ``JobStore`` (queued and local paths, a losing second clai
 events through a ``Projector`` (out of order, duplicated, a stale epoch, one missed event
 recovered by replay from a SQLite ``EventHistory``). A scripted stall freezes the loop
 (sync sleep); the stalled worker's ``llm`` lease goes unrenewed, gets reaped, and its next
-heartbeat is ``lost``. Prints one JSON line when serving: {"port": ...}.
+heartbeat is ``lost``.
+
+With ``--cancels`` the worker also runs a gateway and an owner on a ``SqliteCancelBus``
+(the jobs file, datagram wake-ups), one round each ~0.5 s: an execution whose job was
+reclaimed once gets an input addressed to the old epoch (``fenced``) and one to the
+current (``applied``), then a cancel delivered by ``pubsub``; a second cancel finds no
+owner; a write with its idempotency key is a late side effect; an input too big for one
+datagram fails the wake-up (absorbed, counted as an instrumentation error). A second
+execution is cancelled while the owner's channel is down (``marker``), and a third whose
+owner is gone (a claim and lease never renewed, as after a SIGKILL) stops by
+``lease_expiry``. Prints one JSON line when serving: {"port": ...}.
 """
 
 from __future__ import annotations
@@ -22,13 +32,25 @@ import json
 import time
 
 from corevo_obs import MetricsServer, enable_multiprocess, install_loop_health
+from corevo_obs.cancel import (
+    CommandGateway,
+    CommandInbox,
+    Execution,
+    SideEffectGate,
+    SqliteCancelBus,
+    Stop,
+    Target,
+    execution_holder,
+)
 from corevo_obs.claims import Claim, SqliteJobStore
 from corevo_obs.events import Event, EventHistory, Projector
-from corevo_obs.leases import LeaseAuditor, SqliteLeaseStore
+from corevo_obs.leases import AsyncSqliteLeaseStore, Lease, LeaseAuditor, SqliteLeaseStore
 from corevo_obs.offload import OffloadAdapter, OffloadRejected
 from corevo_obs.stages import StageRecorder
 
 LEASE_TIMEOUT = 1.0
+HEARTBEAT = 0.25  # an execution's lease heartbeat (and marker read)
+TOO_BIG = "x" * 300_000  # more than one Unix datagram can carry
 
 
 class Workload:
@@ -43,7 +65,7 @@ class Workload:
         self.jobs = SqliteJobStore(jobs, worker=worker)
         self.history = EventHistory(jobs + ".events")
         self.projector = Projector(lambda _event: None, worker=worker)
-        self.session = None  # this worker's persistent llm lease, when granted
+        self.session: Lease | None = None  # this worker's persistent llm lease, if granted
         self.round = 0
 
     async def task(self) -> None:
@@ -115,10 +137,93 @@ class Workload:
         self.claims()
 
 
+async def idle(run: Execution) -> None:
+    """An execution that waits for inputs until it is cancelled."""
+    while True:
+        await run.inputs.get()
+
+
+class Cancels:
+    """A gateway and an owner in this worker, one cancel per delivery path each round."""
+
+    def __init__(self, worker: str, db: str, jobs: str) -> None:
+        self.jobs = SqliteJobStore(jobs, worker=worker)
+        self.bus = SqliteCancelBus(jobs)
+        self.execs = AsyncSqliteLeaseStore("exec", db, limit=20, timeout=LEASE_TIMEOUT,
+                                           worker=worker)
+        self.inbox = CommandInbox(self.bus, self.jobs, reconnect=HEARTBEAT)
+        self.gateway = CommandGateway(self.bus, self.jobs)
+        self.gate = SideEffectGate(self.bus, self.jobs.observer)
+        self.ghost = f"{self.jobs.owner}-ghost"
+
+    async def execute(self, job: str, claim: Claim) -> tuple[str, asyncio.Task[Stop]]:
+        execution = self.jobs.start(claim).execution_id
+        assert execution is not None
+        lease = await self.execs.acquire(execution_holder(claim.owner, execution))
+        assert lease is not None, "exec quota full"
+        run = self.inbox.run(claim, execution, lease, idle, heartbeat=HEARTBEAT)
+        task = asyncio.get_running_loop().create_task(run)
+        await asyncio.sleep(0)  # let the run register with the inbox before commands arrive
+        assert execution in {r.execution_id for r in self.inbox.running()}
+        return execution, task
+
+    def claim(self, job: str, owner: str | None = None) -> Claim:
+        won = self.jobs.claim(job, owner=owner).claim
+        assert won is not None
+        return won
+
+    async def pubsub(self) -> None:
+        job = self.jobs.create_job()
+        old = self.claim(job)
+        self.jobs.reclaim_prestart(owner=old.owner)  # judged gone before it started
+        execution, running = await self.execute(job, self.claim(job))
+        stale = Target(job, old.owner, old.epoch, None)
+        await self.gateway.route(stale, "input", "for the old epoch")  # fenced
+        await self.gateway.send_input(job, "more")  # applied
+        await self.gateway.send_input(job, TOO_BIG)  # the wake-up fails: absorbed
+        await self.gateway.cancel(job)
+        stop = await running
+        assert (stop.state, stop.path) == ("cancelled", "pubsub"), stop
+        await self.gateway.cancel(job)  # a second click: no owner any more
+        assert not await self.gate.allowed(f"{execution}:1")  # a retry outlived the cancel
+
+    async def marker(self) -> None:
+        job = self.jobs.create_job()
+        _, running = await self.execute(job, self.claim(job))
+        await self.inbox.stop()  # the channel is down: the wake-up is lost
+        routed = await self.gateway.cancel(job)
+        assert routed.reached == 0
+        stop = await running
+        assert (stop.state, stop.path) == ("cancelled", "marker"), stop
+        await self.inbox.start()
+
+    async def lease_expiry(self) -> None:
+        job = self.jobs.create_job()
+        claim = self.claim(job, owner=self.ghost)
+        execution = self.jobs.start(claim).execution_id
+        assert execution is not None
+        lease = await self.execs.acquire(execution_holder(self.ghost, execution))
+        assert lease is not None, "exec quota full"  # never renewed: its owner is gone
+        routed = await self.gateway.cancel(job)
+        stopped = await self.gateway.wait_stopped(routed, self.execs, within=10 * LEASE_TIMEOUT)
+        assert stopped.path == "lease_expiry", stopped
+        self.jobs.mark_lost(owner=self.ghost)
+
+    async def forever(self) -> None:
+        await self.inbox.start()
+        while True:
+            await self.pubsub()
+            await self.marker()
+            await self.lease_expiry()
+            await asyncio.sleep(0.5)
+
+
 async def main(ns: argparse.Namespace) -> None:
     health = install_loop_health(worker=ns.worker, interval=0.05, stall_threshold=0.2)
     server = MetricsServer(port=0).start()
     work = Workload(ns.worker, ns.db, ns.jobs)
+    cancels = Cancels(ns.worker, ns.db, ns.jobs) if ns.cancels else None
+    cancelling = asyncio.get_running_loop().create_task(cancels.forever()) if cancels else None
     print(json.dumps({"port": server.port}), flush=True)
     t0 = time.monotonic()
     stalled = ns.stall_for <= 0
@@ -128,6 +233,10 @@ async def main(ns: argparse.Namespace) -> None:
             stalled = True
             time.sleep(ns.stall_for)  # noqa: ASYNC251 - the injected freeze
         await asyncio.sleep(0.1)
+        if cancelling is not None and cancelling.done():
+            cancelling.result()  # a failed scenario ends the worker with its traceback
+    if cancelling is not None:
+        cancelling.cancel()
     await work.blob.aclose()
     await health.stop()
     server.stop()
@@ -141,6 +250,7 @@ if __name__ == "__main__":
     p.add_argument("--stall-after", type=float, default=0.0)
     p.add_argument("--stall-for", type=float, default=0.0)
     p.add_argument("--run-for", type=float, default=60.0)
+    p.add_argument("--cancels", action="store_true")
     ns = p.parse_args()
     enable_multiprocess()
     asyncio.run(main(ns))
