@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import asdict
 from collections.abc import Callable
+from dataclasses import asdict
 from functools import wraps
 from typing import Any
 
