@@ -106,12 +106,21 @@ def test_every_rule_has_a_firing_and_a_quiet_unit_test() -> None:
     assert names - quiet == set(), "rules without a not-firing test"
 
 
-def test_one_frozen_worker_of_ten_fires_alone() -> None:
+def _per_target(rule: dict[str, Any]) -> bool:
+    """Does the rule alert per worker (or per scrape target), not per quota or job?"""
+    return bool(re.search(r"\bby \([^)]*\b(worker|instance)\b", rule["expr"]))
+
+
+@pytest.mark.parametrize("rule", [r for r in _rules() if _per_target(r)],
+                         ids=lambda r: r["alert"])
+def test_one_bad_worker_of_ten_fires_alone(rule: dict[str, Any]) -> None:
+    """The max-across-workers property, per rule: a promtool case with ten or more targets
+    in which exactly one alert of this rule fires."""
     for t in _unit_tests():
-        workers = {m for s in t["input_series"]
-                   for m in re.findall(r'worker="([^"]+)"', s["series"])}
+        targets = {m for s in t["input_series"]
+                   for m in re.findall(r'instance="([^"]+)"', s["series"])}
         for case in t.get("alert_rule_test", []):
-            if case["alertname"] == "CorevoLoopFrozen" and case.get("exp_alerts"):
-                if len(workers) >= 10 and len(case["exp_alerts"]) == 1:
-                    return
-    pytest.fail("no promtool test with ten workers where exactly one frozen worker fires")
+            if (case["alertname"] == rule["alert"] and len(targets) >= 10
+                    and len(case.get("exp_alerts") or []) == 1):
+                return
+    pytest.fail(f"no promtool test where one of ten targets fires {rule['alert']} alone")
