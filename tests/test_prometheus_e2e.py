@@ -195,6 +195,13 @@ def test_prometheus_sees_frozen_worker_and_every_panel_has_data(stack) -> None:
 
     _assert_cancel_paths(prom)
 
+    # every rule evaluated without error (vector matching fails only at evaluation time)
+    groups = _get(f"{prom.base}/api/v1/rules")["data"]["groups"]
+    health = {r["name"]: (r["health"], r.get("lastError")) for g in groups for r in g["rules"]}
+    assert len(health) == sum(len(g["rules"]) for g in yaml.safe_load(
+        (ROOT / "alerts" / "corevo.rules.yml").read_text())["groups"])
+    assert {n: h for n, h in health.items() if h[0] != "ok"} == {}
+
     lag = prom.query(concrete(
         'max by (worker) (corevo_event_loop_stall_seconds_sum{job=~"$job"})'))
     stalls = {r["metric"]["worker"]: float(r["value"][1]) for r in lag}
