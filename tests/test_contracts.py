@@ -44,7 +44,7 @@ FILES = {
     "app/runtime/worker.py": (
         "import os\n\nfrom app.platform import api\nfrom app.contracts import models\n"
     ),
-    "app/runtime/jobs.py": "from app.platform.api import models\n",
+    "app/runtime/jobs.py": "from app.platform.api import models\nimport app.platform.api\n",
     ".importlinter": CONFIG,
 }
 
@@ -115,7 +115,7 @@ def _assert_clean_failure(result: subprocess.CompletedProcess[str]) -> None:
 def test_init_writes_sorted_entries_with_line_numbers(project: Project) -> None:
     entries = [ln for ln in project.debt.splitlines() if not ln.startswith("#")]
     assert entries == [
-        "app.runtime.jobs -> app.platform.api  # line 1",
+        "app.runtime.jobs -> app.platform.api  # line 1, 2",
         "app.runtime.worker -> app.platform.api  # line 3",
     ]
     again = project.run("debt", "init")
@@ -138,7 +138,7 @@ def test_recorded_debt_passes_both_entry_points(project: Project) -> None:
          "app.platform.api -> app.runtime.worker (line 3): "
          "the control plane may not import the kernel"),
         ("app/runtime/jobs.py", "import app.platform\n",
-         "app.runtime.jobs -> app.platform (line 2): the kernel may not import the control plane"),
+         "app.runtime.jobs -> app.platform (line 3): the kernel may not import the control plane"),
         ("app/contracts/models.py", "import app.platform\n",
          "app.contracts.models -> app.platform (line 2): "
          "the contracts may not import the control plane"),
@@ -169,7 +169,7 @@ def test_stale_entry_fails_until_deleted(project: Project) -> None:
     assert "stale debt entry app.runtime.jobs -> app.platform.api" in result.stdout
     assert project.lint_imports().returncode == 1
     project.write("lint_rules/import-debt.txt", project.debt.replace(
-        "app.runtime.jobs -> app.platform.api  # line 1\n", ""))
+        "app.runtime.jobs -> app.platform.api  # line 1, 2\n", ""))
     result = project.run("debt", "check")
     assert result.returncode == 0, result.stdout
     assert "paid off 1, remaining 1" in result.stdout
@@ -180,7 +180,7 @@ def test_swapping_one_debt_for_another_fails_against_the_base(project: Project) 
     project.write("app/runtime/jobs.py", "from app.contracts import models\n")
     project.append("app/runtime/worker.py", "import app.platform\n")
     swapped = project.debt.replace(
-        "app.runtime.jobs -> app.platform.api  # line 1\n",
+        "app.runtime.jobs -> app.platform.api  # line 1, 2\n",
         "app.runtime.worker -> app.platform  # line 5\n")
     project.write("lint_rules/import-debt.txt", swapped)
     project.commit("swap a debt")
@@ -208,7 +208,7 @@ def test_clean_shrink_on_a_branch_passes(project: Project) -> None:
     project.git("switch", "-q", "-c", "fix")
     project.write("app/runtime/jobs.py", "from app.contracts import models\n")
     project.write("lint_rules/import-debt.txt", project.debt.replace(
-        "app.runtime.jobs -> app.platform.api  # line 1\n", ""))
+        "app.runtime.jobs -> app.platform.api  # line 1, 2\n", ""))
     project.commit("pay a debt")
     result = project.run("debt", "check")
     assert result.returncode == 0, result.stdout
