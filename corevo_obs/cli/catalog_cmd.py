@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from ..catalog import specs
+from ..errors import CorevoObsError
 
 
 def register(sub: Any) -> None:
@@ -36,8 +37,11 @@ def render_page() -> str:
 
 def run(args: argparse.Namespace) -> int:
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(render_page())
+        try:
+            with open(args.output, "w", encoding="utf-8") as f:
+                f.write(render_page())
+        except OSError as exc:
+            raise CorevoObsError(f"{args.output}: {exc.strerror or exc}") from None
         return 0
     if args.format == "json":
         data = [
