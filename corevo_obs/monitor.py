@@ -63,8 +63,9 @@ def register_inspectable(kind: str, name: str, provider: Provider) -> Callable[[
     """Show ``provider`` under ``kind`` ("offload" or "lease"); returns an unregister function.
 
     Snapshot keys the monitor knows: offloads — ``in_flight``, ``limit``, ``waiting``,
-    ``sunk``, ``closed``; leases — ``limit`` and ``held``: a list of ``{"holder", "age",
-    "lost", "degraded"}`` (age in seconds). Other keys are printed as they are.
+    ``sunk``, ``closed``, ``callers_gone``, ``oldest`` (seconds); leases — ``limit`` and
+    ``held``: a list of ``{"holder", "age", "lost", "degraded"}`` (age in seconds). Other
+    keys are printed as they are.
     """
     if kind not in KINDS:
         raise ConfigError(f"kind must be one of {KINDS}, got {kind!r}", source="monitor")
@@ -107,8 +108,13 @@ def offload_snapshot(adapter: Any) -> Callable[[], Mapping[str, Any]]:
 
 
 def track_offload(adapter: Any) -> Callable[[], None]:
-    """Show an ``OffloadAdapter`` under ``offloads`` (by its name); returns unregister."""
-    return register_inspectable("offload", adapter.name, offload_snapshot(adapter))
+    """Show an ``OffloadAdapter`` under ``offloads`` (by its name); returns unregister.
+
+    Its own ``snapshot()`` is used when it has one (it adds callers gone and the oldest
+    operation's age); otherwise the public attributes read by ``offload_snapshot``.
+    """
+    provider = adapter if isinstance(adapter, Inspectable) else offload_snapshot(adapter)
+    return register_inspectable("offload", adapter.name, provider)
 
 
 class LeaseHoldings:
@@ -239,10 +245,15 @@ def _fmt_providers(kind: str, render: Callable[[str, dict[str, Any]], list[str]]
 
 
 def _offload_lines(name: str, snap: dict[str, Any]) -> list[str]:
+    in_flight = snap.pop("in_flight", "?")
+    oldest = snap.pop("oldest", None)
+    age = f" (oldest {float(oldest):.1f}s)" if oldest is not None and in_flight else ""
     head = (
-        f"{name}: in flight {snap.pop('in_flight', '?')}/{snap.pop('limit', '?')}, "
+        f"{name}: in flight {in_flight}/{snap.pop('limit', '?')}{age}, "
         f"waiting {snap.pop('waiting', '?')}, sunk slots {snap.pop('sunk', '?')}"
     )
+    if gone := snap.pop("callers_gone", 0):
+        head += f", callers gone {gone}"
     if snap.pop("closed", False):
         head += ", closed"
     return [head + "".join(f", {k} {v}" for k, v in snap.items())]

@@ -5,10 +5,13 @@ blockage moves to the thread pool's queue. This adapter bounds it, with the sema
 that keep the bound true under cancellation:
 
 - a slot follows the *thread operation*, not the awaiting caller: a caller cancelled
-  while its call runs does not free the slot; the slot is freed when the thread returns;
+  (or timed out) while its call runs does not free the slot; the slot is freed when the
+  executor's future says the thread call returned, and ``in_flight`` counts exactly those
+  thread calls;
 - the operation is shielded from the caller and never exposed; if it is cancelled anyway
-  (e.g. loop shutdown) nobody can prove its thread ended, so its slot sinks for good
-  (fail closed), is counted and reported to ``on_background_error``;
+  (e.g. loop shutdown) while its thread runs, the thread cannot be stopped and the
+  operation's owner is gone, so its slot sinks for good (fail closed), is counted and
+  reported to ``on_background_error``;
 - callers wait in a bounded FIFO queue with a timeout, and get a typed
   ``OffloadRejected`` when it is full, when they waited too long, or after close;
 - ``aclose()`` stops admissions first, then drains every running operation.
@@ -27,7 +30,7 @@ import functools
 import re
 import time
 from collections.abc import Callable
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import Any, Final, NoReturn, ParamSpec, TypeVar
 
 from prometheus_client import CollectorRegistry
@@ -93,12 +96,21 @@ class SlotSunk(CorevoObsError):
 class _Operation:
     """Bookkeeping of one admitted call; lives until its thread call returns."""
 
-    __slots__ = ("started", "orphaned", "reported")
+    __slots__ = ("started", "thread_call", "result", "orphaned", "sunk", "returned", "exc",
+                 "reported")
 
-    def __init__(self, started: float) -> None:
+    def __init__(self, started: float, thread_call: Future[Any], result: asyncio.Future[Any]):
         self.started = started
-        self.orphaned = False  # the caller stopped awaiting (cancelled)
+        self.thread_call = thread_call  # the executor's future: done when the thread returned
+        self.result = result  # the thread call's outcome, copied onto the loop
+        self.orphaned = False  # the caller stopped awaiting (cancelled, timed out)
+        self.sunk = False  # the operation task was cancelled while the thread ran
+        self.returned = False
+        self.exc: BaseException | None = None
         self.reported = False  # an error was handed to the callback
+
+    def age(self, now: float) -> float:
+        return now - self.started
 
 
 class OffloadAdapter:
@@ -146,7 +158,8 @@ class OffloadAdapter:
         self._free = max_in_flight
         self._sunk = 0
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
-        self._running: dict[asyncio.Task[Any], _Operation] = {}
+        self._running: dict[asyncio.Task[Any], _Operation] = {}  # until the thread returns
+        self._drained: asyncio.Future[None] | None = None
         self._closed = False
 
         labels = {"worker": self.worker, "adapter": name}
@@ -169,8 +182,8 @@ class OffloadAdapter:
 
     @property
     def in_flight(self) -> int:
-        """Operations whose thread call has not returned (sunk ones excluded)."""
-        return self.max_in_flight - self._sunk - self._free
+        """Thread calls that have not returned, sunk ones included: threads really busy."""
+        return len(self._running)
 
     @property
     def waiting(self) -> int:
@@ -178,11 +191,23 @@ class OffloadAdapter:
 
     @property
     def sunk(self) -> int:
+        """Slots given up for good; ``max_in_flight - sunk`` calls can still run at once."""
         return self._sunk
 
     @property
     def closed(self) -> bool:
         return self._closed
+
+    def snapshot(self) -> dict[str, Any]:
+        """Current state for the aiomonitor ``offloads`` command (safe from another thread)."""
+        ops = list(self._running.values())
+        now = time.perf_counter()
+        return {
+            "in_flight": len(ops), "limit": self.max_in_flight, "waiting": len(self._waiters),
+            "sunk": self._sunk, "closed": self._closed,
+            "callers_gone": sum(op.orphaned for op in ops),
+            "oldest": max((op.age(now) for op in ops), default=0.0),
+        }
 
     # --- the call path -----------------------------------------------------------------
 
@@ -199,24 +224,25 @@ class OffloadAdapter:
         loop = asyncio.get_running_loop()
         call = functools.partial(contextvars.copy_context().run, func, *args, **kwargs)
         try:
-            task = loop.create_task(self._in_thread(loop, call), name=f"corevo-offload:{self.name}")
+            thread_call = self._pool().submit(call)
         except BaseException:
             self._release()
             raise
-        op = _Operation(time.perf_counter())
+        op = _Operation(time.perf_counter(), thread_call, loop.create_future())
+        task = loop.create_task(_outcome(op.result), name=f"corevo-offload:{self.name}")
         self._running[task] = op
         self._in_flight.inc()
-        task.add_done_callback(self._finished)  # before shield's: the slot frees first
+        # The slot follows the thread: it is freed when the executor's future completes,
+        # which happens before the result reaches the operation task and the caller.
+        thread_call.add_done_callback(functools.partial(self._thread_returned, loop, task))
+        task.add_done_callback(self._task_done)  # before shield's: sink before the caller
         try:
             return await asyncio.shield(task)
         except asyncio.CancelledError:
             op.orphaned = True
-            if task not in self._running and not task.cancelled():
-                self._report_once(op, task.exception())  # it ended as we were cancelled
+            if op.returned:
+                self._report_once(op)  # it failed as we were cancelled: nobody else knows
             raise
-
-    async def _in_thread(self, loop: asyncio.AbstractEventLoop, call: Callable[[], R]) -> R:
-        return await loop.run_in_executor(self._pool(), call)
 
     def _pool(self) -> Executor:
         if self._executor is None:
@@ -250,7 +276,7 @@ class OffloadAdapter:
         try:
             await waiter
         except asyncio.CancelledError:
-            if waiter.done() and not waiter.cancelled() and waiter.exception() is None:
+            if _granted(waiter):
                 self._release()  # granted as we were cancelled: pass the slot on
             raise
         except OffloadRejected as exc:
@@ -258,7 +284,7 @@ class OffloadAdapter:
         finally:
             if timer is not None:
                 timer.cancel()
-            if not waiter.done() or waiter.cancelled() or waiter.exception() is not None:
+            if not _granted(waiter):
                 self._discard(waiter)
             self._waiting.dec()
         self._slot_wait.observe(time.perf_counter() - t0)
@@ -290,28 +316,60 @@ class OffloadAdapter:
                 return
         self._free += 1
 
-    def _finished(self, task: asyncio.Task[Any]) -> None:
+    def _thread_returned(
+        self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any], _: Future[Any]
+    ) -> None:
+        """In the worker thread (or on the loop, for a call cancelled before it started)."""
+        try:
+            loop.call_soon_threadsafe(self._returned, task)
+        except RuntimeError:
+            pass  # the loop is closed: nobody is left to account to
+
+    def _returned(self, task: asyncio.Task[Any]) -> None:
+        """On the loop: the thread call is over, so its slot can be freed (unless sunk)."""
         op = self._running.pop(task)
         self._in_flight.dec()
-        elapsed = time.perf_counter() - op.started
-        if task.cancelled():
-            self._duration["cancelled"].observe(elapsed)
-            self._sunk += 1
-            self._sunk_total.inc()
-            self._report(SlotSunk(adapter=self.name, remaining=self.max_in_flight - self._sunk))
-            return
-        exc = task.exception()
-        self._duration["ok" if exc is None else "error"].observe(elapsed)
-        self._release()
-        if exc is not None:
+        op.returned = True
+        thread_call = op.thread_call
+        if thread_call.cancelled():  # never started: nothing to report, nothing ran
+            outcome = "cancelled"
+        else:
+            op.exc = thread_call.exception()
+            outcome = "cancelled" if op.sunk else "ok" if op.exc is None else "error"
+        self._duration[outcome].observe(time.perf_counter() - op.started)
+        if not op.sunk:
+            self._release()
+        if op.exc is not None:
             self._errors.inc()
-            if op.orphaned or self._closed:
-                self._report_once(op, exc)
+            if op.orphaned or op.sunk:
+                self._report_once(op)
+        if not op.result.done():
+            if thread_call.cancelled():
+                op.result.cancel()
+            elif op.exc is not None:
+                op.result.set_exception(op.exc)
+            else:
+                op.result.set_result(thread_call.result())
+        if not self._running and self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
 
-    def _report_once(self, op: _Operation, exc: BaseException | None) -> None:
-        if exc is not None and not op.reported:
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        op = self._running.get(task)
+        if op is None or not task.cancelled():
+            return  # the thread returned first: _returned did the accounting
+        op.result.cancel()
+        if op.thread_call.cancel() or op.thread_call.done():
+            return  # not started, or just returned: no thread runs it, _returned frees it
+        # The operation was cancelled while its thread runs (e.g. loop shutdown): fail closed.
+        op.sunk = True
+        self._sunk += 1
+        self._sunk_total.inc()
+        self._report(SlotSunk(adapter=self.name, remaining=self.max_in_flight - self._sunk))
+
+    def _report_once(self, op: _Operation) -> None:
+        if op.exc is not None and not op.reported:
             op.reported = True
-            self._report(exc)
+            self._report(op.exc)
 
     def _report(self, exc: BaseException) -> None:
         if self._on_error is None:
@@ -335,8 +393,10 @@ class OffloadAdapter:
             waiter = self._waiters.popleft()
             if not waiter.done():
                 waiter.set_exception(AdapterClosed("closed while waiting", adapter=self.name))
-        while self._running:
-            await asyncio.shield(asyncio.wait(list(self._running)))
+        if self._running:
+            if self._drained is None or self._drained.done():
+                self._drained = asyncio.get_running_loop().create_future()
+            await asyncio.shield(self._drained)
         if self._owns_executor and self._executor is not None:
             self._executor.shutdown(wait=False)
 
@@ -345,3 +405,12 @@ class OffloadAdapter:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+async def _outcome(result: asyncio.Future[R]) -> R:
+    """The operation task: waits for the thread call's outcome, copied onto the loop."""
+    return await result
+
+
+def _granted(waiter: asyncio.Future[None]) -> bool:
+    return waiter.done() and not waiter.cancelled() and waiter.exception() is None

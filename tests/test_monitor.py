@@ -131,19 +131,38 @@ def test_suite_commands_over_telnet(worker):
     assert re.search(rf"stalled 0\.[23]\d\ds at {re.escape(helper)}:{SLOW_LINE}:slow_handler", out)
     assert f"{helper}:{SLOW_LINE}:slow_handler <-- innermost project frame" in out
 
-    out = client.run("offloads", r"sunk slots \d")
-    assert "s3: in flight 3/4, waiting 2, sunk slots 1" in out
+    # a real OffloadAdapter: three thread calls blocked (one operation sunk, one caller
+    # gone), two callers queued behind them
+    out = client.run("offloads", r"sunk slots \d.*>>> ")
+    m = re.search(r"^s3: in flight 3/3 \(oldest ([\d.]+)s\), waiting 2, sunk slots 1, "
+                  r"callers gone 2$", out, re.M)
+    assert m and 0.3 <= float(m[1]) < 30, out
     out = client.run("leases", r"age [\d.]+s")
     assert "gpu: 1 held by this worker (limit 2)" in out, out
     held = re.search(rf"^  m0@[^:]+:{proc.pid}\.\d+#\d+  age ([\d.]+)s$", out, re.M)
     assert held and 0.3 <= float(held[1]) < 30, out
 
+    # the thread calls return: the queued ones run, every slot but the sunk one comes back
+    assert command(proc, "open") == {"opened": True}
+    out = client.run("offloads", r"sunk slots \d.*>>> ")
+    assert re.search(r"^s3: in flight 0/3, waiting 0, sunk slots 1$", out, re.M), out
+    # the lease is given back: the handle leaves the listing at once
+    assert command(proc, "release") == {"released": True}
+    out = client.run("leases", r"held by this worker.*>>> ")
+    assert re.search(r"^gpu: 0 held by this worker \(limit 2\)$", out, re.M), out
+
+
+def command(proc: subprocess.Popen[str], line: str) -> object:
+    """Send a stdin command to the worker and read its one-line JSON answer."""
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(line + "\n")
+    proc.stdin.flush()
+    return json.loads(proc.stdout.readline())
+
 
 def test_lag_answers_while_the_loop_is_frozen(worker):
     proc, client = worker
-    proc.stdin.write("freeze 3\n")
-    proc.stdin.flush()
-    assert json.loads(proc.stdout.readline()) == {"freezing": True}
+    assert command(proc, "freeze 3") == {"freezing": True}
     time.sleep(0.4)
     t0 = time.monotonic()
     out = client.run("lag", r"report\(s\)\)")
@@ -204,28 +223,33 @@ def test_recent_lag_forgets_old_seconds():
     assert recent.max(200.0) == 0.0
 
 
-
 def test_offloads_show_a_real_adapter_in_flight_and_waiting(registry):
-    offload = pytest.importorskip("corevo_obs.offload", reason="OffloadAdapter not landed")
     from corevo_obs.monitor import _fmt_providers, _offload_lines, track_offload
+    from corevo_obs.offload import OffloadAdapter
 
-    async def main() -> str:
-        adapter = offload.OffloadAdapter(name="s3", max_in_flight=2, registry=registry)
+    async def main() -> tuple[str, str]:
+        adapter = OffloadAdapter(name="s3", max_in_flight=2, registry=registry)
         unregister = track_offload(adapter)
         gate = threading.Event()
-        calls = [asyncio.create_task(adapter.run(gate.wait, 5)) for _ in range(3)]
-        for _ in range(100):
-            if adapter.in_flight == 2 and adapter.waiting == 1:
-                break
-            await asyncio.sleep(0.01)  # noqa: ASYNC110 - polling the adapter's public state
+        calls = [asyncio.create_task(adapter.run(gate.wait, 30)) for _ in range(3)]
+        async with asyncio.timeout(10):
+            while adapter.in_flight < 2 or adapter.waiting < 1:  # noqa: ASYNC110 - its state
+                await asyncio.sleep(0.01)
+        calls[0].cancel()  # its thread call runs on: still in flight, its caller gone
+        await asyncio.sleep(0.05)
         text = _fmt_providers("offload", _offload_lines)
         gate.set()
-        assert await asyncio.gather(*calls) == [True] * 3
+        assert await asyncio.gather(*calls[1:]) == [True] * 2
         await adapter.aclose()
+        closed = _fmt_providers("offload", _offload_lines)
         unregister()
-        return text
+        return text, closed
 
-    assert asyncio.run(main()) == "s3: in flight 2/2, waiting 1, sunk slots 0"
+    text, closed = asyncio.run(main())
+    assert re.fullmatch(
+        r"s3: in flight 2/2 \(oldest \d+\.\ds\), waiting 1, sunk slots 0, callers gone 1", text
+    ), text
+    assert closed == "s3: in flight 0/2, waiting 0, sunk slots 0, closed"
 
 
 def test_leases_list_what_this_process_holds_from_a_real_store(tmp_path, registry):

@@ -185,20 +185,29 @@ def test_cancelled_operation_sinks_its_slot(registry):
         caller = asyncio.create_task(adapter.run(probe, 0))
         await until(lambda: probe.inside == 1)
         (op,) = [t for t in asyncio.all_tasks() if t.get_name() == "corevo-offload:store"]
-        op.cancel()  # what loop shutdown does: the thread runs on, unprovably
+        op.cancel()  # what loop shutdown does: the thread runs on, nobody awaits it
         with pytest.raises(asyncio.CancelledError):
             await caller
-        assert adapter.sunk == 1 and adapter.in_flight == 0
+        # its thread still runs, so it is still in flight, and its slot is gone
+        assert adapter.sunk == 1 and adapter.in_flight == 1
+        assert sample(registry, "corevo_offload_in_flight") == 1
         assert isinstance(errors[0], SlotSunk) and errors[0].remaining == 1
         # fail closed: one slot is gone for good, so only one more call runs at once
         more = [asyncio.create_task(adapter.run(probe, i)) for i in (1, 2)]
+        await until(lambda: probe.inside == 2)
         await asyncio.sleep(0.2)
         assert probe.entered == [0, 1] and adapter.waiting == 1
+        probe.open(0)  # the sunk thread returns: it leaves the count, its slot stays sunk
+        await until(lambda: adapter.in_flight == 1)
+        await asyncio.sleep(0.2)
+        assert probe.entered == [0, 1] and adapter.waiting == 1 and adapter.sunk == 1
         probe.open_all()
         assert await asyncio.gather(*more) == [1, 2]
         await adapter.aclose()
+        assert adapter.in_flight == 0
 
     asyncio.run(main())
+    assert probe.peak == 2
     assert sample(registry, "corevo_offload_sunk_slots_total") == 1
     assert sample(registry, "corevo_offload_duration_seconds_count", outcome="cancelled") == 1
 
@@ -210,12 +219,19 @@ def test_slot_granted_to_a_caller_cancelled_at_that_instant_is_passed_on(registr
         adapter, _ = make(registry, max_in_flight=1)
         first = asyncio.create_task(adapter.run(probe, 0))
         await until(lambda: probe.inside == 1)
-        (op,) = [t for t in asyncio.all_tasks() if t.get_name() == "corevo-offload:store"]
         granted = asyncio.create_task(adapter.run(probe, 1))
         nxt = asyncio.create_task(adapter.run(probe, 2))
         await until(lambda: adapter.waiting == 2)
-        # runs after the adapter handed the freed slot to `granted`, before it resumes
-        op.add_done_callback(lambda _: granted.cancel())
+        # cancel `granted` in the very callback that hands it the freed slot, before it
+        # resumes (a thread-side callback could not hit that instant reliably)
+        release = adapter._release
+
+        def release_then_cancel() -> None:
+            release()
+            if not granted.cancelling():
+                granted.cancel()
+
+        adapter._release = release_then_cancel  # type: ignore[method-assign]
         probe.open_all()
         assert await first == 0 and await nxt == 2
         with pytest.raises(asyncio.CancelledError):
@@ -300,3 +316,77 @@ def test_bad_options_are_reported_together(registry):
         OffloadAdapter(name="Bad Name", max_in_flight=0, wait_timeout=-1, registry=registry)
     msg = str(err.value)
     assert "name" in msg and "max_in_flight" in msg and "wait_timeout" in msg
+
+
+def test_in_flight_is_the_threads_inside_the_call_through_every_kind_of_giving_up(registry):
+    """Caller cancelled, caller timed out, operation cancelled: the count stays true."""
+    probe = BlockingProbe()
+    broken: list[str] = []
+
+    async def main() -> None:
+        adapter, errors = make(registry)
+
+        def check() -> None:
+            gauge = sample(registry, "corevo_offload_in_flight")
+            inside = probe.inside  # read on the loop: only threads leaving can change it
+            if not inside <= adapter.in_flight == gauge <= LIMIT:
+                broken.append(f"inside {inside}, in_flight {adapter.in_flight}, gauge {gauge}")
+
+        async def watch() -> None:
+            while True:
+                check()
+                await asyncio.sleep(0.001)
+
+        async def settled(running: int) -> None:
+            await until(lambda: probe.inside == adapter.in_flight == running)
+            await asyncio.sleep(0.05)  # nothing else may move in the meantime
+            assert probe.inside == adapter.in_flight == running
+            assert sample(registry, "corevo_offload_in_flight") == running
+
+        async def timed_out(i: int) -> int:
+            async with asyncio.timeout(0.5):
+                return await adapter.run(probe, i)
+
+        watcher = asyncio.create_task(watch())
+        calls = [asyncio.create_task(adapter.run(probe, 0)),
+                 asyncio.create_task(timed_out(1)),
+                 asyncio.create_task(adapter.run(probe, 2)),
+                 asyncio.create_task(adapter.run(probe, 3)),
+                 asyncio.create_task(adapter.run(probe, 4))]
+        await settled(LIMIT)
+        assert adapter.waiting == 2
+
+        calls[0].cancel()  # the caller gives up
+        with pytest.raises(TimeoutError):
+            await calls[1]  # the caller times out
+        op2 = list(adapter._running)[2]  # admitted third: the operation of call 2
+        op2.cancel()  # the operation itself is cancelled: its slot sinks, its thread runs on
+        await until(lambda: adapter.sunk == 1)
+        await settled(LIMIT)  # three threads are still inside, whatever the callers did
+        assert probe.entered == [0, 1, 2] and adapter.waiting == 2
+
+        probe.open(0)  # a cancelled caller's thread returns: exactly one waiter enters
+        await until(lambda: 3 in probe.entered)
+        await settled(LIMIT)
+        probe.open(2)  # the sunk operation's thread returns: it leaves, its slot stays sunk
+        await settled(LIMIT - 1)
+        assert 4 not in probe.entered and adapter.waiting == 1
+        probe.open(1)  # the timed-out caller's thread returns: the last waiter enters
+        await until(lambda: 4 in probe.entered)
+        await settled(LIMIT - 1)
+
+        # no slot leaked and none was released twice: LIMIT - sunk at once, never more
+        more = [asyncio.create_task(adapter.run(probe, i)) for i in range(20, 24)]
+        await settled(LIMIT - 1)
+        probe.open_all()
+        assert await asyncio.gather(calls[3], calls[4], *more) == [3, 4, 20, 21, 22, 23]
+        await settled(0)
+        await adapter.aclose()
+        watcher.cancel()
+        assert [type(e) for e in errors] == [SlotSunk]
+
+    asyncio.run(main())
+    assert broken == []
+    assert probe.peak == LIMIT and probe.inside == 0
+    assert sample(registry, "corevo_offload_in_flight") == 0
+    assert sample(registry, "corevo_offload_sunk_slots_total") == 1

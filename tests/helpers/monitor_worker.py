@@ -2,8 +2,11 @@
 
 Usage: monitor_worker.py PORT WEBUI_PORT LEASE_DB
 Holds one lease of quota ``gpu`` (a real SQLite store; a second one is taken and given
-back), stalls once in ``slow_handler``, then prints ``{"ready": true}``. Each stdin line
-is a command: ``freeze S`` blocks the loop S seconds, ``quit`` stops.
+back), runs a real ``OffloadAdapter`` ``s3`` (limit 3) with five calls blocked in their
+threads: three in flight (one of them sunk, one with its caller cancelled) and two
+waiting; stalls once in ``slow_handler``, then prints ``{"ready": true}``. Each stdin line
+is a command: ``freeze S`` blocks the loop S seconds, ``open`` lets the blocked thread
+calls return, ``release`` gives the lease back, ``quit`` stops.
 """
 
 from __future__ import annotations
@@ -11,18 +14,25 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import threading
 import time
 
-from corevo_obs import install_loop_health
+from corevo_obs import OffloadAdapter, install_loop_health
 from corevo_obs.leases import AsyncSqliteLeaseStore
-from corevo_obs.monitor import register_inspectable, start_monitor, track_leases
+from corevo_obs.monitor import start_monitor, track_leases, track_offload
 
 
-class Pool:
-    """A stand-in offload provider with a fixed state."""
-
-    def snapshot(self) -> dict[str, object]:
-        return {"in_flight": 3, "limit": 4, "waiting": 2, "sunk": 1, "closed": False}
+async def blocked_offloads(adapter: OffloadAdapter, gate: threading.Event) -> list[asyncio.Task]:
+    """Five calls blocked in threads; the first operation sinks, the second caller leaves."""
+    calls = [asyncio.create_task(adapter.run(gate.wait)) for _ in range(5)]
+    while adapter.in_flight < 3 or adapter.waiting < 2:  # noqa: ASYNC110 - adapter state
+        await asyncio.sleep(0.01)
+    first, _, _ = adapter._running  # the operation tasks, in admission order
+    first.cancel()  # what loop shutdown does to an operation: its slot sinks
+    calls[1].cancel()  # a caller that gives up: its thread call runs on
+    while adapter.sunk < 1:  # noqa: ASYNC110 - adapter state
+        await asyncio.sleep(0.01)
+    return calls
 
 
 def slow_handler(seconds: float) -> None:
@@ -33,7 +43,10 @@ async def main(port: int, webui_port: int, lease_db: str) -> None:
     health = install_loop_health(worker="m0", interval=0.01)
     # before the first await: importing aiomonitor (aiohttp, ssl) would be a stall of its own
     mon = start_monitor(health, port=port, webui_port=webui_port)
-    register_inspectable("offload", "s3", Pool())
+    adapter = OffloadAdapter(name="s3", max_in_flight=3, on_background_error=lambda e: None)
+    track_offload(adapter)
+    gate = threading.Event()
+    calls = await blocked_offloads(adapter, gate)
     store = AsyncSqliteLeaseStore("gpu", lease_db, limit=2, worker="m0")
     track_leases(store)
     lease = await store.acquire()
@@ -46,6 +59,16 @@ async def main(port: int, webui_port: int, lease_db: str) -> None:
     loop = asyncio.get_running_loop()
     done = loop.create_future()
 
+    async def drain() -> None:
+        gate.set()
+        await asyncio.gather(*calls, return_exceptions=True)
+        while adapter.in_flight:  # noqa: ASYNC110 - the orphaned calls' threads
+            await asyncio.sleep(0.01)
+        print(json.dumps({"opened": adapter.in_flight == 0}), flush=True)
+
+    async def give_back() -> None:
+        print(json.dumps({"released": await lease.release()}), flush=True)
+
     def on_line() -> None:
         line = sys.stdin.readline().split()
         if not line or line[0] == "quit":
@@ -53,11 +76,19 @@ async def main(port: int, webui_port: int, lease_db: str) -> None:
         elif line[0] == "freeze":
             print(json.dumps({"freezing": True}), flush=True)
             slow_handler(float(line[1]))
+        elif line[0] == "open":
+            background.add(loop.create_task(drain()))
+        elif line[0] == "release":
+            background.add(loop.create_task(give_back()))
+
+    background: set[asyncio.Task[None]] = set()
 
     loop.add_reader(sys.stdin.fileno(), on_line)
     print(json.dumps({"ready": True}), flush=True)
     await done
     mon.close()
+    gate.set()
+    await adapter.aclose()
     await lease.release()
     await health.stop()
 
