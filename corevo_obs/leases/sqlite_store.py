@@ -10,6 +10,7 @@ two processes cannot both see "one slot left". Every call is one short local tra
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -47,23 +48,40 @@ def open_sqlite(path: str | Path, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> sql
 class _SqliteLeases:
     """The four primitives on one connection, serialised by a lock (threads may share it)."""
 
-    def __init__(self, path: str | Path, quota: str) -> None:
+    def __init__(self, path: str | Path, quota: str, busy_timeout: float) -> None:
         self.path = str(path)
         self.quota = quota
+        self._busy_ms = int(busy_timeout * 1000)
         self._lock = threading.Lock()
-        self._db = open_sqlite(self.path)
+        self._db = open_sqlite(self.path, self._busy_ms)
         self._db.execute(SCHEMA)
 
     def _tx(self, body: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``body`` in one write transaction. Whatever fails — the body, or COMMIT
+        itself (a lock, a full disk, a deferred constraint leave the transaction open) —
+        is rolled back before the error propagates: the shared connection is never left
+        inside a transaction, where every later BEGIN would fail.
+        """
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")  # a lock timeout here opens nothing
             try:
-                out = body(self._db)
+                out = body(db)
+                db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                self._abort(db)
                 raise
-            self._db.execute("COMMIT")
             return out
+
+    def _abort(self, db: sqlite3.Connection) -> None:
+        """Roll back; if even that fails, replace the connection (callers hold the lock)."""
+        with contextlib.suppress(sqlite3.Error):
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+        if db.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                db.close()
+            self._db = open_sqlite(self.path, self._busy_ms)
 
     def try_acquire(self, holder: str, now: float, limit: int, timeout: float) -> AcquireResult:
         def body(db: sqlite3.Connection) -> AcquireResult:
@@ -107,14 +125,18 @@ class _SqliteLeases:
 class SqliteLeaseStore(LeaseStore):
     """Blocking store on a SQLite file shared by the processes of one host.
 
+    ``busy_timeout`` (seconds) bounds how long a call queues for another process's write
+    lock before it fails (and is counted as an ``error``, fail-closed by default).
+
     Example::
 
         store = SqliteLeaseStore("llm", "/var/lib/app/leases.db", limit=10, timeout=30)
     """
 
-    def __init__(self, quota: str, path: str | Path, *, limit: int, **options: Any) -> None:
+    def __init__(self, quota: str, path: str | Path, *, limit: int,
+                 busy_timeout: float = BUSY_TIMEOUT_MS / 1000, **options: Any) -> None:
         super().__init__(quota, limit=limit, **options)
-        self._rows = _SqliteLeases(path, quota)
+        self._rows = _SqliteLeases(path, quota, busy_timeout)
 
     def _try_acquire(self, holder: str, now: float) -> AcquireResult:
         return self._rows.try_acquire(holder, now, self.limit, self.timeout)
@@ -137,9 +159,10 @@ class AsyncSqliteLeaseStore(AsyncLeaseStore):
     so a lock wait on a busy database never freezes the loop.
     """
 
-    def __init__(self, quota: str, path: str | Path, *, limit: int, **options: Any) -> None:
+    def __init__(self, quota: str, path: str | Path, *, limit: int,
+                 busy_timeout: float = BUSY_TIMEOUT_MS / 1000, **options: Any) -> None:
         super().__init__(quota, limit=limit, **options)
-        self._rows = _SqliteLeases(path, quota)
+        self._rows = _SqliteLeases(path, quota, busy_timeout)
 
     async def _try_acquire(self, holder: str, now: float) -> AcquireResult:
         return await asyncio.to_thread(self._rows.try_acquire, holder, now, self.limit,
