@@ -149,7 +149,8 @@ class JobStore:
     def reclaim_prestart(self, *, owner: str | None = None,
                          claimed_before: float | None = None) -> int:
         """Requeue claims not yet started, of ``owner`` and/or older than ``claimed_before``."""
-        template, params = sql.RECLAIM, {}
+        template = sql.RECLAIM
+        params: dict[str, Any] = {}  # SQL parameters of mixed types, as Database.run takes
         if owner is not None:
             template, params["owner"] = template + sql.BY_OWNER, owner
         if claimed_before is not None:
@@ -165,7 +166,8 @@ class JobStore:
         """Running jobs whose owner vanished become ``lost`` (or ``timeout``), never re-run."""
         if state not in ("lost", "timeout"):
             raise ValueError(f"mark_lost writes lost or timeout, not {state!r}")
-        template, params = sql.MARK_LOST, {"state": state, "now": self.clock()}
+        template = sql.MARK_LOST
+        params: dict[str, Any] = {"state": state, "now": self.clock()}
         if owner is not None:
             template, params["owner"] = template + sql.BY_OWNER, owner
         if started_before is not None:
