@@ -16,12 +16,14 @@ Example::
 
 from __future__ import annotations
 
+import threading
 import time
 from bisect import bisect_left
 from collections.abc import Callable
 from typing import Any, Literal
 
 from prometheus_client import CollectorRegistry
+from prometheus_client.values import MutexValue
 
 from .catalog import CATALOG
 from .guard import absorb
@@ -110,31 +112,26 @@ def _per_value(name: str, label: str, registry: CollectorRegistry | None,
     return {v: child(name, registry, **labels, **{label: v}) for v in CATALOG[name].values[label]}
 
 
-def _inc(counter: Any) -> Callable[..., None]:
+def _inc(counter: Any) -> Callable[[float], None]:
     """The bound child's value ``inc``, skipping the wrapper's per-call checks.
 
     A bound child is always observable and our amounts are never negative, so the checks
-    only cost (about half of a lease round trip's instrumentation, measured with
-    callgrind). Falls back to ``counter.inc`` if prometheus_client changes its insides.
+    only cost. Falls back to ``counter.inc`` if prometheus_client changes its insides.
     """
-    value = getattr(counter, "_value", None)
-    return value.inc if callable(getattr(value, "inc", None)) else counter.inc
+    inc = getattr(getattr(counter, "_value", None), "inc", None)
+    return inc if callable(inc) else counter.inc  # type: ignore[no-any-return]
 
 
 def _set(gauge: Any) -> Callable[[float], None]:
     """The bound gauge's value ``set``, keeping what ``Gauge.set`` adds: a timestamp for the
     ``mostrecent`` multiprocess modes (so the newest writer wins across processes).
     """
-    value = getattr(gauge, "_value", None)
-    if not callable(getattr(value, "set", None)) or not hasattr(gauge, "_is_most_recent"):
+    set_value = getattr(getattr(gauge, "_value", None), "set", None)
+    if not callable(set_value) or not hasattr(gauge, "_is_most_recent"):
         return gauge.set  # type: ignore[no-any-return]
     if gauge._is_most_recent:
-        return lambda v: value.set(float(v), timestamp=time.time())
-    return value.set  # type: ignore[no-any-return]
-
-
-def _incs(children: dict[str, Any]) -> dict[str, Callable[..., None]]:
-    return {k: _inc(c) for k, c in children.items()}
+        return lambda v: set_value(float(v), timestamp=time.time())
+    return set_value  # type: ignore[no-any-return]
 
 
 class _Observe:
@@ -158,23 +155,134 @@ class _Observe:
         self.observe = observe
 
 
-class _QuotaMetrics:
+class _QuotaChildren:
     """The children of one quota, bound once (every outcome, so zero-valued series exist)."""
 
     def __init__(self, worker: str, quota: str, registry: CollectorRegistry | None) -> None:
         wq = {"worker": worker, "quota": quota}
-        self.acquire = _incs(_per_value("corevo_lease_acquire_total", "outcome", registry, **wq))
-        self.heartbeat = _incs(
-            _per_value("corevo_lease_heartbeat_total", "outcome", registry, **wq))
-        self.release = _incs(_per_value("corevo_lease_release_total", "outcome", registry, **wq))
-        self.reaped = _inc(child("corevo_lease_reaped_total", registry, **wq))
-        self.seconds = _Observe(child("corevo_lease_acquire_seconds", registry, **wq)).observe
-        self.hold = _Observe(child("corevo_lease_hold_seconds", registry, **wq)).observe
-        self.held = _set(child("corevo_lease_held", registry, quota=quota))
+        self.acquire = _per_value("corevo_lease_acquire_total", "outcome", registry, **wq)
+        self.heartbeat = _per_value("corevo_lease_heartbeat_total", "outcome", registry, **wq)
+        self.release = _per_value("corevo_lease_release_total", "outcome", registry, **wq)
+        self.reaped = child("corevo_lease_reaped_total", registry, **wq)
+        self.seconds = child("corevo_lease_acquire_seconds", registry, **wq)
+        self.hold = child("corevo_lease_hold_seconds", registry, **wq)
+        self.held = child("corevo_lease_held", registry, quota=quota)
         self.limit = child("corevo_lease_limit", registry, quota=quota)
         self.oldest = child("corevo_lease_oldest_heartbeat_age_seconds", registry, quota=quota)
         self.orphaned = child("corevo_lease_orphaned_holders", registry, quota=quota)
+
+
+class _QuotaMetrics:
+    """Writes one quota's hot lease metrics through each value's own ``inc``/``set``.
+
+    The general path: multiprocess (mmap) values, or a prometheus_client whose insides
+    ``_LockedQuota`` does not know. Same samples as the public API, without its checks.
+    """
+
+    def __init__(self, c: _QuotaChildren) -> None:
+        self.children = c
         self.limit_value: int | None = None
+        self._acquire = {k: _inc(v) for k, v in c.acquire.items()}
+        self._heartbeat = {k: _inc(v) for k, v in c.heartbeat.items()}
+        self._release = {k: _inc(v) for k, v in c.release.items()}
+        self._reaped = _inc(c.reaped)
+        self._held = _set(c.held)
+        self._seconds = _Observe(c.seconds).observe
+        self._hold = _Observe(c.hold).observe
+
+    def acquired(self, outcome: str, reaped: int, held: int | None,
+                 seconds: float | None) -> None:
+        self._acquire[outcome](1)
+        if reaped:
+            self._reaped(reaped)
+        if held is not None:
+            self._held(held)
+        if seconds is not None:
+            self._seconds(seconds)
+
+    def renewed(self, outcome: str) -> None:
+        self._heartbeat[outcome](1)
+
+    def released(self, outcome: str, held_seconds: float | None) -> None:
+        self._release[outcome](1)
+        if held_seconds is not None:
+            self._hold(held_seconds)
+
+
+_sharing = threading.Lock()  # serialises handing a quota's lock to its values
+
+
+class _LockedQuota(_QuotaMetrics):
+    """The same updates written straight into prometheus_client's in-process values under
+    one lock: an acquire takes one lock instead of making four locked calls (the bulk of
+    the instrumentation's cost, see bench/lease_bench.py).
+
+    That lock is the quota's ``held`` gauge value's own, and every hot value of the quota
+    (any worker) is given it as its own ``_lock`` when bound, so a scrape's ``get()`` and
+    any other writer of these series still exclude ours. Chosen only when every such
+    value is exactly a ``MutexValue`` (``with self._lock: self._value ...``).
+    """
+
+    def __init__(self, c: _QuotaChildren, values: list[Any]) -> None:
+        super().__init__(c)
+        lock: threading.Lock = c.held._value._lock
+        with _sharing:
+            for value in values:
+                value._lock = lock
+        self._lock = lock
+        self._acq = {k: v._value for k, v in c.acquire.items()}
+        self._beat = {k: v._value for k, v in c.heartbeat.items()}
+        self._rel = {k: v._value for k, v in c.release.items()}
+        self._reaped_v, self._held_v = c.reaped._value, c.held._value
+        self._sec = (c.seconds._sum, list(c.seconds._buckets), list(c.seconds._upper_bounds))
+        self._hold_h = (c.hold._sum, list(c.hold._buckets), list(c.hold._upper_bounds))
+
+    @staticmethod
+    def hot_values(c: _QuotaChildren) -> list[Any] | None:
+        """Every value the fast path writes, or None unless all are plain ``MutexValue``s."""
+        try:
+            out = [ch._value for d in (c.acquire, c.heartbeat, c.release) for ch in d.values()]
+            out += [c.reaped._value, c.held._value, c.seconds._sum, c.hold._sum,
+                    *c.seconds._buckets, *c.hold._buckets]
+        except AttributeError:  # pragma: no cover - a future prometheus_client
+            return None
+        ok = all(type(v) is MutexValue and hasattr(v, "_lock") for v in out)
+        return out if ok else None
+
+    def acquired(self, outcome: str, reaped: int, held: int | None,
+                 seconds: float | None) -> None:
+        counter = self._acq[outcome]  # a bad outcome raises before anything is written
+        with self._lock:
+            counter._value += 1
+            if reaped:
+                self._reaped_v._value += reaped
+            if held is not None:
+                self._held_v._value = float(held)
+            if seconds is not None:
+                total, buckets, bounds = self._sec
+                total._value += seconds
+                buckets[bisect_left(bounds, seconds)]._value += 1  # like observe()
+
+    def renewed(self, outcome: str) -> None:
+        counter = self._beat[outcome]
+        with self._lock:
+            counter._value += 1
+
+    def released(self, outcome: str, held_seconds: float | None) -> None:
+        counter = self._rel[outcome]
+        with self._lock:
+            counter._value += 1
+            if held_seconds is not None:
+                total, buckets, bounds = self._hold_h
+                total._value += held_seconds
+                buckets[bisect_left(bounds, held_seconds)]._value += 1
+
+
+def _quota_metrics(worker: str, quota: str, registry: CollectorRegistry | None
+                   ) -> _QuotaMetrics:
+    c = _QuotaChildren(worker, quota, registry)
+    values = _LockedQuota.hot_values(c)
+    return _QuotaMetrics(c) if values is None else _LockedQuota(c, values)
 
 
 class MetricsObserver(Observer):
@@ -213,7 +321,7 @@ class MetricsObserver(Observer):
     def _quota(self, quota: str) -> _QuotaMetrics:
         found = self._quotas.get(quota)
         if found is None:
-            found = self._quotas[quota] = _QuotaMetrics(self.worker, quota, self.registry)
+            found = self._quotas[quota] = _quota_metrics(self.worker, quota, self.registry)
         return found
 
     # --- leases -------------------------------------------------------------------
@@ -229,22 +337,16 @@ class MetricsObserver(Observer):
     ) -> None:
         try:
             m = self._quotas.get(quota) or self._quota(quota)
-            m.acquire[outcome](1)
-            if reaped:
-                m.reaped(reaped)
-            if held is not None:
-                m.held(held)
+            m.acquired(outcome, reaped, held, seconds)
             if limit is not None and limit != m.limit_value:
-                m.limit.set(limit)
+                m.children.limit.set(limit)
                 m.limit_value = limit
-            if seconds is not None:
-                m.seconds(seconds)
         except Exception as exc:  # noqa: BLE001 - never break the host
             self._absorb(exc)
 
     def lease_heartbeat(self, quota: str, outcome: HeartbeatOutcome) -> None:
         try:
-            (self._quotas.get(quota) or self._quota(quota)).heartbeat[outcome](1)
+            (self._quotas.get(quota) or self._quota(quota)).renewed(outcome)
         except Exception as exc:  # noqa: BLE001
             self._absorb(exc)
 
@@ -252,18 +354,15 @@ class MetricsObserver(Observer):
         self, quota: str, outcome: ReleaseOutcome, held_seconds: float | None = None
     ) -> None:
         try:
-            m = self._quotas.get(quota) or self._quota(quota)
-            m.release[outcome](1)
-            if held_seconds is not None:
-                m.hold(held_seconds)
+            (self._quotas.get(quota) or self._quota(quota)).released(outcome, held_seconds)
         except Exception as exc:  # noqa: BLE001
             self._absorb(exc)
 
     def lease_audited(self, quota: str, *, oldest_age: float, orphaned: int) -> None:
         try:
-            m = self._quota(quota)
-            m.oldest.set(oldest_age)
-            m.orphaned.set(orphaned)
+            c = self._quota(quota).children
+            c.oldest.set(oldest_age)
+            c.orphaned.set(orphaned)
         except Exception as exc:  # noqa: BLE001
             self._absorb(exc)
 

@@ -29,6 +29,7 @@ import re
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from time import monotonic
 from types import TracebackType
 from typing import Final, NamedTuple
 
@@ -88,12 +89,18 @@ class _LeaseCore:
         """A fresh holder id naming this worker and process (see ``holder.py``)."""
         return self._ids.new()
 
-    def _acquired(self, res: AcquireResult, t0: float) -> bool:
+    def _acquired(self, res: AcquireResult, t0: float) -> float | None:
+        """Report one acquire; the grant time (a ``monotonic()`` reading) or None.
+
+        One clock reading serves as both the end of the acquire latency and the handle's
+        ``granted_at``: on the hot path every call counts (see bench/lease_bench.py).
+        """
+        t1 = monotonic()
         self.observer.lease_acquired(
             self.quota, "granted" if res.granted else "rejected", reaped=res.reaped,
-            held=res.held, limit=self.limit, seconds=time.perf_counter() - t0,
+            held=res.held, limit=self.limit, seconds=t1 - t0,
         )
-        return res.granted
+        return t1 if res.granted else None
 
     def _failed(self, what: str, exc: BaseException) -> bool:
         """Absorb a backend error; the return value is the fail-open/closed decision."""
@@ -102,7 +109,7 @@ class _LeaseCore:
 
     def _acquire_failed(self, exc: BaseException, t0: float) -> bool:
         self.observer.lease_acquired(self.quota, "error", limit=self.limit,
-                                     seconds=time.perf_counter() - t0)
+                                     seconds=monotonic() - t0)
         return self._failed("acquire", exc)
 
     def _heartbeat_done(self, renewed: bool) -> bool:
@@ -114,8 +121,11 @@ class _LeaseCore:
         return self._failed("heartbeat", exc)
 
     def _released(self, removed: bool, granted_at: float | None) -> bool:
-        held = None if granted_at is None or not removed else time.monotonic() - granted_at
-        self.observer.lease_released(self.quota, "released" if removed else "noop", held)
+        if not removed:
+            self.observer.lease_released(self.quota, "noop")
+        else:
+            self.observer.lease_released(
+                self.quota, "released", None if granted_at is None else monotonic() - granted_at)
         return removed
 
     def _release_failed(self, exc: BaseException) -> bool:
@@ -148,13 +158,13 @@ class LeaseStore(_LeaseCore, ABC):
 
         Retrying with the same ``holder`` never takes a second slot: it refreshes.
         """
-        holder = holder or self.new_holder()
-        t0 = time.perf_counter()
+        holder = holder or self._ids.new()
+        t0 = monotonic()
         try:
-            granted = self._acquired(self._try_acquire(holder, self.clock()), t0)
+            granted_at = self._acquired(self._try_acquire(holder, self.clock()), t0)
         except Exception as exc:  # noqa: BLE001 - backend failure becomes a policy decision
-            return Lease(self, holder, degraded=True) if self._acquire_failed(exc, t0) else None
-        return Lease(self, holder) if granted else None
+            return Lease(self, holder, monotonic(), True) if self._acquire_failed(exc, t0) else None
+        return None if granted_at is None else Lease(self, holder, granted_at)
 
     def heartbeat(self, holder: str) -> bool:
         try:
@@ -188,15 +198,15 @@ class AsyncLeaseStore(_LeaseCore, ABC):
         """Release backend resources (not the leases)."""
 
     async def acquire(self, holder: str | None = None) -> AsyncLease | None:
-        holder = holder or self.new_holder()
-        t0 = time.perf_counter()
+        holder = holder or self._ids.new()
+        t0 = monotonic()
         try:
-            granted = self._acquired(await self._try_acquire(holder, self.clock()), t0)
+            granted_at = self._acquired(await self._try_acquire(holder, self.clock()), t0)
         except Exception as exc:  # noqa: BLE001
             if self._acquire_failed(exc, t0):
-                return AsyncLease(self, holder, degraded=True)
+                return AsyncLease(self, holder, monotonic(), True)
             return None
-        return AsyncLease(self, holder) if granted else None
+        return None if granted_at is None else AsyncLease(self, holder, granted_at)
 
     async def heartbeat(self, holder: str) -> bool:
         try:
@@ -216,11 +226,13 @@ class _LeaseHandle:
 
     __slots__ = ("store", "holder", "quota", "granted_at", "degraded", "lost", "__weakref__")
 
-    def __init__(self, store: _LeaseCore, holder: str, *, degraded: bool = False) -> None:
+    def __init__(self, store: _LeaseCore, holder: str, granted_at: float,
+                 degraded: bool = False) -> None:
         self.store = store
         self.holder = holder
         self.quota = store.quota
-        self.granted_at = time.monotonic()
+        #: ``time.monotonic()`` when the store granted it
+        self.granted_at = granted_at
         #: granted fail-open while the backend was down: the backend never saw it
         self.degraded = degraded
         #: set once a heartbeat learned the lease had been reaped
@@ -267,8 +279,9 @@ class AsyncLease(_LeaseHandle):
     __slots__ = ("_keeper",)
     store: AsyncLeaseStore
 
-    def __init__(self, store: AsyncLeaseStore, holder: str, *, degraded: bool = False) -> None:
-        super().__init__(store, holder, degraded=degraded)
+    def __init__(self, store: AsyncLeaseStore, holder: str, granted_at: float,
+                 degraded: bool = False) -> None:
+        super().__init__(store, holder, granted_at, degraded)
         self._keeper: asyncio.Task[None] | None = None
 
     async def heartbeat(self) -> bool:
