@@ -5,8 +5,10 @@ Real worker processes, real SQLite, real SIGKILL; the JSON report is the contrac
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
+import re
 import select
 import signal
 import socket
@@ -86,10 +88,81 @@ def _start(*args: str) -> subprocess.Popen[str]:
                             text=True)
 
 
+def _workdir(stderr: str) -> Path:
+    """The demo's temp dir, from its first progress line."""
+    match = re.search(r"work dir (\S+)", stderr)
+    assert match, stderr
+    return Path(match.group(1))
+
+
+def _line_of(func: object, needle: str) -> int:
+    """The line number of the first line of ``func`` containing ``needle``."""
+    lines, first = inspect.getsourcelines(func)  # type: ignore[arg-type]
+    return first + next(i for i, text in enumerate(lines) if needle in text)
+
+
+def check_frozen(d1: dict) -> None:
+    """Drill 1 names the injected worker and the exact blocking line and its caller."""
+    from corevo_obs.demo import handlers
+
+    freeze = d1["freeze_seconds"]
+    bad = d1["injected_worker"]
+    # the worst stall names the injected worker (a busy CI box may starve others briefly)
+    assert d1["stall"]["worker"] == bad and bad in d1["frozen_workers"]
+    assert d1["stall"]["duration_seconds"] >= 0.9 * freeze
+    culprit = d1["stall"]["culprit"]
+    assert culprit["file"].endswith("corevo_obs/demo/handlers.py")
+    blocking = _line_of(handlers._fetch, "urlopen(")
+    assert (culprit["function"], culprit["line"]) == ("_fetch", blocking)
+    caller = _line_of(handlers.persist_artifact_blocking, "_fetch(url)")
+    assert d1["call_chain"][-2].endswith(f"handlers.py:{caller}:persist_artifact_blocking")
+    assert d1["max_lag_seconds"] >= 0.9 * freeze
+    # the gauge went stale while the endpoint kept answering
+    assert d1["heartbeat_age_seconds"] > freeze / 2 and d1["scrapes_answered_while_frozen"] >= 1
+    workers = d1["workers"]
+    assert workers[bad]["heartbeat_max_gap_seconds"] >= 0.9 * freeze
+    assert all(r["heartbeat_max_gap_seconds"] < freeze / 2 for n, r in workers.items() if n != bad)
+    # ... while the model's latency did not move (its median is far below the freeze)
+    assert workers[bad]["model_latency_median_seconds"] < freeze / 4
+    fixed = workers[d1["offloaded_worker"]]
+    assert fixed["drill_seconds"] >= 0.9 * freeze and fixed["max_lag_seconds"] < freeze / 2
+    assert not any((s["culprit"] or {}).get("function") == "_fetch" for s in fixed["stalls"])
+
+
+def check_sticky(d2: dict) -> None:
+    """Drill 2: local-only waits behind the long task on the gateway; an idle worker claims."""
+    gateway, owner = d2["gateway_worker"], d2["short_task_owner"]
+    assert owner["local"] == gateway and owner["claim"] in d2["idle_workers"]
+    assert [r["executed_by"] for r in d2["phases"]["local"]] == [gateway, gateway]
+    assert [r["executed_by"] for r in d2["phases"]["claim"]] == [gateway, owner["claim"]]
+    local_short, claim_short = d2["phases"]["local"][1], d2["phases"]["claim"][1]
+    half = d2["long_seconds"] / 2
+    assert local_short["queue_wait_seconds"] > half > claim_short["queue_wait_seconds"]
+    assert local_short["dispatch_seconds"] > half > claim_short["dispatch_seconds"]
+    assert d2["claims"][f"{owner['claim']}/won"] == 1
+    assert d2["dispatch_paths"] == {f"{gateway}/local": 3, f"{gateway}/queued": 1}
+    assert d2["stage_histograms"]["dispatch"][f"{owner['claim']}/short"]["count"] == 1
+    rows = [r for phase in d2["phases"].values() for r in phase]
+    assert all(r["state"] == "completed" for r in rows)
+    assert all(r["first_event_at_client_seconds"] is not None for r in rows)
+    assert d2["events"] == {f"{gateway}/applied": 3 * len(rows)}
+
+
+def check_quota(d3: dict) -> None:
+    """Drill 3: the counter leaks for good, the leases' ghosts are reaped, capacity returns."""
+    assert d3["counter"]["leaked_slots"] >= 1
+    assert d3["counter"]["free_at_end"] == d3["limit"] - d3["counter"]["leaked_slots"]
+    assert d3["leases"]["ghost_leases"] >= 1
+    assert d3["leases"]["reaped"] >= d3["leases"]["ghost_leases"]
+    assert d3["leases"]["ghosts_left"] == 0 and d3["leases"]["free_at_end"] == d3["limit"]
+    assert any(s["lease_ghosts"] for s in d3["timeline"])  # ghosts were seen, then gone
+    assert d3["timeline"][-1]["lease_ghosts"] == 0
+
+
 def test_demo_short_json_names_each_cause_and_serves_metrics():
     port = _free_ports(3)
     proc = _start("--short", "--json", "--metrics-port", str(port))
-    _wait_for(proc, "press Ctrl-C", timeout=120)
+    err = _wait_for(proc, "press Ctrl-C", timeout=120)
     children = _children_of(proc.pid)
     assert len(children) == 3
     for i in range(3):
@@ -99,50 +172,29 @@ def test_demo_short_json_names_each_cause_and_serves_metrics():
                      "corevo_claim_total", "corevo_lease_reaped_total"):
             assert name in body, name
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 0, err
+    out, rest = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err + rest
     assert not _alive(children)
-    drills = json.loads(out)["drills"]
-
-    d1 = drills["frozen_worker"]
-    # the worst stall names the injected worker (a busy CI box may starve others briefly)
-    assert d1["stall"]["worker"] == d1["injected_worker"] in d1["frozen_workers"]
-    culprit = d1["stall"]["culprit"]
-    assert culprit["file"].endswith("corevo_obs/demo/handlers.py")
-    assert culprit["function"] == "_fetch"
-    others = [r for n, r in d1["workers"].items() if n != d1["injected_worker"]]
-    assert all(r["heartbeat_max_gap_seconds"] < 0.3 for r in others)
-    fixed = d1["workers"][d1["offloaded_worker"]]
-    assert fixed["drill_seconds"] > 0.3
-    assert not any((s["culprit"] or {}).get("function") == "_fetch" for s in fixed["stalls"])
-    assert d1["heartbeat_age_seconds"] > 0.2 and d1["scrapes_answered_while_frozen"] >= 1
-
-    d2 = drills["sticky_connection"]
-    assert d2["short_task_owner"]["local"] == d2["gateway_worker"]
-    assert d2["short_task_owner"]["claim"] in d2["idle_workers"]
-    waits = d2["short_dispatch_seconds"]
-    assert waits["local"] > d2["long_seconds"] / 2 > waits["claim"]
-    assert d2["stage_histograms"]["dispatch"]
-    assert d2["claims"][f"{d2['short_task_owner']['claim']}/won"] == 1
-    rows = [r for phase in d2["phases"].values() for r in phase]
-    assert all(r["first_event_at_client_seconds"] is not None for r in rows)
-    assert d2["events"] == {f"{d2['gateway_worker']}/applied": 3 * len(rows)}
-
-    d3 = drills["quota_leak"]
-    assert d3["counter"]["leaked_slots"] >= 1
-    assert d3["leases"]["ghost_leases"] >= 1
-    assert d3["leases"]["reaped"] >= d3["leases"]["ghost_leases"]
-    assert d3["leases"]["ghosts_left"] == 0
-    assert d3["leases"]["free_at_end"] == d3["limit"]
+    assert not _workdir(err).exists()
+    report = json.loads(out)
+    assert len(report["summary"]) == 3
+    drills = report["drills"]
+    check_frozen(drills["frozen_worker"])
+    check_sticky(drills["sticky_connection"])
+    check_quota(drills["quota_leak"])
 
 
-def test_ctrl_c_mid_drill_stops_every_child():
+@pytest.mark.parametrize(("sig", "marker", "settle"), [
+    (signal.SIGINT, "SIGKILL w", 0.5),  # drill 3: a holder was just killed and restarted
+    (signal.SIGTERM, "drill 2/3", 1.0),  # drill 2: gateway and executors starting
+])
+def test_interrupt_mid_drill_stops_every_child(sig, marker, settle):
     proc = _start("--short")
-    _wait_for(proc, "SIGKILL w", timeout=90)  # drill 3: a holder was just killed
-    time.sleep(0.5)  # ... and restarted
+    seen = _wait_for(proc, marker, timeout=90)
+    time.sleep(settle)
     children = _children_of(proc.pid)
     assert len(children) >= 2
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130
     assert "interrupted" in err and "Traceback" not in err
@@ -150,6 +202,7 @@ def test_ctrl_c_mid_drill_stops_every_child():
     while _alive(children) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _alive(children)
+    assert not _workdir(seen).exists()
 
 
 def test_quota_drill_on_redis(redis_url, tmp_path):
@@ -170,19 +223,43 @@ def test_quota_drill_on_redis(redis_url, tmp_path):
     finally:
         children.stop()
     assert d3["backend"] == "redis"
-    assert d3["leases"]["reaped"] >= 1 and d3["leases"]["ghosts_left"] == 0
+    check_quota(d3)
 
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--workers", "1"], "--workers must be 2..16"),
     (["--metrics-port", "80"], "--metrics-port must leave room"),
+    (["--workers", "0"], "--workers must be 2..16"),
+    (["--workers", "1000"], "--workers must be 2..16"),
+    (["--metrics-port", "80"], "--metrics-port must leave room"),
     (["--redis", "redis://127.0.0.1:1/0"], "--redis: cannot use"),
+    (["--redis", "not-a-url"], "--redis: cannot use"),
+    (["--redis", ""], "--redis: empty URL"),
 ])
 def test_demo_rejects_bad_options_in_one_line(args, message):
     res = subprocess.run([*DEMO, *args], capture_output=True, text=True, timeout=60)
     assert res.returncode == 2
     assert message in res.stderr
     assert "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("value", ["x", "-", "1.5"])
+def test_demo_rejects_non_integer_workers_with_usage(value):
+    res = subprocess.run([*DEMO, "--workers", value], capture_output=True, text=True,
+                         timeout=60)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert "argument --workers: invalid int value" in res.stderr
+
+
+def test_demo_rejects_a_busy_metrics_port():
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        res = subprocess.run([*DEMO, "--workers", "2", "--metrics-port", str(port)],
+                             capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert f"port {port} on 127.0.0.1 is not free" in res.stderr
 
 
 def test_cli_unknown_command_is_usage_error():

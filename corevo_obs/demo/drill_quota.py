@@ -149,6 +149,8 @@ def run(ctx: DemoContext) -> dict[str, Any]:
             holders[slot] = ctx.children.spawn(victim.name, *args, *ctx.port_args(slot))
             tl.run_for(every)
         last_kill = time.monotonic() - tl.t0
+        ctx.progress.event(f"no more kills; watching {2 * timeout + 1.0:.0f}s more: the last "
+                           "ghosts' heartbeat timeout passes, the counter stays leaked")
         tl.run_for(2 * timeout + 1.0)
         end = time.monotonic() - tl.t0
         ctx.children.stop(holders, grace=STOP_GRACE)

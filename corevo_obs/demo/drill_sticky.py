@@ -37,10 +37,15 @@ def _phase(port: int, path: str, long_s: float, short_s: float, gap: float) -> l
             conn.sendall(json.dumps(task).encode() + b"\n")
         lines = conn.makefile("r")
         while len(replies) < len(tasks):
-            msg = json.loads(lines.readline())
+            line = lines.readline()
+            if not line:
+                raise OSError("connection closed before both replies")
+            msg = json.loads(line)
             name = msg["task"]
             if msg.get("event") == "token":
                 first[name] = round(time.monotonic() - sent[name], 4)
+            elif "error" in msg:
+                raise ValueError(f"{name}: {msg['error']}")
             elif "event" not in msg:
                 replies[name] = {**msg, "first_event_at_client_seconds": first.get(name)}
     return [replies[t["task"]] for t in tasks]  # long, then short
@@ -63,7 +68,7 @@ def run(ctx: DemoContext) -> dict[str, Any]:
         try:
             phases[path] = _phase(port, path, long_s, short_s, gap)
         except (OSError, ValueError) as exc:
-            raise gateway.failed(f"did not answer on its connection ({exc})") from None
+            raise gateway.failed(f"failed on its connection ({exc})") from None
         short = phases[path][1]
         ctx.progress.event(f"{label}: short task ran on {short['executed_by']}, dispatch "
                            f"{short['dispatch_seconds']:.3f}s")

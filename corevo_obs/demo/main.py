@@ -37,6 +37,8 @@ def _check_ports(first: int, count: int) -> None:
                           f"got {first}", source="demo")
     for port in range(first, first + count):
         with socket.socket() as s:
+            # as the endpoint itself binds: a port left in TIME_WAIT by scrapes is free
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 s.bind(("127.0.0.1", port))
             except OSError as exc:
@@ -72,7 +74,7 @@ def run_demo(*, workers: int = 3, as_json: bool = False, short: bool = False,
         raise ConfigError(f"--workers must be 2..16, got {workers}", source="demo")
     if metrics_port is not None:
         _check_ports(metrics_port, workers)
-    if redis_url:
+    if redis_url is not None:
         check_redis(redis_url)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="corevo-demo-") as tmp:

@@ -111,6 +111,8 @@ def lease_store(cfg: QuotaConfig, *, worker: str, observer: Observer | None = No
 
 def check_redis(url: str) -> None:
     """Fail early, in one line, when ``--redis`` cannot be used."""
+    if not url.strip():
+        raise ConfigError("empty URL (expected redis://host:port/db)", source="--redis")
     try:
         import redis
     except ImportError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -10,6 +11,17 @@ COLUMN_SECONDS = 0.5
 
 def _s(v: float | None) -> str:
     return "-" if v is None else f"{v:.3f}s"
+
+
+def _path(path: str) -> str:
+    """Relative to the current directory when inside it (shorter, still clickable)."""
+    rel = os.path.relpath(path) if os.path.isabs(path) else path
+    return path if rel.startswith("..") else rel
+
+
+def _frame(frame: str) -> str:
+    path, line, function = frame.rsplit(":", 2)
+    return f"{_path(path)}:{line} in {function}"
 
 
 def _counts(counts: dict[str, int]) -> str:
@@ -21,7 +33,7 @@ def _summary_frozen(d1: dict[str, Any]) -> str:
         return "no stall detected"
     c = d1["stall"]["culprit"] or {}
     return (f"{d1['stall']['worker']} froze {d1['stall']['duration_seconds']:.2f}s "
-            f"at {c.get('file', '?')}:{c.get('line', '?')} ({c.get('function', '?')})")
+            f"at {_path(c.get('file', '?'))}:{c.get('line', '?')} ({c.get('function', '?')})")
 
 
 def _summary_sticky(d2: dict[str, Any]) -> str:
@@ -41,13 +53,18 @@ def _frozen(d: dict[str, Any]) -> None:
     if "stall" in d:
         s = d["stall"]
         c = s["culprit"]
-        where = f"{c['file']}:{c['line']} in {c['function']}" if c else "(stack not captured)"
+        where = (f"{_path(c['file'])}:{c['line']} in {c['function']}" if c
+                 else "(stack not captured)")
         print(f"  frozen worker : {s['worker']} for {s['duration_seconds']:.3f}s "
               f"(injected: {d['injected_worker']})")
         print(f"  blocking line : {where}")
+        for frame in reversed(d.get("call_chain", [])[:-1]):
+            print(f"    called from : {_frame(frame)}")
         print(f"  max lag       : {_s(d['max_lag_seconds'])}")
-        print(f"  heartbeat age : up to {_s(d['heartbeat_age_seconds'])}, read from its /metrics, "
-              f"which answered {d['scrapes_answered_while_frozen']} scrapes while frozen")
+        print(f"  heartbeat age : up to {_s(d['heartbeat_age_seconds'])} in the gauge scraped "
+              f"from {d['scraped_worker']}'s /metrics every ~{d['scrape_every_seconds']:.2f}s")
+        print(f"                  ({d['scrapes_answered_while_frozen']} scrapes answered while "
+              "frozen: the endpoint has its own thread)")
     else:
         print("  no stall detected")
     fixed = d.get("offloaded_worker")
@@ -56,12 +73,19 @@ def _frozen(d: dict[str, Any]) -> None:
         stalls = f"{len(r['stalls'])} stall(s)" if r["stalls"] else "no stall"
         print(f"  offloaded     : {fixed} made the same {r['drill_seconds']:.2f}s call through "
               f"OffloadAdapter: max lag {r['max_lag_seconds']:.3f}s, {stalls}")
+    print(f"  {'worker':<8}{'max lag':>9}{'gauge age':>11}{'heartbeat gap':>15}"
+          f"{'model median':>14}")
     for n, r in d["workers"].items():
-        print(f"  {n}: max lag {r['max_lag_seconds']:.3f}s, unrelated heartbeat max gap "
-              f"{r['heartbeat_max_gap_seconds']:.3f}s, fake model median "
-              f"{r['model_latency_median_seconds']}s")
-    print("  -> the unrelated heartbeat stalled only on the frozen worker while the model's")
-    print("     latency stayed flat: the loop was blocked, the model was not slow.")
+        print(f"  {n:<8}{_s(r['max_lag_seconds']):>9}"
+              f"{_s(r['scraped_heartbeat_max_age_seconds']):>11}"
+              f"{_s(r['heartbeat_max_gap_seconds']):>15}"
+              f"{_s(r['model_latency_median_seconds']):>14}")
+    some = next(iter(d["workers"].values()))
+    print(f"  (heartbeat: an unrelated {some['heartbeat_every_seconds']:.2f}s tick; model: a "
+          f"fake call fixed at {some['model_latency_seconds']:.3f}s)")
+    if "stall" in d:
+        print("  -> the unrelated heartbeat stalled only on the frozen worker while the model's")
+        print("     latency stayed flat: the loop was blocked, the model was not slow.")
 
 
 def _sticky(d: dict[str, Any]) -> None:

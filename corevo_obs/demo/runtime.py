@@ -115,10 +115,13 @@ class Gateway:
 
     async def _serve(self, task: dict[str, Any], accepted_at: float,
                      writer: asyncio.StreamWriter) -> None:
-        if task["path"] == "local" or not self.slot.locked():
-            reply = await self._run_local(task, accepted_at, writer)
-        else:
-            reply = await self._run_queued(task, accepted_at, writer)
+        try:
+            if task["path"] == "local" or not self.slot.locked():
+                reply = await self._run_local(task, accepted_at, writer)
+            else:
+                reply = await self._run_queued(task, accepted_at, writer)
+        except Exception as exc:  # the client fails at once instead of timing out
+            reply = {"task": task.get("task"), "error": f"{type(exc).__name__}: {exc}"}
         writer.write(json.dumps(reply).encode() + b"\n")
         await writer.drain()
 

@@ -80,7 +80,9 @@ async def run_frozen(ns: argparse.Namespace) -> dict[str, object]:
         "pid": os.getpid(),
         "drill_seconds": round(drill_seconds, 4),
         "max_lag_seconds": round(health.sampler.max_lag, 4),
+        "heartbeat_every_seconds": beat.every,
         "heartbeat_max_gap_seconds": round(beat.max_gap, 4),
+        "model_latency_seconds": ns.model_latency,
         "model_latency_median_seconds": round(statistics.median(latencies), 4)
         if latencies else None,
         "stalls": [r.as_dict() for r in health.reports],
