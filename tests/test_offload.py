@@ -101,13 +101,24 @@ def make(registry, **kw) -> tuple[OffloadAdapter, list[BaseException]]:
 POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="test-offload")
 
 
+async def running(adapter: OffloadAdapter, probe: BlockingProbe, *ids: int) -> list[asyncio.Task]:
+    """Start ``adapter.run(probe, i)`` for each id and wait until all are inside the probe."""
+    tasks = [asyncio.create_task(adapter.run(probe, i)) for i in ids]
+    await until(lambda: all(i in probe.entered for i in ids))
+    return tasks
+
+
+def operation(adapter: OffloadAdapter, n: int) -> asyncio.Task:
+    """The adapter's hidden operation task of the ``n``-th running call, in admission order."""
+    return list(adapter._running)[n]
+
+
 def test_cancelled_callers_keep_their_slot_until_the_thread_returns(registry):
     probe = BlockingProbe(fail=frozenset({1}))
 
     async def main() -> None:
         adapter, errors = make(registry)
-        first = [asyncio.create_task(adapter.run(probe, i)) for i in range(LIMIT)]
-        await until(lambda: probe.inside == LIMIT)
+        first = await running(adapter, probe, *range(LIMIT))
         for t in first:
             t.cancel()
         await asyncio.gather(*first, return_exceptions=True)
@@ -182,10 +193,8 @@ def test_cancelled_operation_sinks_its_slot(registry):
 
     async def main() -> None:
         adapter, errors = make(registry, max_in_flight=2)
-        caller = asyncio.create_task(adapter.run(probe, 0))
-        await until(lambda: probe.inside == 1)
-        (op,) = [t for t in asyncio.all_tasks() if t.get_name() == "corevo-offload:store"]
-        op.cancel()  # what loop shutdown does: the thread runs on, nobody awaits it
+        (caller,) = await running(adapter, probe, 0)
+        operation(adapter, 0).cancel()  # what loop shutdown does: the thread runs on
         with pytest.raises(asyncio.CancelledError):
             await caller
         # its thread still runs, so it is still in flight, and its slot is gone
@@ -217,8 +226,7 @@ def test_slot_granted_to_a_caller_cancelled_at_that_instant_is_passed_on(registr
 
     async def main() -> None:
         adapter, _ = make(registry, max_in_flight=1)
-        first = asyncio.create_task(adapter.run(probe, 0))
-        await until(lambda: probe.inside == 1)
+        (first,) = await running(adapter, probe, 0)
         granted = asyncio.create_task(adapter.run(probe, 1))
         nxt = asyncio.create_task(adapter.run(probe, 2))
         await until(lambda: adapter.waiting == 2)
@@ -249,8 +257,7 @@ def test_queue_full_and_wait_timeout_are_typed_and_counted(registry):
 
     async def main() -> None:
         adapter, _ = make(registry, max_in_flight=1, max_waiting=1, wait_timeout=0.2)
-        running = asyncio.create_task(adapter.run(probe, 0))
-        await until(lambda: probe.inside == 1)
+        (first,) = await running(adapter, probe, 0)
         queued = asyncio.create_task(adapter.run(probe, 1))
         await until(lambda: adapter.waiting == 1)
         with pytest.raises(QueueFull) as full:
@@ -262,7 +269,7 @@ def test_queue_full_and_wait_timeout_are_typed_and_counted(registry):
         assert 0.2 <= late.value.waited < 1.0
         assert adapter.waiting == 0
         probe.open_all()
-        assert await running == 0
+        assert await first == 0
         assert await adapter.run(probe, 3) == 3  # the freed slot is usable again
         await adapter.aclose()
 
@@ -278,10 +285,10 @@ def test_aclose_stops_admissions_then_drains(registry):
 
     async def main() -> None:
         adapter, _ = make(registry, max_in_flight=2)
-        running = [asyncio.create_task(adapter.run(probe, i)) for i in (0, 1)]
+        calls = await running(adapter, probe, 0, 1)
         queued = asyncio.create_task(adapter.run(probe, 2))
-        await until(lambda: probe.inside == 2 and adapter.waiting == 1)
-        running[0].cancel()  # a cancelled caller's call must still be drained
+        await until(lambda: adapter.waiting == 1)
+        calls[0].cancel()  # a cancelled caller's call must still be drained
         closing = asyncio.create_task(adapter.aclose())
         with pytest.raises(AdapterClosed):
             await queued
@@ -292,7 +299,7 @@ def test_aclose_stops_admissions_then_drains(registry):
         probe.open_all()
         await closing
         assert sorted(probe.returned) == [0, 1]
-        assert await running[1] == 1
+        assert await calls[1] == 1
 
     asyncio.run(main())
     assert probe.entered == [0, 1]
@@ -337,11 +344,11 @@ def test_in_flight_is_the_threads_inside_the_call_through_every_kind_of_giving_u
                 check()
                 await asyncio.sleep(0.001)
 
-        async def settled(running: int) -> None:
-            await until(lambda: probe.inside == adapter.in_flight == running)
+        async def settled(threads: int) -> None:
+            await until(lambda: probe.inside == adapter.in_flight == threads)
             await asyncio.sleep(0.05)  # nothing else may move in the meantime
-            assert probe.inside == adapter.in_flight == running
-            assert sample(registry, "corevo_offload_in_flight") == running
+            assert probe.inside == adapter.in_flight == threads
+            assert sample(registry, "corevo_offload_in_flight") == threads
 
         async def timed_out(i: int) -> int:
             async with asyncio.timeout(0.5):
@@ -359,8 +366,7 @@ def test_in_flight_is_the_threads_inside_the_call_through_every_kind_of_giving_u
         calls[0].cancel()  # the caller gives up
         with pytest.raises(TimeoutError):
             await calls[1]  # the caller times out
-        op2 = list(adapter._running)[2]  # admitted third: the operation of call 2
-        op2.cancel()  # the operation itself is cancelled: its slot sinks, its thread runs on
+        operation(adapter, 2).cancel()  # the operation is cancelled: its thread runs on
         await until(lambda: adapter.sunk == 1)
         await settled(LIMIT)  # three threads are still inside, whatever the callers did
         assert probe.entered == [0, 1, 2] and adapter.waiting == 2
