@@ -55,4 +55,6 @@ def test_better_recall_and_precision_than_each_peer(scores: dict[str, dict[str, 
         theirs = scores[peer]
         assert theirs["hits"], f"{peer} found nothing: is it running its ASYNC rules?"
         assert ours["recall"] > theirs["recall"], peer  # type: ignore[operator]
-        assert ours["precision"] > theirs["precision"], peer  # type: ignore[operator]
+        # precision: ours is exact (1.0, above); a peer release that fixes its false
+        # positives may tie it, which must not turn CI red
+        assert ours["precision"] >= theirs["precision"], peer  # type: ignore[operator]
