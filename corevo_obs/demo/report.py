@@ -137,7 +137,7 @@ def _quota(d: dict[str, Any]) -> None:
     print(f"Drill 3: quota holders crash without releasing (limit {d['limit']}, leases on "
           f"{d['backend']}, heartbeat timeout {d['lease_timeout_seconds']:.0f}s)")
     _chart(d)
-    print(f"  anonymous counter: leaked {c['leaked_slots']} slots, {c['free_at_end']} free at "
+    print(f"  anonymous counter: leaked {c['leaked_slots']} slot(s), {c['free_at_end']} free at "
           f"the end; busy {c['busy_slots_before']:.1f} before kills -> "
           f"{c['busy_slots_after']:.1f} after")
     print(f"  leases           : {le['ghost_leases']} ghosts left by kills, {le['reaped']} reaped, "
