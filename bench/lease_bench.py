@@ -6,11 +6,13 @@ ratio is the cost of the instrumentation (timing, observer, metrics, holder ids,
 Lease handle). Client and server are pinned to different CPUs when the machine has two.
 
     python bench/lease_bench.py [--rounds 15] [--pairs 2000] [--tasks 64] [--url URL]
-                                [--instructions]
+                                [--instructions] [--multiprocess]
 
 Wall time on a shared 2-core machine swings by ±25 %; ``--instructions`` adds exact
 client instruction counts per pair (callgrind, startup subtracted), an upper bound on the
-client-side share of the overhead.
+client-side share of the overhead. ``--multiprocess`` runs the same with
+``PROMETHEUS_MULTIPROC_DIR`` set (a fresh temporary directory): values are mmap-backed
+and the observer takes its general path.
 """
 
 from __future__ import annotations
@@ -142,6 +144,8 @@ def callgrind_instructions(url: str, variant: str, pairs: int) -> int:
         subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
                         sys.executable, __file__, "--url", url, "--only", variant,
                         "--pairs", str(pairs)],
+                       # a fixed hash seed: dict layouts, hence counts, repeat run to run
+                       env={**os.environ, "PYTHONHASHSEED": "0"},
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         with open(out) as f:
             for line in f:
@@ -164,8 +168,16 @@ def main() -> None:
     ap.add_argument("--url")
     ap.add_argument("--instructions", action="store_true",
                     help="also count client instructions per sync pair under callgrind")
+    ap.add_argument("--multiprocess", action="store_true",
+                    help="metrics in prometheus_client multiprocess (mmap) mode")
     ap.add_argument("--only", choices=("bare", "instrumented"), help=argparse.SUPPRESS)
     ns = ap.parse_args()
+    if ns.multiprocess and "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
+        # prometheus_client picks its value class at import: set the directory, re-exec.
+        with tempfile.TemporaryDirectory() as tmp:
+            env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": tmp}
+            sys.exit(subprocess.run([sys.executable, __file__, *sys.argv[1:]],
+                                    env=env).returncode)
     if ns.only:  # one untimed run of one variant (what callgrind measures)
         sync_variants(ns.url)[ns.only](ns.pairs)
         return
@@ -213,7 +225,9 @@ def main() -> None:
         print(f" callgrind: bare {ipp['bare']:,.0f} instr/pair | instrumented "
               f"{ipp['instrumented']:,.0f} instr/pair | client-side extra {cg['extra']:+.1%}")
         report["callgrind"] = cg
-    print(json.dumps({"rounds": ns.rounds, "pairs": ns.pairs, "results": report}))
+    print(json.dumps({"rounds": ns.rounds, "pairs": ns.pairs,
+                      "multiprocess": "PROMETHEUS_MULTIPROC_DIR" in os.environ,
+                      "results": report}))
 
 
 if __name__ == "__main__":
