@@ -36,7 +36,11 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="corevo-obs", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = _Parser(
+        prog="corevo-obs",
+        description="Observability and diagnostics for asyncio services that run as many "
+        "processes, event loops and thread pools. Start with `corevo-obs demo`.",
+    )
     parser.add_argument("--version", action="version", version=f"corevo-obs {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMAND_MODULES:
@@ -45,13 +49,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    func = getattr(args, "func", None)
-    if func is None:
-        parser.print_help(sys.stderr)
-        return 2
     try:
+        parser = build_parser()  # imports every command module: Ctrl-C may land here
+        args = parser.parse_args(argv)
+        func = getattr(args, "func", None)
+        if func is None:
+            parser.print_help(sys.stderr)
+            return 2
         return int(func(args) or 0)
     except CorevoObsError as exc:
         print(f"corevo-obs: error: {exc}", file=sys.stderr)
