@@ -118,7 +118,8 @@ def print_corpus_scores() -> None:
     for name, s in scores.items():
         print(f"{name:13s} recall {s['recall']:.2f} ({s['hits']}/{labelled})   "
               f"precision {s['precision']:.2f}   "
-              f"false positives {len(s['false_positives'])}   misses {len(s['misses'])}")
+              f"false positives {len(s['false_positives'])}   "  # type: ignore[arg-type]
+              f"misses {len(s['misses'])}")  # type: ignore[arg-type]
         for path, line in s["false_positives"]:  # type: ignore[attr-defined]
             print(f"    false positive {path}:{line}")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -37,7 +38,7 @@ def helper_cmd(name: str, *args: str) -> list[str]:
 # CI (.ci/run) starts PostgreSQL and sets COREVO_REQUIRE_SERVERS=1, which turns a missing
 # server into a failure instead of a skip. Redis is started per session on a free port.
 
-def _need(reason: str) -> None:
+def _need(reason: str) -> NoReturn:
     if os.environ.get("COREVO_REQUIRE_SERVERS") == "1":
         pytest.fail(f"required server unavailable: {reason}")
     pytest.skip(reason)

@@ -310,7 +310,8 @@ def test_pre_commit_hook_runs_the_check_from_the_project_root(project: Project) 
     assert hook["language"] == "python" and hook["pass_filenames"] is False
     assert hook["always_run"] is True  # a commit touching only the debt file is checked too
     assert any(d.startswith("import-linter") for d in hook["additional_dependencies"])
-    program, *args = [*hook["entry"].split(), *hook.get("args", [])]
+    command: list[str] = [*hook["entry"].split(), *hook.get("args", [])]
+    program, *args = command
     assert program == "corevo-obs"
     assert project.run(*args).returncode == 0
     project.append("lint_rules/import-debt.txt", "app.runtime.worker -> app.platform\n")

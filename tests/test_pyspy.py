@@ -165,6 +165,7 @@ def _run_stalls(registry, capture: NativeStallCapture, *stalls: float) -> Native
 
     async def main() -> None:
         health = install_loop_health(registry=registry, worker="n0", interval=0.01)
+        assert health.watchdog is not None
         capture.attach(health.watchdog)
         for seconds in stalls:
             await asyncio.sleep(0.1)

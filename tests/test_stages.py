@@ -163,7 +163,9 @@ def test_decorators_track_outcomes_and_external_calls(registry):
     async def handle(prompt: str, *, accepted_at: float, fail: type[BaseException] | None = None):
         assert current_stages() is not None
         reply = await call_model()
-        current_stages().first_event()
+        stages = current_stages()
+        assert stages is not None
+        stages.first_event()
         if fail is not None:
             raise fail("boom")
         return reply
