@@ -41,7 +41,9 @@ from corevo_obs.leases.redis_store import ACQUIRE_LUA, CONNECT_TIMEOUT, SOCKET_T
 LIMIT, TIMEOUT = 100_000, 30.0
 # The stores' own client options (short timeouts for fail-closed), so only the
 # instrumentation differs between the variants.
-CLIENT = {"socket_connect_timeout": CONNECT_TIMEOUT, "socket_timeout": SOCKET_TIMEOUT}
+CLIENT: dict[str, Any] = {
+    "socket_connect_timeout": CONNECT_TIMEOUT, "socket_timeout": SOCKET_TIMEOUT,
+}
 
 
 def start_redis() -> tuple[subprocess.Popen[bytes], str]:
@@ -189,7 +191,7 @@ def main() -> None:
         os.sched_setaffinity(0, {0})
     try:
         loop = asyncio.new_event_loop()
-        results = {
+        results: dict[str, Any] = {
             "sync": measure(sync_variants(url), ns.rounds, ns.pairs, lambda x: x),
             f"async x{ns.tasks}": measure(async_variants(url, ns.tasks), ns.rounds,
                                           ns.pairs // ns.tasks * ns.tasks,
