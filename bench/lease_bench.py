@@ -31,6 +31,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import callgrind  # bench/callgrind.py, beside this script
 import redis
 import redis.asyncio
 from prometheus_client import CollectorRegistry
@@ -141,19 +142,8 @@ def measure(variants: dict[str, Callable[[int], Any]], rounds: int, pairs: int,
 
 def callgrind_instructions(url: str, variant: str, pairs: int) -> int:
     """Instructions this client executes for ``pairs`` sync pairs (startup included)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "cg.out")
-        subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-                        sys.executable, __file__, "--url", url, "--only", variant,
-                        "--pairs", str(pairs)],
-                       # a fixed hash seed: dict layouts, hence counts, repeat run to run
-                       env={**os.environ, "PYTHONHASHSEED": "0"},
-                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        with open(out) as f:
-            for line in f:
-                if line.startswith(("summary:", "totals:")):
-                    return int(line.split()[1])
-    raise RuntimeError("no totals in callgrind output")
+    argv = [__file__, "--url", url, "--only", variant, "--pairs", str(pairs)]
+    return callgrind.instructions(argv)[0]
 
 
 def instructions_per_pair(url: str, pairs: int) -> dict[str, float]:

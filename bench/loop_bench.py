@@ -16,7 +16,13 @@ by ten is the default settings' cost with ten times the signal (slightly pessimi
 10 ms threshold the watchdog also catches a few real 10-20 ms pauses, such as a gather of
 500 tasks, and captures their stacks; their log lines are silenced here).
 
-    python bench/loop_bench.py [--rounds 15] [--tasks 60000]
+The run-to-run noise of wall and CPU time on a shared VM is still a few percent, so
+``--instructions`` also counts instructions under callgrind, which repeat exactly: a
+bare and an instrumented run at two task counts, the instrumented one with its intervals
+stretched by callgrind's measured slowdown so that it wakes as often per task as natively
+(the script prints both wake-up rates to check it).
+
+    python bench/loop_bench.py [--rounds 15] [--tasks 60000] [--instructions]
 """
 
 from __future__ import annotations
@@ -24,14 +30,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import json
 import logging
 import statistics
 import time
+from dataclasses import asdict, dataclass
 from typing import Any
 
+import callgrind  # bench/callgrind.py, beside this script
 from prometheus_client import CollectorRegistry
 
 from corevo_obs import install_loop_health
+from corevo_obs.loop.health import LoopHealth
+from corevo_obs.loop.lag import DEFAULT_INTERVAL
+from corevo_obs.loop.watchdog import DEFAULT_CHECK_INTERVAL, DEFAULT_THRESHOLD
 
 SCALE = 10
 VARIANTS: dict[str, dict[str, Any] | None] = {
@@ -54,25 +66,73 @@ async def _workload(tasks: int) -> None:
         await asyncio.gather(*(_tiny(3) for _ in range(batch)))
 
 
-def _round(tasks: int, options: dict[str, Any] | None) -> tuple[float, float]:
-    """One round on a fresh loop: (wall seconds, process CPU seconds) of the workload."""
+@dataclass
+class Round:
+    wall: float  # seconds of the workload
+    cpu: float  # process CPU seconds (all threads) of the workload
+    wakes: int  # sampler ticks + watchdog wake-ups during the workload
 
-    async def main() -> tuple[float, float]:
+
+def _round(tasks: int, options: dict[str, Any] | None) -> Round:
+    """One round of the workload on a fresh loop with ``options`` installed (None: bare)."""
+
+    async def main() -> Round:
         idle = asyncio.get_running_loop().call_later(3600, lambda: None)
         health = None
         if options is not None:
             health = install_loop_health(registry=CollectorRegistry(), worker="bench", **options)
         await asyncio.sleep(0.05)  # let the sampler settle into its rhythm
+        before = _wakes(health)
         w0, c0 = time.perf_counter(), time.process_time()
         await _workload(tasks)
         wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+        wakes = _wakes(health) - before
         if health is not None:
             await health.stop()
         idle.cancel()
-        return wall, cpu
+        return Round(wall, cpu, wakes)
 
     gc.collect()
     return asyncio.run(main())
+
+
+def _wakes(health: LoopHealth | None) -> int:
+    if health is None:
+        return 0
+    return health.sampler.ticks + (health.watchdog.wakes if health.watchdog else 0)
+
+
+def _dilated(slowdown: float) -> dict[str, Any]:
+    """Default settings stretched by the slowdown: as many wake-ups per task as natively."""
+    return {"interval": DEFAULT_INTERVAL * slowdown,
+            "stall_threshold": DEFAULT_THRESHOLD * slowdown,
+            "check_interval": DEFAULT_CHECK_INTERVAL * slowdown}
+
+
+def _counted(variant: str, tasks: int, slowdown: float = 1.0) -> tuple[int, Round]:
+    argv = [__file__, "--only", variant, "--tasks", str(tasks), "--dilate", str(slowdown)]
+    count, out = callgrind.instructions(argv)
+    return count, Round(**json.loads(out))
+
+
+def instruction_overhead(tasks: int, native_wall: float) -> None:
+    """Extra instructions of the default settings per instruction of work, under callgrind.
+
+    Callgrind runs the program tens of times slower, so time-driven wake-ups would come
+    that much more often per task; the instrumented run's intervals are stretched by the
+    measured slowdown to keep wake-ups per task as they are natively. Each variant runs at
+    ``tasks`` and ``2 * tasks`` and only the difference counts, so start-up cancels out.
+    """
+    base_1, base_r = _counted("baseline", tasks)
+    base_2, _ = _counted("baseline", 2 * tasks)
+    slowdown = base_r.wall / native_wall
+    inst_1, r1 = _counted("default", tasks, slowdown)
+    inst_2, r2 = _counted("default", 2 * tasks, slowdown)
+    extra = (inst_2 - inst_1) / (base_2 - base_1) - 1
+    print(f"callgrind: slowdown x{slowdown:.0f}; wake-ups per 1000 tasks "
+          f"{1000 * (r2.wakes - r1.wakes) / tasks:.2f} (the native default run: see above)")
+    print(f"callgrind: instructions per task {(base_2 - base_1) / tasks:,.0f} bare, "
+          f"{(inst_2 - inst_1) / tasks:,.0f} with loop health -> {extra * 100:+.2f} %")
 
 
 def _median_ratio(a: list[float], b: list[float]) -> float:
@@ -84,29 +144,46 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=15)
     p.add_argument("--tasks", type=int, default=60000)
+    p.add_argument("--instructions", action="store_true",
+                   help="also count instructions under callgrind (valgrind, about a minute)")
+    p.add_argument("--only", choices=("baseline", "default"), help=argparse.SUPPRESS)
+    p.add_argument("--dilate", type=float, default=1.0, help=argparse.SUPPRESS)
     ns = p.parse_args()
     logging.getLogger("corevo_obs.stall").setLevel(logging.ERROR)
+    if ns.only:  # one round of one variant, for callgrind
+        options = None if ns.only == "baseline" else _dilated(ns.dilate)
+        print(json.dumps(asdict(_round(ns.tasks, options))))
+        return
+    if ns.instructions and not callgrind.available():
+        p.error("--instructions needs valgrind (apt-get install valgrind)")
     names = list(VARIANTS)
-    wall: dict[str, list[float]] = {v: [] for v in names}
-    cpu: dict[str, list[float]] = {v: [] for v in names}
+    rounds: dict[str, list[Round]] = {v: [] for v in names}
     _round(ns.tasks // 4, None)  # warm-up
     for i in range(ns.rounds):
         for v in names if i % 2 == 0 else reversed(names):
-            w, c = _round(ns.tasks, VARIANTS[v])
-            wall[v].append(w)
-            cpu[v].append(c)
+            rounds[v].append(_round(ns.tasks, VARIANTS[v]))
+    wall = {v: [r.wall for r in rs] for v, rs in rounds.items()}
+    cpu = {v: [r.cpu for r in rs] for v, rs in rounds.items()}
     print(f"tasks per round: {ns.tasks} (x3 awaits), rounds: {ns.rounds}; "
           "ratios are medians of per-round ratios vs baseline")
-    print(f"  {'variant':14s} {'wall ms':>9s} {'wall ratio':>11s} {'cpu ratio':>10s}")
+    print(f"  {'variant':14s} {'wall ms':>9s} {'wall ratio':>11s} {'cpu ratio':>10s} "
+          f"{'wake-ups/s':>11s}")
     for v in names:
+        rate = statistics.median(r.wakes / r.wall for r in rounds[v])
         print(f"  {v:14s} {statistics.median(wall[v]) * 1000:9.1f} "
               f"{_median_ratio(wall[v], wall['baseline']):11.4f} "
-              f"{_median_ratio(cpu[v], cpu['baseline']):10.4f}")
+              f"{_median_ratio(cpu[v], cpu['baseline']):10.4f} {rate:11.1f}")
     scaled = _median_ratio(cpu[f"x{SCALE} rate"], cpu["baseline"]) - 1
     direct = _median_ratio(cpu["default"], cpu["baseline"]) - 1
+    per_1000 = statistics.median(1000 * r.wakes / ns.tasks for r in rounds["default"])
+    print(f"default: {per_1000:.2f} wake-ups per 1000 tasks")
     print(f"default settings, CPU loss measured directly:        {direct * 100:+.2f} %")
     print(f"default settings, CPU loss from the x{SCALE} run / {SCALE}:    "
           f"{scaled / SCALE * 100:+.2f} %")
+    if ns.instructions:
+        cg_tasks = 10_000
+        native = statistics.median(wall["baseline"]) * cg_tasks / ns.tasks
+        instruction_overhead(cg_tasks, native)
     print("target: loss <= 1 % at default settings (interval 20 ms, threshold 100 ms)")
 
 

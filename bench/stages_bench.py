@@ -21,16 +21,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import os
-import re
 import shutil
 import statistics
-import subprocess
-import sys
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import callgrind  # bench/callgrind.py, beside this script
 from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CollectorRegistry
 
@@ -163,16 +160,7 @@ def _time(task: Callable[[], Awaitable[None]], n: int) -> float:
 
 
 def _instructions(variant: str, tasks: int) -> int:
-    out = subprocess.run(
-        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-         sys.executable, __file__, "--only", variant, "--tasks", str(tasks)],
-        capture_output=True, text=True, check=True,
-        env={**os.environ, "PYTHONHASHSEED": "0"},  # hash randomisation moves the counts
-    )
-    found = re.search(r"Collected\s*:\s*(\d+)", out.stderr)
-    if found is None:
-        raise RuntimeError(f"no instruction count in callgrind output:\n{out.stderr[-2000:]}")
-    return int(found.group(1))
+    return callgrind.instructions([__file__, "--only", variant, "--tasks", str(tasks)])[0]
 
 
 def _report_instructions(names: list[str], small: int, large: int) -> None:

@@ -55,6 +55,7 @@ class LoopLagSampler:
         self._task: asyncio.Task[None] | None = None
         self.last_lag = 0.0
         self.max_lag = 0.0
+        self.ticks = 0  # completed samples: what the instrumentation's cost scales with
 
     def add_listener(self, listener: BeatListener) -> None:
         self._listeners.append(listener)
@@ -96,6 +97,7 @@ class LoopLagSampler:
             if lag < 0.0:
                 lag = 0.0
             self.last_lag = lag
+            self.ticks += 1
             if lag > self.max_lag:
                 self.max_lag = lag
             try:

@@ -125,6 +125,7 @@ class StallWatchdog:
         self._loop_thread: int | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.wakes = 0  # times the thread woke (each one takes the GIL)
 
     # --- loop thread side: keep it tiny ---
     def beat(self, now: float, lag: float) -> None:
@@ -170,6 +171,7 @@ class StallWatchdog:
     # --- watchdog thread ---
     def _run(self) -> None:
         while not self._stop.wait(self._next_wait()):
+            self.wakes += 1
             try:
                 self._check()
             except Exception as exc:  # noqa: BLE001
