@@ -16,6 +16,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from bisect import bisect_left
@@ -212,6 +213,22 @@ class _QuotaMetrics:
 _sharing = threading.Lock()  # serialises handing a quota's lock to its values
 
 
+@functools.cache
+def _mutex_value_layout_ok() -> bool:
+    """Whether this prometheus_client's ``MutexValue`` still reads ``_value`` under
+    ``_lock``: probed once on a private value, so a release that changes its internals
+    sends us down the public path instead of writing where no scrape looks."""
+    try:
+        probe = MutexValue("counter", "probe", "probe", (), (), "")
+        lock = probe._lock
+        probe._lock = threading.Lock()
+        probe._value += 2.0
+        probe.inc(1.0)
+        return type(lock) is type(probe._lock) and probe.get() == 3.0
+    except Exception:  # noqa: BLE001 - any surprise means: do not take the fast path
+        return False
+
+
 class _LockedQuota(_QuotaMetrics):
     """The same updates written straight into prometheus_client's in-process values under
     one lock: an acquire takes one lock instead of making four locked calls (the bulk of
@@ -246,7 +263,9 @@ class _LockedQuota(_QuotaMetrics):
                     *c.seconds._buckets, *c.hold._buckets]
         except AttributeError:  # pragma: no cover - a future prometheus_client
             return None
-        ok = all(type(v) is MutexValue and hasattr(v, "_lock") for v in out)
+        ok = _mutex_value_layout_ok() and all(
+            type(v) is MutexValue and hasattr(v, "_lock") and hasattr(v, "_value") for v in out
+        )
         return out if ok else None
 
     def acquired(self, outcome: str, reaped: int, held: int | None,

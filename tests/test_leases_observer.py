@@ -152,3 +152,27 @@ def test_fast_path_waits_for_the_lock_prometheus_takes(registry):
     assert not worker.is_alive()
     assert registry.get_sample_value("corevo_lease_acquire_total",
                                      {"worker": "w0", "quota": "q", "outcome": "granted"}) == 1
+
+
+def test_an_unknown_mutex_value_layout_takes_the_public_path(registry, monkeypatch):
+    """A prometheus_client whose MutexValue no longer keeps ``_value`` under ``_lock``
+    must not get the fast path: its writes would land where no scrape reads."""
+    from prometheus_client import values
+
+    import corevo_obs.observer as observer
+
+    class Renamed(values.MutexValue):
+        def get(self):  # reads elsewhere, as a refactored release might
+            return 0.0
+
+    observer._mutex_value_layout_ok.cache_clear()
+    monkeypatch.setattr(observer, "MutexValue", Renamed)
+    try:
+        assert observer._mutex_value_layout_ok() is False
+        obs = MetricsObserver(worker="w0", registry=registry)
+        assert not isinstance(obs._quota("q"), _LockedQuota)
+        obs.lease_acquired("q", "granted", reaped=2, held=1, seconds=0.25)
+        assert registry.get_sample_value(
+            "corevo_lease_reaped_total", {"worker": "w0", "quota": "q"}) == 2
+    finally:
+        observer._mutex_value_layout_ok.cache_clear()
