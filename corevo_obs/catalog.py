@@ -147,7 +147,8 @@ _SPECS: tuple[MetricSpec, ...] = (
     ),
     MetricSpec(
         "corevo_offload_sunk_slots_total", "counter",
-        "Slots given up for good because a cancelled operation cannot prove its thread ended.",
+        "Slots given up for good: the operation was cancelled while its thread still ran "
+        "(fail closed).",
         "offload", ("worker", "adapter"),
     ),
     MetricSpec(
