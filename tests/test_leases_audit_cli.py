@@ -42,3 +42,18 @@ def test_audit_of_an_unreachable_store_is_one_clear_line():
     assert done.returncode == 2
     assert done.stderr.startswith("corevo-obs: error: corevo-obs leases audit: cannot read")
     assert "Traceback" not in done.stderr
+
+
+def test_audit_of_a_missing_or_foreign_sqlite_file_is_one_line_and_creates_nothing(tmp_path):
+    missing = tmp_path / "no" / "leases.db"
+    absent = tmp_path / "leases.db"
+    foreign = tmp_path / "notes.txt"
+    foreign.write_text("not a database\n")
+    for path, words in ((missing, "no such SQLite file"), (absent, "no such SQLite file"),
+                        (foreign, "cannot read the lease store")):
+        done = cli("q", "--sqlite", str(path))
+        assert done.returncode == 2, done
+        assert done.stderr.startswith("corevo-obs: error: corevo-obs leases audit:")
+        assert words in done.stderr and "Traceback" not in done.stderr
+    assert not absent.exists() and not missing.parent.exists()
+    assert foreign.read_text() == "not a database\n"

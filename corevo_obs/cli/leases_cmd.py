@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from typing import Any
 
@@ -41,21 +42,26 @@ def run(args: argparse.Namespace) -> int:
     opts: dict[str, Any] = {"limit": args.limit or 1, "timeout": args.timeout,
                             "worker": "cli", "observer": Observer(),
                             "registry": CollectorRegistry()}
-    if args.redis:
-        from ..leases.redis_store import RedisLeaseStore
-
-        store: Any = RedisLeaseStore(args.quota, args.redis, key=args.key, **opts)
-    else:
+    source = "corevo-obs leases audit"
+    if not args.redis:
         if args.key:
-            raise ConfigError("--key applies to --redis only", source="corevo-obs leases audit")
-        store = SqliteLeaseStore(args.quota, args.sqlite, **opts)
+            raise ConfigError("--key applies to --redis only", source=source)
+        if not os.path.isfile(args.sqlite):  # an audit never creates a store
+            raise ConfigError(f"{args.sqlite}: no such SQLite file", source=source)
+    store: Any = None
     try:
+        if args.redis:
+            from ..leases.redis_store import RedisLeaseStore
+
+            store = RedisLeaseStore(args.quota, args.redis, key=args.key, **opts)
+        else:
+            store = SqliteLeaseStore(args.quota, args.sqlite, **opts)
         report = LeaseAuditor(store).audit()
     except Exception as exc:  # noqa: BLE001 - one clear line, not a traceback
-        raise ConfigError(f"cannot read the lease store: {exc}",
-                          source="corevo-obs leases audit") from None
+        raise ConfigError(f"cannot read the lease store: {exc}", source=source) from None
     finally:
-        store.close()
+        if store is not None:
+            store.close()
     data = report.as_dict()
     if args.limit is None:
         data["limit"] = None
