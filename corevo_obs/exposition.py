@@ -8,6 +8,7 @@ It binds 127.0.0.1 unless told otherwise.
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import tempfile
 import threading
@@ -17,6 +18,9 @@ from typing import Any, Final
 from prometheus_client import REGISTRY, CollectorRegistry, multiprocess, start_wsgi_server, values
 
 from .errors import ConfigError, MetricsDirError
+from .identity import WORKER_ENV
+
+log = logging.getLogger("corevo_obs.exposition")
 
 MULTIPROC_ENV: Final = "PROMETHEUS_MULTIPROC_DIR"
 DEFAULT_HOST: Final = "127.0.0.1"
@@ -66,6 +70,14 @@ def enable_multiprocess(path: str | os.PathLike[str] | None = None) -> Path:
     from .mpdir.hooks import install_writer  # start-time record, fork + exit compaction
 
     install_writer(p)
+    if not os.environ.get(WORKER_ENV):
+        # Compaction keeps dead writers' counters, each under its own worker label: with
+        # pid labels every restart adds series for good.
+        log.warning(
+            "$%s is not set: metrics are labelled worker=\"pid%d\", and every restarted "
+            "worker adds new series; set it to a slot name (w0..wN) to keep them bounded",
+            WORKER_ENV, os.getpid(),
+        )
     if _exit_hook_pid != os.getpid():
         atexit.register(mark_process_dead)
         _exit_hook_pid = os.getpid()

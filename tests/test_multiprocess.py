@@ -142,3 +142,17 @@ def test_unwritable_metrics_dir_fails_at_start_not_in_a_task(tmp_path, worker_en
     assert res.returncode == 3, res.stderr
     assert "not writable" in res.stdout and str(ro) in res.stdout
     assert "Traceback" not in res.stderr
+
+
+def test_pid_worker_labels_in_multiprocess_mode_are_warned_about_once(tmp_path):
+    code = ("from corevo_obs import enable_multiprocess\n"
+            f"enable_multiprocess({str(tmp_path)!r})\n")
+    env = {k: v for k, v in os.environ.items() if k != "COREVO_WORKER"}
+    bare = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert bare.returncode == 0, bare.stderr
+    assert bare.stderr.count("$COREVO_WORKER is not set") == 1
+    assert 'worker="pid' in bare.stderr
+    named = subprocess.run([sys.executable, "-c", code], env={**env, "COREVO_WORKER": "w0"},
+                           capture_output=True, text=True, timeout=60)
+    assert named.returncode == 0 and named.stderr == "", named.stderr
