@@ -94,10 +94,9 @@ class Project:
         return (self.root / "lint_rules/import-debt.txt").read_text(encoding="utf-8")
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Project:
+def recorded_project(root: Path) -> Project:
     """Sample project on main with its debt recorded and committed (two commits)."""
-    p = Project(tmp_path)
+    p = Project(root)
     for rel, text in FILES.items():
         p.write(rel, text)
     p.git("init", "-q", "-b", "main")
@@ -105,6 +104,11 @@ def project(tmp_path: Path) -> Project:
     assert p.run("debt", "init").returncode == 0
     p.commit("record import debt")
     return p
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Project:
+    return recorded_project(tmp_path)
 
 
 def _assert_clean_failure(result: subprocess.CompletedProcess[str]) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_contracts import FILES, Project
+from tests.test_contracts import Project, recorded_project
 
 ROOT = Path(__file__).parent.parent
 BLOCKING = "import time\n\n\nasync def handler():\n    time.sleep(1)\n"
@@ -55,13 +55,7 @@ def test_lint_hook_fails_a_commit_with_a_blocking_call(tmp_path: Path,
 
 
 def test_debt_hook_fails_a_new_forbidden_import(tmp_path: Path, pre_commit_home: Path) -> None:
-    p = Project(tmp_path)
-    for rel, text in FILES.items():
-        p.write(rel, text)
-    p.git("init", "-q", "-b", "main")
-    p.commit("code")
-    assert p.run("debt", "init").returncode == 0
-    p.commit("record import debt")
+    p = recorded_project(tmp_path)
     kept = try_repo(p, "corevo-obs-debt", pre_commit_home)
     assert kept.returncode == 0, kept.stdout + kept.stderr
     p.write("app/platform/jobs.py", "from app.runtime import worker\n")
