@@ -173,7 +173,25 @@ class _QuotaChildren:
         self.orphaned = child("corevo_lease_orphaned_holders", registry, quota=quota)
 
 
-class _QuotaMetrics:
+class _Quota:
+    """One quota's children and last written limit; subclasses write the hot metrics."""
+
+    def __init__(self, c: _QuotaChildren) -> None:
+        self.children = c
+        self.limit_value: int | None = None
+
+    def acquired(self, outcome: str, reaped: int, held: int | None,
+                 seconds: float | None) -> None:
+        raise NotImplementedError
+
+    def renewed(self, outcome: str) -> None:
+        raise NotImplementedError
+
+    def released(self, outcome: str, held_seconds: float | None) -> None:
+        raise NotImplementedError
+
+
+class _QuotaMetrics(_Quota):
     """Writes one quota's hot lease metrics through each value's own ``inc``/``set``.
 
     The general path: multiprocess (mmap) values, or a prometheus_client whose insides
@@ -181,8 +199,7 @@ class _QuotaMetrics:
     """
 
     def __init__(self, c: _QuotaChildren) -> None:
-        self.children = c
-        self.limit_value: int | None = None
+        super().__init__(c)
         self._acquire = {k: _inc(v) for k, v in c.acquire.items()}
         self._heartbeat = {k: _inc(v) for k, v in c.heartbeat.items()}
         self._release = {k: _inc(v) for k, v in c.release.items()}
@@ -229,7 +246,7 @@ def _mutex_value_layout_ok() -> bool:
         return False
 
 
-class _LockedQuota(_QuotaMetrics):
+class _LockedQuota(_Quota):
     """The same updates written straight into prometheus_client's in-process values under
     one lock: an acquire takes one lock instead of making four locked calls (the bulk of
     the instrumentation's cost, see bench/lease_bench.py).
@@ -298,7 +315,7 @@ class _LockedQuota(_QuotaMetrics):
 
 
 def _quota_metrics(worker: str, quota: str, registry: CollectorRegistry | None
-                   ) -> _QuotaMetrics:
+                   ) -> _Quota:
     c = _QuotaChildren(worker, quota, registry)
     values = _LockedQuota.hot_values(c)
     return _QuotaMetrics(c) if values is None else _LockedQuota(c, values)
@@ -317,7 +334,7 @@ class MetricsObserver(Observer):
     ) -> None:
         self.worker = worker_name(worker)
         self.registry = registry
-        self._quotas: dict[str, _QuotaMetrics] = {}
+        self._quotas: dict[str, _Quota] = {}
         w, r = {"worker": self.worker}, registry
         self._claim = _per_value("corevo_claim_total", "outcome", r, **w)
         self._start = _per_value("corevo_claim_start_total", "outcome", r, **w)
@@ -337,7 +354,7 @@ class MetricsObserver(Observer):
     def _absorb(self, exc: Exception) -> None:
         absorb("observer", exc, worker=self.worker, registry=self.registry)
 
-    def _quota(self, quota: str) -> _QuotaMetrics:
+    def _quota(self, quota: str) -> _Quota:
         found = self._quotas.get(quota)
         if found is None:
             found = self._quotas[quota] = _quota_metrics(self.worker, quota, self.registry)
