@@ -96,8 +96,7 @@ class SlotSunk(CorevoObsError):
 class _Operation:
     """Bookkeeping of one admitted call; lives until its thread call returns."""
 
-    __slots__ = ("started", "thread_call", "result", "orphaned", "sunk", "returned", "exc",
-                 "reported")
+    __slots__ = ("started", "thread_call", "result", "orphaned", "sunk", "exc", "reported")
 
     def __init__(self, started: float, thread_call: Future[Any], result: asyncio.Future[Any]):
         self.started = started
@@ -105,7 +104,6 @@ class _Operation:
         self.result = result  # the thread call's outcome, copied onto the loop
         self.orphaned = False  # the caller stopped awaiting (cancelled, timed out)
         self.sunk = False  # the operation task was cancelled while the thread ran
-        self.returned = False
         self.exc: BaseException | None = None
         self.reported = False  # an error was handed to the callback
 
@@ -240,7 +238,7 @@ class OffloadAdapter:
             return await asyncio.shield(task)
         except asyncio.CancelledError:
             op.orphaned = True
-            if op.returned:
+            if task not in self._running:  # the thread call is over (_returned ran)
                 self._report_once(op)  # it failed as we were cancelled: nobody else knows
             raise
 
@@ -329,7 +327,6 @@ class OffloadAdapter:
         """On the loop: the thread call is over, so its slot can be freed (unless sunk)."""
         op = self._running.pop(task)
         self._in_flight.dec()
-        op.returned = True
         thread_call = op.thread_call
         if thread_call.cancelled():  # never started: nothing to report, nothing ran
             outcome = "cancelled"
