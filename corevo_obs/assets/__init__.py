@@ -61,11 +61,11 @@ def export(kinds: tuple[str, ...], dest: Path, *, force: bool = False) -> list[P
     Nothing is written when any target exists with other content and ``force`` is off,
     so a user's edited copy is never lost half-way through.
     """
-    plan = [(a, dest / a.kind / a.relpath) for k in kinds for a in shipped(k)]
+    plan = [(dest / a.kind / a.relpath, a.read()) for k in kinds for a in shipped(k)]
     if dest.exists() and not dest.is_dir():
         raise ExportError(f"{dest}: not a directory")
     if not force:
-        clashes = [str(t) for a, t in plan if t.exists() and t.read_bytes() != a.read()]
+        clashes = [str(t) for t, data in plan if t.exists() and t.read_bytes() != data]
         if clashes:
             shown = ", ".join(clashes[:3]) + (" ..." if len(clashes) > 3 else "")
             raise ExportError(
@@ -73,10 +73,10 @@ def export(kinds: tuple[str, ...], dest: Path, *, force: bool = False) -> list[P
             )
     written: list[Path] = []
     try:
-        for asset, target in plan:
+        for target, data in plan:
             target.parent.mkdir(parents=True, exist_ok=True)
             tmp = target.with_name(f".{target.name}.tmp{os.getpid()}")
-            tmp.write_bytes(asset.read())
+            tmp.write_bytes(data)
             os.replace(tmp, target)
             written.append(target)
     except OSError as exc:
