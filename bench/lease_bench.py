@@ -188,7 +188,7 @@ def main() -> None:
                                           loop.run_until_complete),
         }
         loop.close()
-        if ns.instructions and shutil.which("valgrind"):
+        if ns.instructions and callgrind.available():
             per_pair = instructions_per_pair(url, 300)
             extra = per_pair["instrumented"] / per_pair["bare"] - 1
             results["callgrind"] = {"instructions_per_pair": per_pair, "extra": extra}

@@ -50,7 +50,8 @@ VARIANTS: dict[str, dict[str, Any] | None] = {
     "baseline": None,
     "default": {},
     "sampler only": {"watchdog": False},
-    f"x{SCALE} rate": {"interval": 0.02 / SCALE, "stall_threshold": 0.1 / SCALE},
+    f"x{SCALE} rate": {"interval": DEFAULT_INTERVAL / SCALE,
+                       "stall_threshold": DEFAULT_THRESHOLD / SCALE},
 }
 
 

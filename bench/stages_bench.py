@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import shutil
 import statistics
 import time
 from collections.abc import Awaitable, Callable
@@ -193,7 +192,7 @@ def main() -> None:
         _time(variants[args.only], args.tasks)
         return
     if args.instructions:
-        if shutil.which("valgrind") is None:
+        if not callgrind.available():
             ap.error("--instructions needs valgrind (apt-get install valgrind)")
         _report_instructions(list(variants), 300, 3300)
     if args.rounds < 1:
