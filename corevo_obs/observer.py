@@ -17,11 +17,13 @@ Example::
 from __future__ import annotations
 
 import functools
+import math
 import threading
 import time
 from bisect import bisect_left
 from collections.abc import Callable
-from typing import Any, Literal
+from numbers import Real
+from typing import Any, Final, Literal
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.values import MutexValue
@@ -111,6 +113,45 @@ def _per_value(name: str, label: str, registry: CollectorRegistry | None,
                **labels: str) -> dict[str, Any]:
     """One bound child per enumerated value of ``label``: a lookup, not a labels() call."""
     return {v: child(name, registry, **labels, **{label: v}) for v in CATALOG[name].values[label]}
+
+
+_MAX_COUNT: Final = 2**53  # past this a float counter can no longer add one
+_MAX_SECONDS: Final = 1e10  # ~317 years: a longer "duration" is a clock or unit bug
+
+
+def _count(value: object, name: str) -> float:
+    """A count to add or set: a number within 0..2**53. NaN, inf, negatives, bools and
+    non-numbers raise here, before anything is written (so no counter goes backwards)."""
+    if type(value) is int and 0 <= value <= _MAX_COUNT:
+        return value
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    if not 0 <= float(value) <= _MAX_COUNT:  # NaN fails both comparisons
+        raise ValueError(f"{name} must be within 0..2**53, got {value!r}")
+    return float(value)
+
+
+def _seconds(value: object, name: str) -> float | None:
+    """None, or a finite duration; a negative one (two hosts' clocks) counts as 0."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise TypeError(f"{name} must be seconds as a number, got {type(value).__name__}")
+    seconds = float(value)
+    if not math.isfinite(seconds) or seconds > _MAX_SECONDS:
+        raise ValueError(f"{name} must be finite seconds below 1e10, got {value!r}")
+    return seconds if seconds > 0 else 0.0
+
+
+def _name(value: object, what: str) -> str:
+    """A free-form label value (a quota's name): a non-empty string."""
+    if type(value) is not str or not value:
+        raise TypeError(f"{what} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _unknown(value: object, metric: str) -> ValueError:
+    return ValueError(f"{value!r} is not a label value of {metric}")
 
 
 def _inc(counter: Any) -> Callable[[float], None]:
@@ -325,8 +366,10 @@ class MetricsObserver(Observer):
     """Writes the catalog's lease/claim/job/events metrics for one worker.
 
     Children are bound once (per quota for leases), so a steady-state call costs a dict
-    lookup plus the prometheus update. A bad outcome or quota name (a programming error
-    in the caller) is absorbed and logged once, never raised into the host's task.
+    lookup plus the prometheus update. Every method returns normally whatever it is
+    given: a bad outcome, quota name or amount (negative, NaN, inf, huge, wrong type; a
+    programming error in the caller) and a failing metrics store are absorbed by
+    ``guard.absorb`` (counted, logged once) and nothing of that call is written.
     """
 
     def __init__(
@@ -354,10 +397,11 @@ class MetricsObserver(Observer):
     def _absorb(self, exc: Exception) -> None:
         absorb("observer", exc, worker=self.worker, registry=self.registry)
 
-    def _quota(self, quota: str) -> _Quota:
-        found = self._quotas.get(quota)
+    def _quota(self, quota: object) -> _Quota:
+        found = self._quotas.get(quota)  # type: ignore[call-overload]
         if found is None:
-            found = self._quotas[quota] = _quota_metrics(self.worker, quota, self.registry)
+            name = _name(quota, "quota")
+            found = self._quotas[name] = _quota_metrics(self.worker, name, self.registry)
         return found
 
     # --- leases -------------------------------------------------------------------
@@ -373,8 +417,18 @@ class MetricsObserver(Observer):
     ) -> None:
         try:
             m = self._quotas.get(quota) or self._quota(quota)
+            if not (type(reaped) is int and 0 <= reaped <= _MAX_COUNT
+                    and (held is None or type(held) is int and 0 <= held <= _MAX_COUNT)
+                    and (seconds is None or type(seconds) is float
+                         and 0.0 <= seconds <= _MAX_SECONDS)):  # the cheap common case
+                reaped = _count(reaped, "reaped")  # type: ignore[assignment]
+                held = None if held is None else _count(held, "held")  # type: ignore[assignment]
+                seconds = _seconds(seconds, "seconds")
+            new_limit = limit is not None and limit != m.limit_value
+            if new_limit:
+                limit = _count(limit, "limit")  # type: ignore[assignment]
             m.acquired(outcome, reaped, held, seconds)
-            if limit is not None and limit != m.limit_value:
+            if new_limit:
                 m.children.limit.set(limit)
                 m.limit_value = limit
         except Exception as exc:  # noqa: BLE001 - never break the host
@@ -390,79 +444,87 @@ class MetricsObserver(Observer):
         self, quota: str, outcome: ReleaseOutcome, held_seconds: float | None = None
     ) -> None:
         try:
-            (self._quotas.get(quota) or self._quota(quota)).released(outcome, held_seconds)
+            m = self._quotas.get(quota) or self._quota(quota)
+            m.released(outcome, _seconds(held_seconds, "held_seconds"))
         except Exception as exc:  # noqa: BLE001
             self._absorb(exc)
 
     def lease_audited(self, quota: str, *, oldest_age: float, orphaned: int) -> None:
         try:
             c = self._quota(quota).children
-            c.oldest.set(oldest_age)
-            c.orphaned.set(orphaned)
+            age, n = _seconds(oldest_age, "oldest_age"), _count(orphaned, "orphaned")
+            if age is None:
+                raise TypeError("oldest_age must be seconds as a number, got None")
+            c.oldest.set(age)
+            c.orphaned.set(n)
         except Exception as exc:  # noqa: BLE001
             self._absorb(exc)
 
     # --- claims -------------------------------------------------------------------
-    def _counted(self, counters: dict[str, Any], outcome: str, histogram: Any,
-                 seconds: float | None) -> None:
+    def _counted(self, counters: dict[str, Any], outcome: object, metric: str,
+                 histogram: Any, seconds: object, n: object = 1) -> None:
+        """One labelled counter bump and an optional duration, all checked before either
+        is written (the common, valid call pays only the inline type checks)."""
         try:
-            counters[outcome].inc()
+            counter = counters.get(outcome) if type(outcome) is str else None
+            if counter is None:
+                raise _unknown(outcome, metric)
+            if not (type(n) is int and 0 <= n <= _MAX_COUNT):
+                n = _count(n, "n")
+            if seconds is not None and not (type(seconds) is float
+                                            and 0.0 <= seconds <= _MAX_SECONDS):
+                seconds = _seconds(seconds, "seconds")
+            if n:
+                counter.inc(n)
             if seconds is not None:
-                histogram.observe(max(0.0, seconds))
+                histogram.observe(seconds)
+        except Exception as exc:  # noqa: BLE001
+            self._absorb(exc)
+
+    def _added(self, counter: Any, n: object) -> None:
+        """An unlabelled counter bump by ``n`` (0 writes nothing)."""
+        try:
+            if not (type(n) is int and 0 <= n <= _MAX_COUNT):
+                n = _count(n, "n")
+            if n:
+                counter.inc(n)
         except Exception as exc:  # noqa: BLE001
             self._absorb(exc)
 
     def claim(self, outcome: ClaimOutcomeName, *, queue_wait: float | None = None) -> None:
-        self._counted(self._claim, outcome, self._queue_wait, queue_wait)
+        self._counted(self._claim, outcome, "corevo_claim_total", self._queue_wait, queue_wait)
 
     def started(self, outcome: StartOutcomeName, *, claim_to_start: float | None = None) -> None:
-        self._counted(self._start, outcome, self._to_start, claim_to_start)
+        self._counted(self._start, outcome, "corevo_claim_start_total", self._to_start,
+                      claim_to_start)
 
     def reclaimed(self, n: int = 1) -> None:
-        if n:
-            self._reclaimed.inc(n)
+        self._added(self._reclaimed, n)
 
     def terminal(self, state: TerminalState, n: int = 1) -> None:
-        try:
-            if n:
-                self._terminal[state].inc(n)
-        except Exception as exc:  # noqa: BLE001
-            self._absorb(exc)
+        self._counted(self._terminal, state, "corevo_job_terminal_total", None, None, n)
 
     def dispatch_path(self, path: DispatchPath) -> None:
-        try:
-            self._path[path].inc()
-        except Exception as exc:  # noqa: BLE001
-            self._absorb(exc)
+        self._counted(self._path, path, "corevo_job_dispatch_path_total", None, None)
 
     # --- events -------------------------------------------------------------------
     def event_projected(self, outcome: ProjectOutcome) -> None:
-        try:
-            self._projected[outcome].inc()
-        except Exception as exc:  # noqa: BLE001
-            self._absorb(exc)
+        self._counted(self._projected, outcome, "corevo_events_projected_total", None, None)
 
     def replayed(self, n: int) -> None:
-        if n:
-            self._replayed.inc(n)
+        self._added(self._replayed, n)
 
     # --- cancel and command routing -----------------------------------------------------
     def cancel_requested(self) -> None:
-        self._cancel_requested.inc()
+        self._added(self._cancel_requested, 1)
 
     def cancel_delivered(self, path: CancelPath, *, latency: float | None = None) -> None:
-        try:
-            self._cancel_delivered[path].inc()
-            if latency is not None:
-                self._cancel_latency[path].observe(max(0.0, latency))
-        except Exception as exc:  # noqa: BLE001
-            self._absorb(exc)
+        histogram = self._cancel_latency.get(path) if type(path) is str else None
+        self._counted(self._cancel_delivered, path, "corevo_cancel_delivered_total",
+                      histogram, latency)
 
     def command_routed(self, outcome: CommandOutcome) -> None:
-        try:
-            self._routed[outcome].inc()
-        except Exception as exc:  # noqa: BLE001
-            self._absorb(exc)
+        self._counted(self._routed, outcome, "corevo_command_routed_total", None, None)
 
     def late_side_effect(self) -> None:
-        self._late.inc()
+        self._added(self._late, 1)

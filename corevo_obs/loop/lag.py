@@ -22,7 +22,8 @@ from ..metrics import child
 DEFAULT_INTERVAL: Final = 0.02
 
 BeatListener = Callable[[float, float], None]
-"""Called on the loop thread after each tick with (monotonic wake time, lag seconds)."""
+"""Called on the loop thread after each tick with (monotonic wake time, lag seconds).
+One that raises is counted (component ``lag_listener``) and called again next tick."""
 
 
 class LoopLagSampler:
@@ -69,7 +70,10 @@ class LoopLagSampler:
 
     async def stop(self) -> None:
         task, self._task = self._task, None
-        if task is None or task.done():
+        if task is None:
+            return
+        if task.done():
+            self._retrieve(task)
             return
         task.cancel()
         try:
@@ -78,12 +82,37 @@ class LoopLagSampler:
             current = asyncio.current_task()
             if current is not None and current.cancelling():
                 raise
+        except Exception as exc:  # noqa: BLE001 - run() absorbs per tick; belt and braces
+            self._absorb("lag_sampler", exc)
+
+    def _retrieve(self, task: asyncio.Task[None]) -> None:
+        """Count a sampler that ended by an exception instead of hiding it (a stale
+        heartbeat on a healthy worker would page someone)."""
+        if not task.cancelled() and task.exception() is not None:
+            self._absorb("lag_sampler", task.exception())  # type: ignore[arg-type]
+
+    def _absorb(self, component: str, exc: BaseException) -> None:
+        guard.absorb(component, exc, worker=self.worker, registry=self._registry)
 
     def _stamp(self) -> None:
         try:
             self._heartbeat.set(self._wall())
         except Exception as exc:  # noqa: BLE001 - never let the host see this
-            guard.absorb("heartbeat", exc, worker=self.worker, registry=self._registry)
+            self._absorb("heartbeat", exc)
+
+    def _tick(self, woke: float, lag: float) -> None:
+        """Everything after a wake-up; a raising metric or listener is counted, and the
+        next tick (so the heartbeat and the watchdog's beats) comes all the same."""
+        try:
+            self._lag.observe(lag)
+        except Exception as exc:  # noqa: BLE001
+            self._absorb("lag_sampler", exc)
+        self._stamp()
+        for listener in self._listeners:
+            try:
+                listener(woke, lag)
+            except Exception as exc:  # noqa: BLE001 - a listener is the host's code
+                self._absorb("lag_listener", exc)
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -100,10 +129,4 @@ class LoopLagSampler:
             self.ticks += 1
             if lag > self.max_lag:
                 self.max_lag = lag
-            try:
-                self._lag.observe(lag)
-            except Exception as exc:  # noqa: BLE001
-                guard.absorb("lag_sampler", exc, worker=self.worker, registry=self._registry)
-            self._stamp()
-            for listener in self._listeners:
-                listener(woke, lag)
+            self._tick(woke, lag)

@@ -120,6 +120,11 @@ class StallWatchdog:
         )
         self._listeners: list[StallListener] = []
         self._last_beat = clock()
+        # beat() (loop thread) only appends to _ended and stamps _last_beat: a deque append
+        # and a float store, both atomic, so the beat takes no lock. Everything else that
+        # changes (_pending, draining _ended, the log throttle) is shared by the watchdog
+        # thread and stop() (the loop thread) and changes under _state.
+        self._state = threading.Lock()
         self._ended: deque[tuple[float, float]] = deque()
         self._pending: tuple[float, tuple[FrameInfo, ...]] | None = None
         self._loop_thread: int | None = None
@@ -157,7 +162,9 @@ class StallWatchdog:
             thread.join(timeout)
             if not thread.is_alive():
                 self._thread = None
-        self._drain_ended()
+        with self._state:
+            reports = self._drain_ended()
+        self._record_all(reports)
 
     @property
     def running(self) -> bool:
@@ -170,12 +177,19 @@ class StallWatchdog:
 
     # --- watchdog thread ---
     def _run(self) -> None:
-        while not self._stop.wait(self._next_wait()):
+        while not self._stop.wait(self._wait()):
             self.wakes += 1
             try:
                 self._check()
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:  # noqa: BLE001 - the thread must outlive any bug
                 guard.absorb("stall_watchdog", exc, worker=self.worker, registry=self._registry)
+
+    def _wait(self) -> float:
+        try:
+            return self._next_wait()
+        except Exception as exc:  # noqa: BLE001 - e.g. an injected clock that raises
+            guard.absorb("stall_watchdog", exc, worker=self.worker, registry=self._registry)
+            return self.check_interval
 
     def _next_wait(self) -> float:
         """Sleep until the loop would first count as stalled, not on a fixed poll.
@@ -184,23 +198,28 @@ class StallWatchdog:
         per threshold instead of every check interval (each wake takes the GIL from a
         busy loop); once a stall is in progress it polls to catch its end promptly.
         """
-        if self._pending is not None or self._ended:
-            return self.check_interval
+        with self._state:
+            if self._pending is not None or self._ended:
+                return self.check_interval
         due = self._last_beat + self.beat_interval + self.threshold - self._clock()
         return min(max(due, _MIN_WAIT), _MAX_WAIT)
 
     def _check(self) -> None:
-        self._drain_ended()
-        pending = self._pending
-        if pending is not None and self._last_beat > pending[0] and not self._ended:
-            self._pending = None  # the loop came back below the threshold: nothing to report
-        if self._pending is None and self.stalled_for >= self.threshold:
-            assert self._loop_thread is not None
-            frames = capture_thread(self._loop_thread)
-            if frames is not None:
-                self._pending = (self._clock(), frames)
+        with self._state:
+            reports = self._drain_ended()
+            pending = self._pending
+            if pending is not None and self._last_beat > pending[0] and not self._ended:
+                self._pending = None  # the loop came back below the threshold: nothing to report
+            if self._pending is None and self.stalled_for >= self.threshold:
+                assert self._loop_thread is not None
+                frames = capture_thread(self._loop_thread)
+                if frames is not None:
+                    self._pending = (self._clock(), frames)
+        self._record_all(reports)
 
-    def _drain_ended(self) -> None:
+    def _drain_ended(self) -> list[StallReport]:
+        """Pair each ended stall with the stack caught during it; the caller holds _state."""
+        reports: list[StallReport] = []
         while self._ended:
             woke, lag = self._ended.popleft()
             pending, self._pending = self._pending, None
@@ -211,7 +230,7 @@ class StallWatchdog:
                 detected_after = pending[0] - (woke - lag)
             elif pending is not None:
                 self._pending = pending  # belongs to a later stall
-            self._record(
+            reports.append(
                 StallReport(
                     worker=self.worker,
                     duration=lag,
@@ -222,6 +241,12 @@ class StallWatchdog:
                     detected_after=detected_after,
                 )
             )
+        return reports
+
+    def _record_all(self, reports: list[StallReport]) -> None:
+        """Outside _state: a slow listener (a py-spy capture) must not hold up stop()."""
+        for report in reports:
+            self._record(report)
 
     def _record(self, report: StallReport) -> None:
         self.reports.append(report)
@@ -230,7 +255,10 @@ class StallWatchdog:
             self._stall_seconds.observe(report.duration)
         except Exception as exc:  # noqa: BLE001
             guard.absorb("stall_metrics", exc, worker=self.worker, registry=self._registry)
-        self._log(report)
+        try:
+            self._log(report)
+        except Exception as exc:  # noqa: BLE001 - a broken log handler is the host's
+            guard.absorb("stall_log", exc, worker=self.worker, registry=self._registry)
         for listener in self._listeners:
             try:
                 listener(report)
@@ -238,12 +266,13 @@ class StallWatchdog:
                 guard.absorb("stall_listener", exc, worker=self.worker, registry=self._registry)
 
     def _log(self, report: StallReport) -> None:
-        now = self._clock()
-        if now - self._last_log < self._log_interval:
-            self._suppressed += 1
-            return
-        self._last_log = now
-        suppressed, self._suppressed = self._suppressed, 0
+        with self._state:
+            now = self._clock()
+            if now - self._last_log < self._log_interval:
+                self._suppressed += 1
+                return
+            self._last_log = now
+            suppressed, self._suppressed = self._suppressed, 0
         tail = f" ({suppressed} more since the last report)" if suppressed else ""
         log.warning(
             "%s%s\n%s", report.headline(), tail, "\n".join(f"  {f}" for f in report.frames),
