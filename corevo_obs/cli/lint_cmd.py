@@ -16,7 +16,7 @@ from ..lint import lint_paths, load_catalog, load_config
 from ..lint.baseline import apply_baseline, load_baseline, write_baseline
 from ..lint.formats import as_json, as_sarif, as_text
 from ..lint.model import Finding
-from ..lint.scan import format_message
+from ..lint.rules import message, meta
 
 
 def _jobs(value: str) -> int:
@@ -60,15 +60,15 @@ def run(args: argparse.Namespace) -> int:
     elif baseline_path:
         findings, stale = apply_baseline(findings, load_baseline(baseline_path))
         findings += [
-            Finding(baseline_path, 1, 1, "COB901", format_message(
-                catalog, "COB901", entry=f"{code} in {path} {context}: {snippet}"))
+            Finding(baseline_path, 1, 1, meta.STALE, message(
+                meta.STALE, entry=f"{code} in {path} {context}: {snippet}"))
             for path, code, context, snippet in stale
         ]
     shown = sorted([*result.errors, *findings])
     if args.format == "json":
         sys.stdout.write(as_json(shown))
     elif args.format == "sarif":
-        sys.stdout.write(as_sarif(shown, catalog, __version__))
+        sys.stdout.write(as_sarif(shown, __version__))
     else:
         sys.stdout.write(as_text(shown))
         print(f"{len(findings)} finding(s), {len(result.errors)} unparsable, "

@@ -1,7 +1,8 @@
-"""The blocking-call catalog: rule texts, blocking names, blocking object types, offloads.
+"""The blocking-call catalog: blocking names, blocking object types, offloads.
 
 It is data (``lint_rules/blocking_calls.toml``, packaged next to this module) merged with
-the project's config, so rules never hard-code an API name.
+the project's config, so rules never hard-code an API name. Rule codes and their texts
+live in the rule registry (``rules/base.py``); the catalog only refers to them.
 """
 
 from __future__ import annotations
@@ -13,16 +14,10 @@ from typing import Any
 
 from ..errors import ConfigError
 from .config import LintConfig
+from .rules.base import RULES, Selection
 
 CATALOG_FILE = "blocking_calls.toml"
 MARKERS = ("corevo_obs.blocking", "corevo_obs.blocking.blocking")
-
-
-@dataclass(frozen=True)
-class RuleInfo:
-    code: str
-    name: str
-    message: str
 
 
 @dataclass(frozen=True)
@@ -42,7 +37,6 @@ class ObjectRule:
 
 @dataclass
 class Catalog:
-    rules: dict[str, RuleInfo]
     calls: dict[str, str]
     objects: dict[str, ObjectRule]
     factories: dict[str, str]  # call qualified name -> type it returns
@@ -53,7 +47,7 @@ class Catalog:
     non_blocking: frozenset[str] = frozenset()
     non_blocking_prefixes: tuple[str, ...] = ()
     markers: frozenset[str] = frozenset(MARKERS)
-    ignore: frozenset[str] = field(default_factory=frozenset)
+    selection: Selection = field(default_factory=Selection)
 
     def is_non_blocking(self, qualname: str) -> bool:
         return qualname in self.non_blocking or qualname.startswith(self.non_blocking_prefixes)
@@ -62,13 +56,12 @@ class Catalog:
         """A copy extended by the project's config (config wins over the shipped data)."""
         calls = dict(self.calls)
         for code, names in config.extend_calls.items():
-            if code not in self.rules:
+            if code not in RULES:
                 raise ConfigError(f"extend-calls: unknown rule code {code}", source=config.source)
             calls.update(dict.fromkeys(names, code))
         exact = {n for n in config.non_blocking if not n.endswith(".*")}
         prefixes = tuple(n[:-1] for n in config.non_blocking if n.endswith(".*"))
         return Catalog(
-            rules=self.rules,
             calls=calls,
             objects=self.objects,
             factories=self.factories,
@@ -79,16 +72,12 @@ class Catalog:
             non_blocking=frozenset(exact),
             non_blocking_prefixes=prefixes,
             markers=frozenset(MARKERS) | frozenset(config.markers),
-            ignore=frozenset(config.ignore),
+            selection=Selection.of(ignore=config.ignore),
         )
 
 
 def _parse(data: dict[str, Any], source: str) -> Catalog:
     try:
-        rules = {
-            code: RuleInfo(code, str(v["name"]), str(v["message"]))
-            for code, v in data["rules"].items()
-        }
         calls = {str(k): str(v) for k, v in data["calls"].items()}
         objects: dict[str, ObjectRule] = {}
         factories: dict[str, str] = {}
@@ -112,11 +101,11 @@ def _parse(data: dict[str, Any], source: str) -> Catalog:
             disarming[str(name)] = frozenset(map(str, flags))
     except (KeyError, TypeError, ValueError) as exc:
         raise ConfigError(f"malformed catalog: {exc!r}", source=source) from None
-    unknown = sorted({c for c in calls.values() if c not in rules}
-                     | {o.code for o in objects.values() if o.code not in rules})
+    unknown = sorted({c for c in calls.values() if c not in RULES}
+                     | {o.code for o in objects.values() if o.code not in RULES})
     if unknown:
-        raise ConfigError(f"codes without a [rules] entry: {unknown}", source=source)
-    return Catalog(rules, calls, objects, factories, offload, offload_methods, disarming)
+        raise ConfigError(f"codes no rule family registers: {unknown}", source=source)
+    return Catalog(calls, objects, factories, offload, offload_methods, disarming)
 
 
 def load_catalog(config: LintConfig | None = None) -> Catalog:

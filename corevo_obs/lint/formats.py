@@ -6,8 +6,8 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict
 
-from .catalog import Catalog
 from .model import Finding
+from .rules import RULES, meta
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 DOCS = "docs/lint.md"
@@ -22,17 +22,17 @@ def as_json(findings: Sequence[Finding]) -> str:
     return json.dumps(rows, indent=2) + "\n"
 
 
-def as_sarif(findings: Sequence[Finding], catalog: Catalog, version: str) -> str:
-    """One SARIF run; every rule of the catalog is described, so each ruleId resolves."""
-    codes = sorted(catalog.rules)
+def as_sarif(findings: Sequence[Finding], version: str) -> str:
+    """One SARIF run; every registered rule is described, so each ruleId resolves."""
+    codes = sorted(RULES)
     rules = [
         {
             "id": code,
-            "name": catalog.rules[code].name,
-            "shortDescription": {"text": catalog.rules[code].name.replace("-", " ")},
-            "fullDescription": {"text": catalog.rules[code].message},
+            "name": RULES[code].name,
+            "shortDescription": {"text": RULES[code].summary},
+            "fullDescription": {"text": RULES[code].message},
             "help": {"text": f"Example and fix: {DOCS}, section {code}."},
-            "defaultConfiguration": {"level": "error" if code == "COB900" else "warning"},
+            "defaultConfiguration": {"level": "error" if code == meta.PARSE else "warning"},
         }
         for code in codes
     ]
@@ -40,7 +40,7 @@ def as_sarif(findings: Sequence[Finding], catalog: Catalog, version: str) -> str
         {
             "ruleId": f.code,
             "ruleIndex": codes.index(f.code),
-            "level": "error" if f.code == "COB900" else "warning",
+            "level": "error" if f.code == meta.PARSE else "warning",
             "message": {"text": f.message},
             "locations": [{
                 "physicalLocation": {

@@ -16,8 +16,9 @@ from .catalog import Catalog, load_catalog
 from .config import LintConfig
 from .model import FileResult, Finding
 from .noqa import is_silenced
+from .rules import message, meta
 from .rules.chains import MAX_REEXPORT_HOPS, ChainIndex, follow_reexport
-from .scan import format_message, scan_source
+from .scan import scan_source
 
 SKIP_DIRS = frozenset({"__pycache__", "node_modules", "venv", ".venv", ".git", ".tox"})
 PARALLEL_MIN_FILES = 200
@@ -91,8 +92,8 @@ def _scan_path(task: tuple[str, bool]) -> FileResult:
             source = fh.read()
     except OSError as exc:
         result = FileResult(path=path)
-        result.error = Finding(path, 1, 1, "COB900",
-                               format_message(catalog, "COB900", error=exc.strerror or exc))
+        result.error = Finding(path, 1, 1, meta.PARSE,
+                               message(meta.PARSE, error=str(exc.strerror or exc)))
         return result
     module, is_package = module_name(path)
     if not full and b"async" not in source:  # cannot hold a finding; parsed if a chain needs it
@@ -216,16 +217,12 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
             hit = index.classify(site)
             if hit is None:
                 continue
-            code, chain = hit
-            if is_silenced(code, site.noqa, bare_noqa=config.bare_noqa):
+            code, fields = hit
+            if (not catalog.selection.enabled(code)
+                    or is_silenced(code, site.noqa, bare_noqa=config.bare_noqa)):
                 continue
-            callee = chain[0].removesuffix(" [@blocking]")
-            callee = callee if callee.endswith(")") else f"{callee}()"
-            message = format_message(catalog, code, call=callee, func=site.func,
-                                     chain=" -> ".join([site.func, *chain]),
-                                     why="@blocking marker")
-            out.findings.append(Finding(site.path, site.line, site.col, code, message,
-                                        site.context, site.snippet))
-    out.findings = sorted(f for f in out.findings if f.code not in catalog.ignore)
+            out.findings.append(Finding(site.path, site.line, site.col, code,
+                                        message(code, **fields), site.context, site.snippet))
+    out.findings.sort()
     out.errors.sort()
     return out

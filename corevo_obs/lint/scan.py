@@ -18,7 +18,7 @@ from .catalog import Catalog
 from .imports import ImportTracker, Ref
 from .model import CallSite, FileResult, Finding, FuncFacts
 from .noqa import is_silenced, noqa_codes
-from .rules import catalogued, declared
+from .rules import catalogued, declared, message, meta
 
 PARTIAL = "functools.partial"
 # nodes that hold no call, lambda or def below them: not walked
@@ -37,10 +37,6 @@ class _Ctx:
     offloaded: set[int] = field(default_factory=set)
 
 
-def format_message(catalog: Catalog, code: str, **fields: Any) -> str:
-    return catalog.rules[code].message.format_map(fields)
-
-
 class FileScanner(ast.NodeVisitor):
     """Walks one module once; see the module docstring for what it collects."""
 
@@ -56,6 +52,8 @@ class FileScanner(ast.NodeVisitor):
         self._ctx: list[_Ctx] = []
         self._offloaded: set[int] = set()
         self._dups: set[str] = set()
+        selection = catalog.selection
+        self._sites = selection.any_of("chains") or selection.any_of("declared")
         self._dispatch: dict[type, Any] = {
             ast.Module: self.visit_Module, ast.FunctionDef: self._visit_def,
             ast.AsyncFunctionDef: self._visit_def, ast.Lambda: self.visit_Lambda,
@@ -75,13 +73,14 @@ class FileScanner(ast.NodeVisitor):
             codes = noqa_codes(self.line(end))
         return codes
 
-    def _report(self, code: str, node: ast.expr, ctx: _Ctx, call: str) -> None:
-        if is_silenced(code, self._noqa(node), bare_noqa=self.bare_noqa):
+    def _report(self, code: str, node: ast.expr, ctx: _Ctx, call: str,
+                extra: dict[str, str]) -> None:
+        if (not self.catalog.selection.enabled(code)
+                or is_silenced(code, self._noqa(node), bare_noqa=self.bare_noqa)):
             return
-        message = format_message(self.catalog, code, call=call, func=ctx.display,
-                                 why="listed in the lint config", chain="", error="")
+        text = message(code, call=call, func=ctx.display, **extra)
         self.result.findings.append(Finding(
-            self.result.path, node.lineno, node.col_offset + 1, code, message,
+            self.result.path, node.lineno, node.col_offset + 1, code, text,
             ctx.qualname, self.line(node.lineno).strip()))
 
     def _child_qualname(self, name: str) -> str:
@@ -202,15 +201,17 @@ class FileScanner(ast.NodeVisitor):
         if hit is not None and catalogued.disarmed(node, ref, self.catalog, self.tracker):
             return
         if hit is not None:
-            code, display = hit
+            code, display, extra = hit
             if ctx.on_loop:
-                self._report(code, node, ctx, display)
+                self._report(code, node, ctx, display, extra)
             elif ctx.facts is not None and ctx.facts.blocking is None:
                 ctx.facts.blocking = display
             return
         if ref.kind not in ("def", "class", "import", "method"):
             return
         if ctx.on_loop:
+            if not self._sites:
+                return
             self.result.sites.append(CallSite(
                 ref.name, self.result.path, node.lineno, node.col_offset + 1, ctx.display,
                 ctx.qualname, self.line(node.lineno).strip(), self._noqa(node)))
@@ -233,8 +234,7 @@ def scan_source(path: str, module: str, source: bytes, catalog: Catalog, *,
         col = getattr(exc, "offset", None) or 1
         detail = getattr(exc, "msg", None) or str(exc) or type(exc).__name__
         result = FileResult(path=path, module=module)
-        result.error = Finding(path, line, col, "COB900",
-                               format_message(catalog, "COB900", error=detail))
+        result.error = Finding(path, line, col, meta.PARSE, message(meta.PARSE, error=detail))
         return result
     scanner = FileScanner(path, module, source, catalog, is_package=is_package,
                           bare_noqa=bare_noqa)
@@ -244,8 +244,8 @@ def scan_source(path: str, module: str, source: bytes, catalog: Catalog, *,
         scanner.visit(tree)
     except RecursionError:
         result = FileResult(path=path, module=module)
-        result.error = Finding(path, 1, 1, "COB900",
-                               format_message(catalog, "COB900", error="nesting too deep"))
+        result.error = Finding(path, 1, 1, meta.PARSE,
+                               message(meta.PARSE, error="nesting too deep"))
         return result
     finally:
         sys.setrecursionlimit(limit)

@@ -1,2 +1,9 @@
-"""Rule families, one module each: catalogued calls (COB100-COB107), declared blocking
-(COB111), interprocedural chains (COB110). The texts of every code live in the catalog."""
+"""Rule families, one module each, every code registered once in :mod:`.base`:
+catalogued calls (COB100-COB107), declared blocking (COB111), interprocedural chains
+(COB110), and the run's own diagnostics (COB900, COB901)."""
+
+from . import catalogued, chains, declared, meta
+from .base import FAMILIES, RULES, Rule, Selection, message
+
+__all__ = ["FAMILIES", "RULES", "Rule", "Selection", "catalogued", "chains", "declared",
+           "message", "meta"]

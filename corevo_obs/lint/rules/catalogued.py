@@ -10,23 +10,56 @@ os.WNOHANG)``, ``sock.recv(n, socket.MSG_DONTWAIT)``) returns at once and is not
 from __future__ import annotations
 
 import ast
+from typing import TYPE_CHECKING
 
-from ..catalog import Catalog
 from ..imports import ImportTracker, Ref
+from .base import Family, Spec, register
+
+if TYPE_CHECKING:
+    from ..catalog import Catalog
 
 
-def classify(ref: Ref, catalog: Catalog) -> tuple[str, str] | None:
-    """(code, display) when ``ref`` is a catalogued blocking call."""
+@register
+class CataloguedCalls(Family):
+    family = "catalogued"
+    error_codes = {
+        "COB100": Spec("sync-file-io", "Sync file or file-system I/O on the event loop.",
+                       "sync file I/O {call} inside async def {func}",
+                       ("ASYNC230", "ASYNC231", "ASYNC232", "ASYNC240")),
+        "COB101": Spec("sync-http", "A sync HTTP request on the event loop.",
+                       "sync HTTP call {call} inside async def {func}",
+                       ("ASYNC210", "ASYNC211", "ASYNC212")),
+        "COB102": Spec("sync-socket", "A blocking socket or name-resolution call on the loop.",
+                       "blocking socket call {call} inside async def {func}"),
+        "COB103": Spec("sync-subprocess", "Starting or waiting for a process on the loop.",
+                       "blocking subprocess/process call {call} inside async def {func}",
+                       ("ASYNC220", "ASYNC221", "ASYNC222")),
+        "COB104": Spec("sync-sleep", "time.sleep on the event loop.",
+                       "{call} sleeps the whole event loop in async def {func}", ("ASYNC251",)),
+        "COB105": Spec("sync-db-driver", "A sync database driver call on the loop.",
+                       "sync database driver call {call} inside async def {func}"),
+        "COB106": Spec("blocking-sdk", "A blocking SDK client call on the loop.",
+                       "blocking SDK call {call} inside async def {func}"),
+        "COB107": Spec("sync-input", "Waiting on stdin on the loop.",
+                       "{call} waits on stdin inside async def {func}", ("ASYNC250",)),
+    }
+
+
+NO_FIELDS: dict[str, str] = {}
+
+
+def classify(ref: Ref, catalog: Catalog) -> tuple[str, str, dict[str, str]] | None:
+    """(code, display, extra fields) when ``ref`` is a catalogued blocking call."""
     if ref.kind == "method" and ref.type is not None and ref.attr is not None:
         rule = catalog.objects.get(ref.type)
         if rule is not None and rule.blocks(ref.attr):
-            return rule.code, f"{ref.type.rpartition('.')[2]}.{ref.attr}()"
+            return rule.code, f"{ref.type.rpartition('.')[2]}.{ref.attr}()", NO_FIELDS
         return None
     code = catalog.calls.get(ref.name)
     if code is None:
         return None
     display = ref.name[len("builtins."):] if ref.kind == "builtin" else ref.name
-    return code, f"{display}()"
+    return code, f"{display}()", NO_FIELDS
 
 
 def disarmed(call: ast.Call, ref: Ref, catalog: Catalog, tracker: ImportTracker) -> bool:

@@ -12,10 +12,21 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..model import CallSite, FuncFacts
+from . import declared
+from .base import Family, Spec, register
 
 CODE = "COB110"
 MAX_REEXPORT_HOPS = 4
-MARKED = "COB111"
+
+
+@register
+class BlockingChains(Family):
+    family = "chains"
+    error_codes = {
+        CODE: Spec("blocking-chain",
+                   "An async def calls a sync helper of the tree that blocks, maybe via others.",
+                   "{call} blocks inside async def {func}: {chain}"),
+    }
 
 
 def follow_reexport(name: str, reexports: dict[str, str]) -> str | None:
@@ -81,10 +92,14 @@ class ChainIndex:
         self._memo[qualname] = result
         return result
 
-    def classify(self, site: CallSite) -> tuple[str, list[str]] | None:
-        """(code, chain) for a call made on the loop, or None when it does not block."""
+    def classify(self, site: CallSite) -> tuple[str, dict[str, str]] | None:
+        """(code, message fields) for a call made on the loop, or None if it does not block."""
         chain = self.chain(site.callee)
-        if chain is None:
-            return None
         facts = self.lookup(site.callee)
-        return (MARKED if facts is not None and facts.marked else CODE), chain
+        if chain is None or facts is None:
+            return None
+        call = f"{facts.name}()"
+        if facts.marked:
+            return declared.CODE, {"call": call, "func": site.func, "why": declared.MARKER}
+        return CODE, {"call": call, "func": site.func,
+                      "chain": " -> ".join([site.func, *chain])}

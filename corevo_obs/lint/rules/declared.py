@@ -8,17 +8,33 @@ module recognises the marker and the configured names.
 from __future__ import annotations
 
 import ast
+from typing import TYPE_CHECKING
 
-from ..catalog import Catalog
 from ..imports import ImportTracker, Ref
+from .base import Family, Spec, register
+
+if TYPE_CHECKING:
+    from ..catalog import Catalog
 
 CODE = "COB111"
+CONFIGURED = "listed in the lint config"
+MARKER = "@blocking marker"
 
 
-def configured(ref: Ref, catalog: Catalog) -> tuple[str, str] | None:
-    """(code, display) when ``ref`` names a configured blocking function or method."""
+@register
+class DeclaredBlocking(Family):
+    family = "declared"
+    error_codes = {
+        CODE: Spec("declared-blocking",
+                   "A call to a function the project declared blocking (marker or config).",
+                   "{call} is declared blocking ({why}) and is called inside async def {func}"),
+    }
+
+
+def configured(ref: Ref, catalog: Catalog) -> tuple[str, str, dict[str, str]] | None:
+    """(code, display, extra fields) when ``ref`` names a configured blocking function."""
     if ref.name in catalog.blocking:
-        return CODE, f"{ref.name}()"
+        return CODE, f"{ref.name}()", {"why": CONFIGURED}
     return None
 
 

@@ -1,0 +1,107 @@
+"""The rule registry: each rule family declares its codes in one place and registers them.
+
+A family is a class with ``family`` and ``error_codes`` (code -> :class:`Rule` fields),
+decorated with :func:`register` (the flake8-async ``error_class`` model). The registry is
+the only source of rule names, summaries and message templates: the SARIF rules table,
+docs/lint.md and the config's code validation all read it. A :class:`Selection` says
+which codes a run reports, and a message is filled only with the fields its template
+names, so a wrong field list fails loudly instead of printing a blank.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One stable code: ``name`` (a slug), a one-line ``summary``, the message template,
+    its ``family`` (the rules module that emits it) and the flake8-async codes it covers."""
+
+    code: str
+    name: str
+    summary: str
+    message: str
+    family: str
+    peers: tuple[str, ...] = ()
+
+    @property
+    def fields(self) -> frozenset[str]:
+        return frozenset(f for _, f, _, _ in string.Formatter().parse(self.message) if f)
+
+    def format(self, **fields: str) -> str:
+        """The message; ``fields`` must be exactly the template's fields."""
+        if set(fields) != self.fields:
+            raise ValueError(f"{self.code}: message needs {sorted(self.fields)}, "
+                             f"got {sorted(fields)}")
+        return self.message.format(**fields)
+
+
+@dataclass(frozen=True)
+class Spec:
+    """How a family writes one code: ``Spec(name, summary, message, peers=(...))``."""
+
+    name: str
+    summary: str
+    message: str
+    peers: tuple[str, ...] = ()
+
+
+class Family:
+    """Base of a rule family; subclasses set ``family`` and ``error_codes``."""
+
+    family: ClassVar[str]
+    error_codes: ClassVar[Mapping[str, Spec]]
+
+
+RULES: dict[str, Rule] = {}
+FAMILIES: dict[str, type[Family]] = {}
+_CODE = re.compile(r"^COB\d{3}$")
+
+
+def register(cls: type[Family]) -> type[Family]:
+    """Class decorator: add the family's codes to :data:`RULES` (each code once)."""
+    if cls.family in FAMILIES:
+        raise RuntimeError(f"rule family {cls.family!r} registered twice")
+    for code, spec in cls.error_codes.items():
+        if not _CODE.match(code):
+            raise RuntimeError(f"{cls.__name__}: bad rule code {code!r}")
+        if code in RULES:
+            raise RuntimeError(f"{code} defined twice ({RULES[code].family}, {cls.family})")
+        RULES[code] = Rule(code, spec.name, spec.summary, spec.message, cls.family, spec.peers)
+    FAMILIES[cls.family] = cls
+    return cls
+
+
+def message(code: str, **fields: str) -> str:
+    return RULES[code].format(**fields)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The codes a run reports: ``select`` prefixes (default: all) minus ``ignore`` ones.
+
+    Example::
+
+        Selection.of(select=("COB1",), ignore=("COB11",)).any_of("chains")  # False
+    """
+
+    codes: frozenset[str] = field(default_factory=lambda: frozenset(RULES))
+
+    @classmethod
+    def of(cls, select: Iterable[str] = (), ignore: Iterable[str] = ()) -> Selection:
+        chosen = tuple(select) or ("COB",)
+        dropped = tuple(ignore)
+        return cls(frozenset(c for c in RULES if c.startswith(chosen)
+                             and not (dropped and c.startswith(dropped))))
+
+    def enabled(self, code: str) -> bool:
+        return code in self.codes
+
+    def any_of(self, family: str) -> bool:
+        """True when the family has a selected code, i.e. its work is worth doing."""
+        return any(RULES[c].family == family for c in self.codes)
