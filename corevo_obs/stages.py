@@ -295,6 +295,17 @@ class TaskStages:
         """Time one wait on a dependency: ``async with stages.external("model"): ...``."""
         return ExternalWait(self, dependency)
 
+    def activate(self) -> Activation:
+        """Make this the tracker ``current_stages()`` returns in this context.
+
+        Middleware and job runners that create the tracker themselves use it so that
+        handlers and client hooks reach the task without being handed it::
+
+            with stages.activate():
+                await handler(request)
+        """
+        return Activation(self)
+
     def finish(self, outcome: str = "completed") -> None:
         """Terminal state reached: records total (accepted -> here) under ``outcome``."""
         now = _now()
@@ -397,6 +408,22 @@ class ExternalWait:
             t._absorb(exc)
 
 
+class Activation:
+    """``with``-scope in which ``current_stages()`` returns one tracker (see ``activate``)."""
+
+    __slots__ = ("_stages", "_token")
+
+    def __init__(self, stages: TaskStages) -> None:
+        self._stages = stages
+
+    def __enter__(self) -> TaskStages:
+        self._token = _current.set(self._stages)
+        return self._stages
+
+    def __exit__(self, et: object, exc: BaseException | None, tb: object) -> None:
+        _current.reset(self._token)
+
+
 def outcome_of(exc: BaseException | None) -> str:
     """Map how a handler ended to a catalog outcome."""
     if exc is None:
@@ -425,12 +452,17 @@ def track_task(
     worker: str | None = None,
     registry: CollectorRegistry | None = None,
     accepted_at_arg: str | None = None,
+    job_id_arg: str | None = None,
+    execution_id_arg: str | None = None,
 ) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:
     """Decorate an async handler: started on entry, finished by how it returns or raises.
 
     The decorator cannot see a task before its handler runs, so dispatch is only
     meaningful with ``accepted_at_arg``: the name of the handler's keyword argument that
-    carries the wall-clock accept time. Inside, ``current_stages()`` gives the tracker.
+    carries the wall-clock accept time. ``job_id_arg`` / ``execution_id_arg`` name the
+    keyword arguments whose values become the span's ``corevo.job.id`` /
+    ``corevo.execution.id`` (never metric labels). Inside, ``current_stages()`` gives the
+    tracker, so the handler marks its own first event (a stream's first chunk).
     """
 
     def decorate(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
@@ -438,7 +470,13 @@ def track_task(
         async def handler(*args: P.args, **kwargs: P.kwargs) -> R:
             rec = recorder if recorder is not None else shared_recorder(worker, registry)
             at = kwargs.get(accepted_at_arg) if accepted_at_arg is not None else None
-            stages = rec.task(kind, accepted_at=at if isinstance(at, int | float) else None)
+            job = kwargs.get(job_id_arg) if job_id_arg is not None else None
+            ex = kwargs.get(execution_id_arg) if execution_id_arg is not None else None
+            stages = rec.task(
+                kind, accepted_at=at if isinstance(at, int | float) else None,
+                job_id=None if job is None else str(job),
+                execution_id=None if ex is None else str(ex),
+            )
             stages.started()
             token = _current.set(stages)
             try:

@@ -1,0 +1,248 @@
+"""ASGI middleware: the four stages of every HTTP request and WebSocket, no handler code.
+
+- **kind**: the route template (``GET /items/{item_id}``, ``WS /ws``); paths no route
+  serves are one kind, ``unmatched``; excluded paths (``/metrics`` by default) are not
+  tracked at all. Bounded by construction: never a raw path.
+- **dispatch**: accepted -> the middleware runs on the worker's loop. Accepted is the
+  front proxy's ``X-Request-Start`` when present (see ``request_start``), otherwise the
+  moment this middleware was called: without a proxy stamp, dispatch cannot see queueing
+  in front of the worker.
+- **first event**: the first non-empty response body chunk, or the first
+  ``websocket.send``; for a response with an empty body, its final send.
+- **total**: the final body send, the server's ``websocket.close`` or the client's
+  disconnect, with the outcome (``completed``; ``failed`` for 5xx or an exception;
+  ``cancelled`` when the client went away first).
+
+Handlers reach their task through ``corevo_obs.current_stages()`` (e.g. to time a
+model call with ``current_stages().external("model")``), and the HTTP client hooks in
+``http_clients`` record outgoing calls against it.
+
+Example (FastAPI / Starlette)::
+
+    app = FastAPI()
+    app.add_middleware(StagesMiddleware)          # or StagesMiddleware(app) for any ASGI app
+
+Put it outermost among your middleware so it sees the response as the client does.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable, Collection, MutableMapping
+from typing import Any, Final
+
+from prometheus_client import CollectorRegistry
+
+from ..stages import StageRecorder, TaskStages
+from .request_start import DEFAULT_MAX_AGE, HEADER, parse_request_start
+from .routes import UNMATCHED, RouteCache, starlette_route
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+DEFAULT_EXCLUDE: Final = ("/metrics",)
+DEFAULT_MAX_KINDS: Final = 128
+_NORMAL_CLOSE: Final = (1000, 1001)
+
+
+class StagesMiddleware:
+    """Record dispatch / first event / external / total for each request of an ASGI app.
+
+    ``exclude``: route templates or paths not to track; an entry ending in ``*`` is a
+    path prefix (``/static/*``). ``route_of(scope)``: the route template for apps whose
+    routes are not Starlette-shaped (return None for "no route"). ``kind_format`` may use
+    ``{method}`` and ``{route}``. ``request_start_header=None`` ignores proxy stamps (do
+    that when no proxy in front overwrites the header).
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        recorder: StageRecorder | None = None,
+        worker: str | None = None,
+        registry: CollectorRegistry | None = None,
+        exclude: Collection[str] = DEFAULT_EXCLUDE,
+        kind_format: str = "{method} {route}",
+        group_unmatched: bool = True,
+        route_of: Callable[[Scope], str | None] | None = None,
+        request_start_header: str | None = HEADER,
+        max_request_start_age: float = DEFAULT_MAX_AGE,
+        max_kinds: int = DEFAULT_MAX_KINDS,
+    ) -> None:
+        self.app = app
+        self._given = recorder
+        self._recorder: StageRecorder | None = recorder
+        self._pid = os.getpid()
+        self._worker = worker
+        self._registry = registry
+        self._max_kinds = max_kinds
+        self._exact = frozenset(e for e in exclude if not e.endswith("*"))
+        self._prefixes = tuple(e[:-1] for e in exclude if e.endswith("*"))
+        self._format = kind_format
+        self._group = group_unmatched
+        self._route_of = route_of
+        self._header = None if request_start_header is None else (
+            request_start_header.lower().encode("latin-1"))
+        self._max_age = max_request_start_age
+        self._cache = RouteCache()
+
+    @property
+    def recorder(self) -> StageRecorder:
+        """This process's recorder, built on first use (after a fork, anew: the worker
+        name of a pre-forked server's child is not the master's)."""
+        rec = self._recorder
+        if rec is None or (self._given is None and self._pid != os.getpid()):
+            self._pid = os.getpid()
+            rec = self._recorder = StageRecorder(
+                worker=self._worker, registry=self._registry, max_kinds=self._max_kinds)
+        return rec
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind_of = scope["type"]
+        if kind_of != "http" and kind_of != "websocket":
+            await self.app(scope, receive, send)
+            return
+        kind = self._kind(scope)
+        if kind is None:
+            await self.app(scope, receive, send)
+            return
+        accepted = None
+        if self._header is not None:
+            for name, value in scope.get("headers", ()):
+                if name == self._header:
+                    accepted = parse_request_start(value, max_age=self._max_age)
+                    break
+        rec = self.recorder
+        stages = rec.task(kind, accepted_at=accepted, attributes=(
+            None if rec.tracer is None else {"http.route": kind,
+                                             "http.request.method": scope.get("method", "WS")}))
+        stages.started()
+        if kind_of == "http":
+            await _HttpCall(stages).run(self.app, scope, receive, send)
+        else:
+            await _SocketCall(stages).run(self.app, scope, receive, send)
+
+    def _kind(self, scope: Scope) -> str | None:
+        """The bounded kind for this request, or None when it is excluded."""
+        path = scope.get("path", "")
+        method = scope.get("method", "WS") if scope["type"] == "http" else "WS"
+        key = (scope["type"], method, path)
+        found = self._cache.get(key)
+        if found is not None:
+            return found or None
+        route = self._route(scope)
+        if path in self._exact or route in self._exact or (
+                self._prefixes and path.startswith(self._prefixes)):
+            self._cache.put(key, "")
+            return None
+        if route is None:
+            route = UNMATCHED if self._group else path
+            kind = route if self._group else self._format.format(method=method, route=route)
+        else:
+            kind = self._format.format(method=method, route=route)
+        self._cache.put(key, kind)
+        return kind
+
+    def _route(self, scope: Scope) -> str | None:
+        if self._route_of is not None:
+            return self._route_of(scope)
+        routes = getattr(scope.get("app"), "routes", None) or getattr(self.app, "routes", None)
+        return None if routes is None else starlette_route(scope, routes)
+
+
+class _HttpCall:
+    """One HTTP request's marks, driven by the messages the app sends and receives."""
+
+    __slots__ = ("stages", "status", "first", "done")
+
+    def __init__(self, stages: TaskStages) -> None:
+        self.stages = stages
+        self.status = 0
+        self.first = False
+        self.done = False
+
+    async def run(self, app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
+        stages = self.stages
+
+        async def tracked_send(message: Message) -> None:
+            kind = message["type"]
+            if kind == "http.response.body":
+                more = message.get("more_body", False)
+                await send(message)
+                if not self.first and (message.get("body") or not more):
+                    self.first = True
+                    stages.first_event()
+                if not more and not self.done:
+                    self.done = True
+                    stages.finish("failed" if self.status >= 500 else "completed")
+                return
+            if kind == "http.response.start":
+                self.status = message.get("status", 0)
+            await send(message)
+
+        async def tracked_receive() -> Message:
+            message = await receive()
+            if message["type"] == "http.disconnect" and not self.done:
+                self.done = True
+                stages.finish("cancelled")
+            return message
+
+        with stages.activate():
+            try:
+                await app(scope, tracked_receive, tracked_send)
+            except BaseException as exc:
+                if not self.done:
+                    self.done = True
+                    stages.finish_from(exc)
+                raise
+        if not self.done:  # the app returned without finishing its response
+            self.done = True
+            stages.finish("failed")
+
+
+class _SocketCall:
+    """One WebSocket's marks: first ``websocket.send``, then close or disconnect."""
+
+    __slots__ = ("stages", "first", "done")
+
+    def __init__(self, stages: TaskStages) -> None:
+        self.stages = stages
+        self.first = False
+        self.done = False
+
+    async def run(self, app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
+        stages = self.stages
+
+        async def tracked_send(message: Message) -> None:
+            await send(message)
+            kind = message["type"]
+            if kind == "websocket.send" and not self.first:
+                self.first = True
+                stages.first_event()
+            elif kind == "websocket.close" and not self.done:
+                self.done = True
+                stages.finish("completed")
+
+        async def tracked_receive() -> Message:
+            message = await receive()
+            if message["type"] == "websocket.disconnect" and not self.done:
+                self.done = True
+                normal = message.get("code", 1000) in _NORMAL_CLOSE
+                stages.finish("completed" if normal else "cancelled")
+            return message
+
+        with stages.activate():
+            try:
+                await app(scope, tracked_receive, tracked_send)
+            except BaseException as exc:
+                if not self.done:
+                    self.done = True
+                    stages.finish_from(exc)
+                raise
+        if not self.done:
+            self.done = True
+            stages.finish("completed")

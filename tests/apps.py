@@ -1,0 +1,113 @@
+"""Harness for the framework tests: a fixed-latency upstream, app servers, scrapes."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class _Slow(BaseHTTPRequestHandler):
+    latency = 0.1
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        time.sleep(self.latency)
+        body = b"ok"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def upstream(latency: float = 0.1) -> Iterator[str]:
+    """A fixed-latency HTTP upstream on loopback; yields its URL."""
+    handler = type("Slow", (_Slow,), {"latency": latency})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def app_env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT)
+    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    env.update(extra)
+    return env
+
+
+def wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            out = proc.stdout.read().decode() if proc.stdout else ""
+            raise AssertionError(f"server exited with {proc.returncode}:\n{out}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"nothing listens on {port} after {timeout}s")
+
+
+@contextlib.contextmanager
+def serve(cmd: list[str], port: int, env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT)
+    try:
+        wait_port(port, proc)
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def python(*args: str) -> list[str]:
+    return [sys.executable, *args]
+
+
+def get(url: str, headers: dict[str, str] | None = None) -> bytes:
+    req = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as reply:
+            return bytes(reply.read())
+    except urllib.error.HTTPError as err:
+        return bytes(err.read())
+
+
+def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Every sample of an exposition, keyed by (name, sorted labels)."""
+    out: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
+
+
+def value(found: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: str,
+          **labels: str) -> float:
+    """Sum of the samples of ``name`` whose labels include ``labels``."""
+    want = set(labels.items())
+    return sum(v for (n, ls), v in found.items() if n == name and want <= set(ls))
