@@ -66,13 +66,13 @@ class Catalog:
             objects=self.objects,
             factories=self.factories,
             offload={**self.offload, **config.offload},
-            offload_methods=self.offload_methods,
+            offload_methods={**self.offload_methods, **config.offload_methods},
             disarming=self.disarming,
             blocking=frozenset(config.blocking),
             non_blocking=frozenset(exact),
             non_blocking_prefixes=prefixes,
             markers=frozenset(MARKERS) | frozenset(config.markers),
-            selection=Selection.of(ignore=config.ignore),
+            selection=Selection.of(select=config.select, ignore=config.ignore),
         )
 
 
