@@ -18,6 +18,7 @@ from typing import Any
 from ..mpdir.compactor import compact_backlog
 from ..mpdir.lock import LockBusy
 from ..mpdir.status import DirStatus, scan
+from .metrics_serve import add_parser as add_serve_parser
 
 
 def register(sub: Any) -> None:
@@ -31,6 +32,7 @@ def register(sub: Any) -> None:
     s.add_argument("dir", metavar="DIR")
     s.add_argument("--format", choices=("text", "json"), default="text")
     s.set_defaults(func=run_status)
+    add_serve_parser(msub)
 
 
 def _fs_errors(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
