@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..dashboards import render_all
+from ..dashboards.build import write_stale
 
 
 def register(sub: Any) -> None:
@@ -22,11 +23,12 @@ def register(sub: Any) -> None:
 
 
 def run_build(args: argparse.Namespace) -> int:
-    stale = [r for r in render_all(args.dir) if r.stale]
-    for r in stale:
-        if args.check:
+    rendered = render_all(args.dir)  # every source runs before anything is written
+    if args.check:
+        stale = [r for r in rendered if r.stale]
+        for r in stale:
             print(f"stale: {r.output} (run: corevo-obs dashboards build)", file=sys.stderr)
-        else:
-            r.output.write_text(r.text, encoding="utf-8")
-            print(f"wrote {r.output}")
-    return 1 if args.check and stale else 0
+        return 1 if stale else 0
+    for path in write_stale(rendered):
+        print(f"wrote {path}")
+    return 0

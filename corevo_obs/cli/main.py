@@ -2,13 +2,16 @@
 
 Each subcommand lives in its own module under ``corevo_obs.cli`` and exposes
 ``register(subparsers)``; it sets ``func(args) -> int`` on its parser. Library code never
-prints or exits: errors arrive here as ``CorevoObsError`` and leave as one clear line.
+prints or exits: errors arrive here as ``CorevoObsError`` and leave as one clear line;
+so does an ``OSError`` nobody caught (naming its path), and even a bug of ours (exit 3,
+the traceback only with ``COREVO_OBS_DEBUG=1``).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -16,6 +19,7 @@ from typing import NoReturn
 from .. import __version__
 from ..errors import CorevoObsError
 
+DEBUG_ENV = "COREVO_OBS_DEBUG"
 COMMAND_MODULES: tuple[str, ...] = (
     "corevo_obs.cli.catalog_cmd",
     "corevo_obs.cli.dashboards_cmd",
@@ -58,13 +62,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         return int(func(args) or 0)
     except CorevoObsError as exc:
-        print(f"corevo-obs: error: {exc}", file=sys.stderr)
-        return exc.exit_code
+        return _fail(str(exc), exc.exit_code)
     except KeyboardInterrupt:
         print("corevo-obs: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # a path a command did not anticipate: still one line, named
+        where = f"{exc.filename}: " if exc.filename else ""
+        return _fail(f"{where}{exc.strerror or exc}", 2)
+    except Exception as exc:  # noqa: BLE001 - a bug of ours: one line, the trace on request
+        if os.environ.get(DEBUG_ENV) == "1":
+            raise
+        return _fail(f"internal error {type(exc).__name__}: {exc} "
+                     f"(set {DEBUG_ENV}=1 for the traceback)", 3)
+
+
+def _fail(message: str, code: int) -> int:
+    """One line on stderr, whatever the message holds (a path with a newline, say)."""
+    print(f"corevo-obs: error: {' '.join(message.splitlines())}", file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":  # pragma: no cover

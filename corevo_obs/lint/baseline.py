@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..fileio import read_regular, write_files
 from .model import Finding
 
 VERSION = 1
@@ -27,14 +28,17 @@ def _key(f: Finding) -> Key:
 def load_baseline(path: str | Path) -> Counter[Key]:
     file = Path(path)
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
+        data = json.loads(read_regular(file).decode("utf-8"))
         if data.get("version") != VERSION:
             raise ValueError(f"unsupported version {data.get('version')!r}")
         return Counter({(e["path"], e["code"], e["context"], e["snippet"]): int(e["count"])
                         for e in data["entries"]})
     except FileNotFoundError:
         raise ConfigError("baseline file not found", source=str(file)) from None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+    except OSError as exc:  # a directory, a FIFO, no permission
+        raise ConfigError(f"cannot read baseline: {exc.strerror or exc}",
+                          source=str(file)) from None
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ConfigError(f"not a corevo-obs lint baseline: {exc}", source=str(file)) from None
 
 
@@ -55,12 +59,20 @@ def apply_baseline(findings: Sequence[Finding],
 
 def write_baseline(path: str | Path, findings: Sequence[Finding],
                    previous: Counter[Key] | None) -> int:
-    """Write the baseline; with a previous one, keep only what it already listed."""
+    """Write the baseline; with a previous one, keep only what it already listed.
+
+    The file is replaced atomically: a failed write (full disk, read-only or missing
+    folder) leaves the old baseline in place and raises ConfigError naming the path.
+    """
     current = Counter(_key(f) for f in findings)
     if previous is not None:
         current = current & previous
     entries = [{"path": k[0], "code": k[1], "context": k[2], "snippet": k[3], "count": n}
                for k, n in sorted(current.items())]
-    Path(path).write_text(json.dumps({"version": VERSION, "entries": entries}, indent=2)
-                          + "\n", encoding="utf-8")
+    text = json.dumps({"version": VERSION, "entries": entries}, indent=2) + "\n"
+    try:
+        write_files([(Path(path), text.encode("utf-8"))])  # all or nothing, no temp left
+    except OSError as exc:
+        raise ConfigError(f"cannot write baseline: {exc.strerror or exc}",
+                          source=exc.filename or str(path)) from None
     return sum(current.values())
