@@ -4,7 +4,10 @@ Run it (single process, metrics at /metrics)::
 
     uvicorn examples.fastapi_app:app
 
-or under gunicorn with the hooks in ``examples/gunicorn_conf.py``. The upstream it calls
+under gunicorn with the hooks in ``examples/gunicorn_conf.py`` (the master serves every
+worker's metrics on one port), or ``uvicorn --workers N`` with
+``$PROMETHEUS_MULTIPROC_DIR`` set and ``corevo-obs metrics serve DIR`` beside it (each
+worker takes a reusable slot name ``w0``..``wN-1``). The upstream it calls
 is ``$UPSTREAM_URL`` (default: a local fixed-latency server the tests start).
 ``$EXAMPLE_BLOCKING=1`` plants a blocking ``time.sleep`` in ``GET /report``: the stall
 watchdog names that line.
@@ -23,12 +26,19 @@ from fastapi import FastAPI, WebSocket
 from fastapi.responses import StreamingResponse
 from prometheus_client import make_asgi_app
 
-from corevo_obs import install_loop_health
+from corevo_obs import enable_multiprocess, install_loop_health
 from corevo_obs.exposition import exposition_registry
+from corevo_obs.integrations.worker_slots import claim_worker_slot
 from corevo_obs.integrations.asgi import StagesMiddleware
 from corevo_obs.integrations.http_clients import httpx_async_hooks
 
 UPSTREAM = os.environ.get("UPSTREAM_URL", "http://127.0.0.1:9/")
+
+if os.environ.get("PROMETHEUS_MULTIPROC_DIR") and not os.environ.get("COREVO_WORKER"):
+    # uvicorn --workers gives no hook to name workers: take a slot (gunicorn's post_fork
+    # hook has already named this worker and enabled multiprocess mode)
+    claim_worker_slot()
+    enable_multiprocess()
 
 
 @asynccontextmanager

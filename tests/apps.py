@@ -56,12 +56,13 @@ def app_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
+def wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.0,
+              log: Path | None = None) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            out = proc.stdout.read().decode() if proc.stdout else ""
-            raise AssertionError(f"server exited with {proc.returncode}:\n{out}")
+            said = log.read_text(errors="replace") if log is not None else ""
+            raise AssertionError(f"server exited with {proc.returncode}:\n{said}")
         with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
             return
         time.sleep(0.05)
@@ -69,11 +70,14 @@ def wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 20.0) -
 
 
 @contextlib.contextmanager
-def serve(cmd: list[str], port: int, env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT)
+def serve(cmd: list[str], port: int, env: dict[str, str],
+          log: Path | None = None) -> Iterator[subprocess.Popen[bytes]]:
+    """Run a server until the block ends; its output goes to ``log`` (a pipe nobody
+    reads would fill and block it)."""
+    out = open(log, "wb") if log is not None else subprocess.DEVNULL  # noqa: SIM115
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     try:
-        wait_port(port, proc)
+        wait_port(port, proc, log=log)
         yield proc
     finally:
         proc.terminate()
@@ -82,6 +86,8 @@ def serve(cmd: list[str], port: int, env: dict[str, str]) -> Iterator[subprocess
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        if log is not None:
+            out.close()  # type: ignore[union-attr]
 
 
 def python(*args: str) -> list[str]:
@@ -111,3 +117,60 @@ def value(found: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: str
     """Sum of the samples of ``name`` whose labels include ``labels``."""
     want = set(labels.items())
     return sum(v for (n, ls), v in found.items() if n == name and want <= set(ls))
+
+
+PROMETHEUS = "/usr/bin/prometheus"
+
+
+@contextlib.contextmanager
+def prometheus(tmp: Path, targets: list[str]) -> Iterator[str]:
+    """A real Prometheus scraping ``targets`` every second; yields its base URL."""
+    import yaml
+
+    web = _free_port()
+    config = {"global": {"scrape_interval": "1s", "scrape_timeout": "900ms"},
+              "scrape_configs": [{"job_name": "app", "static_configs": [{"targets": targets}]}]}
+    (tmp / "prometheus.yml").write_text(yaml.safe_dump(config))
+    proc = subprocess.Popen(
+        [PROMETHEUS, f"--config.file={tmp / 'prometheus.yml'}",
+         f"--storage.tsdb.path={tmp / 'tsdb'}", f"--web.listen-address=127.0.0.1:{web}",
+         "--log.level=warn"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_port(web, proc)
+        yield f"http://127.0.0.1:{web}"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def promql(base: str, expr: str) -> list[dict[str, object]]:
+    import json
+    import urllib.parse
+
+    q = urllib.parse.urlencode({"query": expr})
+    with urllib.request.urlopen(f"{base}/api/v1/query?{q}", timeout=5) as reply:
+        body = json.loads(reply.read())
+    assert body["status"] == "success", (expr, body)
+    return list(body["data"]["result"])
+
+
+def scalar(base: str, expr: str) -> float | None:
+    found = promql(base, expr)
+    return None if not found else float(found[0]["value"][1])  # type: ignore[index]
+
+
+def eventually(what: str, check: object, timeout: float = 20.0) -> object:
+    deadline = time.monotonic() + timeout
+    got: object = None
+    while time.monotonic() < deadline:
+        got = check()  # type: ignore[operator]
+        if got:
+            return got
+        time.sleep(0.3)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {got!r})")
