@@ -43,6 +43,7 @@ class Catalog:
     offload: dict[str, int]
     offload_methods: dict[str, int]
     disarming: dict[str, frozenset[str]] = field(default_factory=dict)  # call -> flags
+    aliases: dict[str, str] = field(default_factory=dict)  # annotation type -> tracked type
     blocking: frozenset[str] = frozenset()
     non_blocking: frozenset[str] = frozenset()
     non_blocking_prefixes: tuple[str, ...] = ()
@@ -68,6 +69,7 @@ class Catalog:
             offload={**self.offload, **config.offload},
             offload_methods={**self.offload_methods, **config.offload_methods},
             disarming=self.disarming,
+            aliases=self.aliases,
             blocking=frozenset(config.blocking),
             non_blocking=frozenset(exact),
             non_blocking_prefixes=prefixes,
@@ -81,6 +83,7 @@ def _parse(data: dict[str, Any], source: str) -> Catalog:
         calls = {str(k): str(v) for k, v in data["calls"].items()}
         objects: dict[str, ObjectRule] = {}
         factories: dict[str, str] = {}
+        aliases: dict[str, str] = {}
         for type_name, spec in data.get("objects", {}).items():
             methods = spec["methods"]
             objects[type_name] = ObjectRule(
@@ -90,6 +93,7 @@ def _parse(data: dict[str, Any], source: str) -> Catalog:
                 frozenset(spec.get("except", ())),
             )
             factories.update(dict.fromkeys(spec.get("factories", ()), type_name))
+            aliases.update(dict.fromkeys(spec.get("annotations", ()), type_name))
         for type_name, makers in data.get("offload-types", {}).items():
             factories.update(dict.fromkeys(makers, type_name))
         offload = {str(k): int(v) for k, v in data.get("offload", {}).items()}
@@ -105,7 +109,7 @@ def _parse(data: dict[str, Any], source: str) -> Catalog:
                      | {o.code for o in objects.values() if o.code not in RULES})
     if unknown:
         raise ConfigError(f"codes no rule family registers: {unknown}", source=source)
-    return Catalog(calls, objects, factories, offload, offload_methods, disarming)
+    return Catalog(calls, objects, factories, offload, offload_methods, disarming, aliases)
 
 
 def load_catalog(config: LintConfig | None = None) -> Catalog:

@@ -85,6 +85,20 @@ def _made_nonblocking(stmt: ast.stmt) -> ast.expr | None:
     return None
 
 
+def _params_with_defaults(
+    args: ast.arguments,
+) -> Iterator[tuple[ast.arg, ast.expr | None]]:
+    """Every parameter with its default (positional-only, plain, ``*a``, keyword-only, ``**k``)."""
+    positional = [*args.posonlyargs, *args.args]
+    pad: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults))
+    yield from zip(positional, [*pad, *args.defaults], strict=True)
+    if args.vararg is not None:
+        yield args.vararg, None
+    yield from zip(args.kwonlyargs, args.kw_defaults, strict=True)
+    if args.kwarg is not None:
+        yield args.kwarg, None
+
+
 class ImportTracker:
     """A stack of scopes with their bindings, known before the body is visited.
 
@@ -93,13 +107,16 @@ class ImportTracker:
     """
 
     def __init__(self, module: str, *, is_package: bool, factories: dict[str, str],
-                 offloads: dict[str, int] | None = None) -> None:
+                 offloads: dict[str, int] | None = None,
+                 aliases: dict[str, str] | None = None) -> None:
         self.module = module
         self.package = module if is_package else module.rpartition(".")[0]
         self.factories = factories
         self.offloads = offloads or {}
+        self.aliases = aliases or {}  # annotation type -> tracked type (io.TextIOWrapper)
         self.stack: list[Scope] = []
         self.classes: dict[str, ClassInfo] = {}
+        self.returns: dict[str, ast.expr] = {}  # function qualname -> return annotation
 
     # -- scopes ----------------------------------------------------------------------
     def push_module(self, body: list[ast.stmt]) -> None:
@@ -118,10 +135,11 @@ class ImportTracker:
             if not any(isinstance(d, ast.Name) and d.id == "staticmethod"
                        for d in node.decorator_list):
                 scope.self_name = params[0].arg
-        for a in [*params, *args.kwonlyargs, args.vararg, args.kwarg]:
-            if a is None:
-                continue
-            scope.bindings[a.arg] = Binding("var", self._annotation_type(a.annotation))
+        for a, default in _params_with_defaults(args):
+            typ = self._annotation_type(a.annotation)
+            if typ is None and a.annotation is None and default is not None:
+                typ = self.value_type(default)  # evaluated at def time, in the parent scope
+            scope.bindings[a.arg] = Binding("var", typ)
         if scope.self_name is not None and parent.cls is not None:
             scope.bindings[scope.self_name] = Binding("self", parent.cls.qualname)
         self.stack.append(scope)
@@ -140,7 +158,12 @@ class ImportTracker:
             if isinstance(stmt, ast.FunctionDef):
                 info.methods.setdefault(stmt.name, f"{qualname}.{stmt.name}")
             if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.args.args:
-                self._collect_self_attrs(stmt.body, stmt.args.args[0].arg, info)
+                params = {a.arg: self._annotation_type(a.annotation)
+                          for a, _ in _params_with_defaults(stmt.args)}
+                self._collect_self_attrs(stmt.body, stmt.args.args[0].arg, info, params)
+        for name, b in scope.bindings.items():  # `client: httpx.Client` in the class body
+            if b.kind == "var" and name not in info.attrs and name not in info.methods:
+                info.attrs[name] = b.target
         for name, b in scope.bindings.items():
             if b.kind != "def" and name in info.methods:
                 del info.methods[name]  # redefined: ambiguous
@@ -153,9 +176,11 @@ class ImportTracker:
     def _collect(self, body: Iterable[ast.stmt], scope: Scope) -> None:
         for stmt in body:
             if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
-                scope.bind(stmt.name, Binding("def", f"{scope.qualname}.{stmt.name}"
-                                              if scope.kind != "function"
-                                              else f"{scope.qualname}.<locals>.{stmt.name}"))
+                qualname = (f"{scope.qualname}.{stmt.name}" if scope.kind != "function"
+                            else f"{scope.qualname}.<locals>.{stmt.name}")
+                scope.bind(stmt.name, Binding("def", qualname))
+                if stmt.returns is not None:
+                    self.returns[qualname] = stmt.returns
             elif isinstance(stmt, ast.ClassDef):
                 scope.bind(stmt.name, Binding("class", f"{scope.qualname}.{stmt.name}"))
             elif isinstance(stmt, ast.Import):
@@ -199,14 +224,16 @@ class ImportTracker:
                 self._collect(block, scope)
 
     def _collect_self_attrs(self, body: Iterable[ast.stmt], self_name: str,
-                            info: ClassInfo) -> None:
+                            info: ClassInfo, params: dict[str, str | None]) -> None:
         for stmt in body:
             if isinstance(stmt, ast.Assign | ast.AnnAssign):
                 targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
                 typ = None
                 if isinstance(stmt, ast.AnnAssign):
                     typ = self._annotation_type(stmt.annotation)
-                if typ is None and stmt.value is not None:
+                if typ is None and isinstance(stmt.value, ast.Name) and stmt.value.id in params:
+                    typ = params[stmt.value.id]  # self.client = client (an annotated param)
+                elif typ is None and stmt.value is not None:
                     typ = self.value_type(stmt.value)
                 for t in targets:
                     if (isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
@@ -218,7 +245,7 @@ class ImportTracker:
                     and quiet.value.id == self_name):
                 info.attrs[quiet.attr] = AMBIGUOUS
             for block in _compound_children(stmt):
-                self._collect_self_attrs(block, self_name, info)
+                self._collect_self_attrs(block, self_name, info, params)
 
     def _bind_target(self, target: ast.expr, scope: Scope, typ: str | None) -> None:
         if isinstance(target, ast.Name):
@@ -252,17 +279,44 @@ class ImportTracker:
         return None
 
     def _annotation_type(self, ann: ast.expr | None) -> str | None:
+        """The type an annotation names: ``X``, ``"X"``, ``Optional[X]``, ``X | None``,
+        ``None | X``, ``Union[X, None]`` (a union of two real types is no one type)."""
+        ann = self._strip_optional(ann)
         if ann is None:
             return None
-        if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
-            try:
-                ann = ast.parse(ann.value, mode="eval").body
-            except SyntaxError:
-                return None
         ref = self.resolve(ann)
         if ref is None or ref.kind not in ("import", "class"):
             return None
-        return self.factories.get(ref.name) if ref.name in self.factories else ref.name
+        name = self.aliases.get(ref.name, ref.name)
+        return self.factories.get(name, name)
+
+    def _strip_optional(self, ann: ast.expr | None, depth: int = 0) -> ast.expr | None:
+        if ann is None or depth > 4:
+            return None
+        if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
+            try:
+                ann = ast.parse(ann.value.strip(), mode="eval").body
+            except SyntaxError:
+                return None
+            return self._strip_optional(ann, depth + 1)
+        members: list[ast.expr] | None = None
+        if isinstance(ann, ast.BinOp) and isinstance(ann.op, ast.BitOr):
+            members = [ann.left, ann.right]
+        elif isinstance(ann, ast.Subscript):
+            ref = self.resolve(ann.value)
+            generic = ref.name if ref is not None else ""
+            if generic in ("typing.Optional", "typing_extensions.Optional"):
+                return self._strip_optional(ann.slice, depth + 1)
+            if generic in ("typing.Union", "typing_extensions.Union"):
+                members = (list(ann.slice.elts) if isinstance(ann.slice, ast.Tuple)
+                           else [ann.slice])
+            else:
+                return None
+        if members is None:
+            return ann
+        real = [m for m in members
+                if not (isinstance(m, ast.Constant) and m.value is None)]
+        return self._strip_optional(real[0], depth + 1) if len(real) == 1 else None
 
     def value_type(self, node: ast.expr) -> str | None:
         """The type of an expression's value, when a known factory built it."""
@@ -281,6 +335,8 @@ class ImportTracker:
                 return self.factories[ref.name]
             if ref.name in self.offloads:  # await asyncio.to_thread(open, p): a file object
                 return self._offloaded_type(node, self.offloads[ref.name])
+            if ref.kind == "def" and ref.name in self.returns:  # def make() -> httpx.Client
+                return self._annotation_type(self.returns[ref.name])
             if ref.kind in ("class", "import"):
                 return ref.name  # a class (or a factory function: its "type" matches nothing)
             return None

@@ -45,7 +45,7 @@ class FileScanner(ast.NodeVisitor):
         self.result = FileResult(path=path, module=module)
         self.catalog = catalog
         self.tracker = ImportTracker(module, is_package=is_package, factories=catalog.factories,
-                                     offloads=catalog.offload)
+                                     offloads=catalog.offload, aliases=catalog.aliases)
         self.source = source
         self.bare_noqa = bare_noqa
         self._lines: list[str] | None = None
@@ -58,7 +58,10 @@ class FileScanner(ast.NodeVisitor):
             ast.Module: self.visit_Module, ast.FunctionDef: self._visit_def,
             ast.AsyncFunctionDef: self._visit_def, ast.Lambda: self.visit_Lambda,
             ast.ClassDef: self.visit_ClassDef, ast.Call: self.visit_Call,
+            ast.Await: self.visit_Await,
         }
+        self._awaited: set[int] = set()
+        self._urllib3 = False
 
     # -- helpers ---------------------------------------------------------------------
     def line(self, lineno: int) -> str:
@@ -112,6 +115,8 @@ class FileScanner(ast.NodeVisitor):
     # -- scopes ----------------------------------------------------------------------
     def visit_Module(self, node: ast.Module) -> None:
         self.tracker.push_module(node.body)
+        self._urllib3 = any(b.kind == "import" and (b.target or "").partition(".")[0] == "urllib3"
+                            for b in self.tracker.stack[-1].bindings.values())
         self.generic_visit(node)
         scope = self.tracker.pop()
         module = self.result.module
@@ -188,12 +193,19 @@ class FileScanner(ast.NodeVisitor):
         if isinstance(arg, ast.Lambda):
             self._offloaded.add(id(arg))
 
+    def visit_Await(self, node: ast.Await) -> None:
+        self._awaited.add(id(node.value))
+        self.generic_visit(node)
+
     def visit_Call(self, node: ast.Call) -> None:
         ref = self.tracker.resolve(node.func)
         self._mark_offloaded(node, ref)
         ctx = self._ctx[-1] if self._ctx else None
         if ctx is not None and ref is not None and not self.catalog.is_non_blocking(ref.name):
             self._classify(node, ref, ctx)
+        elif (ctx is not None and ctx.on_loop and self._urllib3 and id(node) not in self._awaited
+              and (display := catalogued.likely_http(node, ref)) is not None):
+            self._report(catalogued.HTTP, node, ctx, display, catalogued.NO_FIELDS)
         self.generic_visit(node)
 
     def _classify(self, node: ast.Call, ref: Ref, ctx: _Ctx) -> None:

@@ -139,7 +139,8 @@ class LoopHealth:
     async def stop(self) -> None:
         await self.sampler.stop()
         if self.watchdog is not None:
-            self.watchdog.stop()
+            # joins the watchdog thread and resolves stall frames' paths: brief, at shutdown
+            self.watchdog.stop()  # noqa: COB110
 
     async def __aenter__(self) -> LoopHealth:
         return self

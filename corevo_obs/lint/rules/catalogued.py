@@ -1,6 +1,9 @@
 """COB100-COB107: a call to a catalogued blocking API (file, HTTP, socket, subprocess,
 sleep, sync DB driver, blocking SDK, stdin) made on the event loop.
 
+In a module that imports urllib3, ``x.request("GET", ...)`` on an object of unknown type
+that is not awaited is a likely sync request too (flake8-async's ASYNC211).
+
 Matches a resolved qualified name (``requests.get``, ``time.sleep`` through any alias) or a
 blocking method of a tracked object type (``Path(p).read_text()``, ``conn.execute()``).
 A call whose arguments name a disarming flag of the catalog (``os.waitpid(pid,
@@ -19,6 +22,9 @@ if TYPE_CHECKING:
     from ..catalog import Catalog
 
 
+HTTP = "COB101"
+
+
 @register
 class CataloguedCalls(Family):
     family = "catalogued"
@@ -26,7 +32,7 @@ class CataloguedCalls(Family):
         "COB100": Spec("sync-file-io", "Sync file or file-system I/O on the event loop.",
                        "sync file I/O {call} inside async def {func}",
                        ("ASYNC230", "ASYNC231", "ASYNC232", "ASYNC240")),
-        "COB101": Spec("sync-http", "A sync HTTP request on the event loop.",
+        HTTP: Spec("sync-http", "A sync HTTP request on the event loop.",
                        "sync HTTP call {call} inside async def {func}",
                        ("ASYNC210", "ASYNC211", "ASYNC212")),
         "COB102": Spec("sync-socket", "A blocking socket or name-resolution call on the loop.",
@@ -74,3 +80,18 @@ def disarmed(call: ast.Call, ref: Ref, catalog: Catalog, tracker: ImportTracker)
                 if named is not None and named.name in flags:
                     return True
     return False
+
+
+HTTP_METHODS = frozenset({"get", "post", "put", "patch", "delete", "head", "options", "trace",
+                          "connect"})
+
+
+def likely_http(call: ast.Call, ref: Ref | None) -> str | None:
+    """The display of ``x.request("GET", ...)`` on an unknown receiver, else None."""
+    func = call.func
+    if (ref is None and isinstance(func, ast.Attribute) and func.attr == "request"
+            and call.args and isinstance(call.args[0], ast.Constant)
+            and isinstance(call.args[0].value, str)
+            and call.args[0].value.lower() in HTTP_METHODS):
+        return f"{ast.unparse(func)}()"
+    return None
