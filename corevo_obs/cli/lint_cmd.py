@@ -1,14 +1,15 @@
 """``corevo-obs lint PATHS...``: the blocking-call lint for ``async def`` (docs/lint.md).
 
 Exit 0 when clean, 1 with findings (or a stale baseline entry), 2 on usage errors or a
-file that does not parse (the other files are still checked and reported).
+file that does not parse or cannot be read, a FIFO named ``*.py`` or a folder that
+cannot be listed (the other files are still checked and reported).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from pathlib import Path
 from typing import Any
 
 from .. import __version__
@@ -17,6 +18,7 @@ from ..lint.baseline import apply_baseline, load_baseline, write_baseline
 from ..lint.formats import as_json, as_sarif, as_text
 from ..lint.model import Finding
 from ..lint.rules import message, meta
+from ..lint.runner import max_jobs
 
 
 def _jobs(value: str) -> int:
@@ -39,13 +41,17 @@ def register(sub: Any) -> None:
                    help="write the baseline (a new file lists all; an existing one only shrinks)")
     p.add_argument("--config", metavar="PYPROJECT",
                    help="pyproject.toml with [tool.corevo-obs.lint] (default: ./pyproject.toml)")
-    p.add_argument("--jobs", type=_jobs, metavar="N", help="worker processes (default: CPUs)")
+    p.add_argument("--jobs", type=_jobs, metavar="N",
+                   help="worker processes, at most the CPUs available (default: all)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     catalog = load_catalog(config)
+    if args.jobs is not None and args.jobs > max_jobs():
+        print(f"corevo-obs: note: --jobs {args.jobs} capped at {max_jobs()} (the CPUs "
+              "available)", file=sys.stderr)
     result = lint_paths(args.paths, config, jobs=args.jobs, catalog=catalog)
     findings = result.findings
     baseline_path = args.baseline or config.baseline
@@ -53,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
         if not baseline_path:
             print("corevo-obs: error: --write-baseline needs --baseline FILE", file=sys.stderr)
             return 2
-        previous = load_baseline(baseline_path) if Path(baseline_path).is_file() else None
+        exists = os.path.lexists(baseline_path)  # a folder or FIFO there is an error, not "new"
+        previous = load_baseline(baseline_path) if exists else None
         kept = write_baseline(baseline_path, findings, previous)
         print(f"baseline {baseline_path}: {kept} entries", file=sys.stderr)
         findings, _ = apply_baseline(findings, load_baseline(baseline_path))

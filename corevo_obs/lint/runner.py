@@ -6,12 +6,14 @@ from __future__ import annotations
 import fnmatch
 import functools
 import os
+import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..fileio import read_regular
 from .catalog import Catalog, load_catalog
 from .config import LintConfig
 from .model import FileResult, Finding
@@ -27,20 +29,36 @@ PARALLEL_MIN_FILES = 200
 @dataclass
 class LintResult:
     findings: list[Finding] = field(default_factory=list)
-    errors: list[Finding] = field(default_factory=list)  # COB900: files that did not parse
+    errors: list[Finding] = field(default_factory=list)  # COB900: unparsable or unreadable
     files: int = 0
 
 
-def iter_files(paths: Sequence[str], exclude: Sequence[str] = ()) -> Iterator[str]:
-    """Python files under ``paths`` (files named explicitly are always included)."""
+def iter_files(paths: Sequence[str], exclude: Sequence[str] = (),
+               unreadable: list[tuple[str, str]] | None = None) -> Iterator[str]:
+    """Python files under ``paths`` (files named explicitly are always included).
+
+    A directory that cannot be listed is appended to ``unreadable`` as (path, reason)
+    instead of being skipped in silence: its findings would be lost. Whatever is named
+    ``*.py`` is yielded, a FIFO or socket too; the scan reports it without opening it
+    blocking.
+    """
+    def skipped(exc: OSError) -> None:
+        if unreadable is not None:
+            unreadable.append((os.path.normpath(exc.filename or "?"),
+                               exc.strerror or str(exc)))
+
     for raw in paths:
-        p = Path(raw)
-        if p.is_file():
-            yield os.path.normpath(p)
+        try:
+            is_dir = stat.S_ISDIR(os.stat(raw).st_mode)
+        except FileNotFoundError:
+            raise ConfigError("no such file or directory", source=raw) from None
+        except OSError as exc:
+            skipped(exc)
             continue
-        if not p.is_dir():
-            raise ConfigError("no such file or directory", source=raw)
-        for dirpath, dirnames, filenames in os.walk(p):
+        if not is_dir:
+            yield os.path.normpath(raw)
+            continue
+        for dirpath, dirnames, filenames in os.walk(raw, onerror=skipped):
             dirnames[:] = sorted(d for d in dirnames
                                  if d not in SKIP_DIRS and not d.startswith("."))
             for name in sorted(filenames):
@@ -48,6 +66,14 @@ def iter_files(paths: Sequence[str], exclude: Sequence[str] = ()) -> Iterator[st
                     path = os.path.normpath(os.path.join(dirpath, name))
                     if not _excluded(Path(path).as_posix(), exclude):
                         yield path
+
+
+def max_jobs() -> int:
+    """The CPUs this process may run on: more scan processes only cost memory."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
 
 
 def _excluded(posix: str, patterns: Sequence[str]) -> bool:
@@ -88,8 +114,7 @@ def _scan_path(task: tuple[str, bool]) -> FileResult:
     assert _WORKER is not None
     catalog, bare_noqa = _WORKER
     try:
-        with open(path, "rb") as fh:
-            source = fh.read()
+        source = read_regular(path)  # a FIFO named a.py must not hang the run
     except OSError as exc:
         result = FileResult(path=path)
         result.error = Finding(path, 1, 1, meta.PARSE,
@@ -202,11 +227,15 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
     """
     config = config or LintConfig()
     catalog = catalog or load_catalog(config)
-    files = list(dict.fromkeys(iter_files(paths, config.exclude)))
-    workers = jobs if jobs is not None else (os.cpu_count() or 1)
-    results = _scan_tree(files, catalog, config.bare_noqa, workers)
+    unreadable: list[tuple[str, str]] = []
+    files = list(dict.fromkeys(iter_files(paths, config.exclude, unreadable)))
+    workers = min(jobs, max_jobs()) if jobs is not None else max_jobs()
+    results = _scan_tree(files, catalog, config.bare_noqa, max(1, workers))
 
     out = LintResult(files=len(files))
+    out.errors += [Finding(d, 1, 1, meta.PARSE, message(
+        meta.PARSE, error=f"cannot list directory ({reason}): its files were not checked"))
+        for d, reason in unreadable]
     index = ChainIndex(((q, f) for r in results for q, f in r.funcs.items()),
                        {k: v for r in results for k, v in r.reexports.items()})
     for r in results:
