@@ -30,3 +30,19 @@ class MetricsDirError(ConfigError):
 
 class CatalogError(CorevoObsError):
     """A metric name or label set does not match the catalog."""
+
+
+class BackendUnavailable(CorevoObsError):
+    """A store's server did not answer within its configured bound: down, stopped, cut off.
+
+    Raised instead of a hang. ``waited`` is the time spent, ``bound`` the configured limit
+    that ended the wait (None when it failed at once). ``maybe_committed`` means the
+    statement reached the server before the connection died, so it may have been applied:
+    only reading the row back decides (the job store does that for its own writes).
+    """
+
+    def __init__(self, message: str, *, backend: str, waited: float,
+                 bound: float | None = None, maybe_committed: bool = False) -> None:
+        self.backend, self.waited, self.bound = backend, waited, bound
+        self.maybe_committed = maybe_committed
+        super().__init__(f"{backend} unavailable after {waited:.2f}s: {message}")

@@ -164,3 +164,30 @@ def test_postgres_store_refuses_a_connection_outside_autocommit(pg_dsn):
 
     with psycopg.connect(pg_dsn) as conn, pytest.raises(ConfigError, match="autocommit"):
         PostgresJobStore(conn)
+
+
+def test_postgres_store_takes_the_callers_pool_and_leaves_it_open(pg_dsn, registry):
+    from psycopg_pool import ConnectionPool
+
+    from corevo_obs.errors import BackendUnavailable
+
+    table = f"jobs_{uuid.uuid4().hex[:10]}"
+    with ConnectionPool(pg_dsn, kwargs={"autocommit": True}, min_size=1, open=True) as pool:
+        jobs = PostgresJobStore(pool, table=table, registry=registry)
+        assert jobs.claim(jobs.create_job()).won
+        jobs.db.run(f"DROP TABLE {table}", {})
+        jobs.close()
+        assert not pool.closed                    # the caller's pool stays the caller's
+    with ConnectionPool(pg_dsn, min_size=1, open=True) as pool, pytest.raises(
+            ConfigError, match="autocommit"):
+        PostgresJobStore(pool, table=table, registry=registry)
+    import psycopg
+
+    conn = psycopg.connect(pg_dsn, autocommit=True)
+    jobs = PostgresJobStore(conn, table=table, registry=registry, worker="w0")
+    conn.close()                                  # a single connection cannot be replaced
+    with pytest.raises(BackendUnavailable, match="pass a DSN or a pool"):
+        jobs.claim("x")
+    assert count(registry, "corevo_instrumentation_errors_total", component="claims-db") == 1
+    with psycopg.connect(pg_dsn, autocommit=True) as admin:
+        admin.execute(f"DROP TABLE {table}")

@@ -1,48 +1,328 @@
-"""PostgreSQL backend for the job store (psycopg 3, imported only when used).
+"""PostgreSQL backend for the job store (psycopg 3 and psycopg_pool, imported only when used).
 
 Autocommit, READ COMMITTED: a second concurrent claim blocks on the row lock, then
 re-checks ``owner IS NULL`` against the committed row and updates nothing.
+
+Surviving the server. Given a DSN, the store keeps a ``psycopg_pool.ConnectionPool``:
+the pool reconnects in the background with its own backoff, so a restarted server is
+used again without restarting the process. Every call is bounded:
+
+- ``pool_timeout``: waiting for a usable connection (none exist while the server is down);
+- ``connect_timeout``: one connection attempt (libpq counts whole seconds, at least 2);
+- ``statement_timeout``: set on the server for each connection, plus a client-side
+  deadline ``statement_timeout + DEADLINE_GRACE`` that shuts the socket down. The second
+  one is what ends a wait on a server that is SIGSTOPped or cut off by the network:
+  such a server cannot fire its own timeout, and its kernel still acknowledges packets.
+
+A connection the server closed while it sat idle (a restart) is found without a round
+trip: an idle autocommit connection has nothing to read, so a readable socket means EOF.
+It is discarded and the next one taken, within the same ``pool_timeout``.
+
+Any failure to reach the server is a ``BackendUnavailable`` (counted by ``JobStore``).
+A caller's own connection or pool is accepted too; a single connection cannot be
+replaced, so only a DSN or a pool survives a restart.
+
+Example::
+
+    jobs = PostgresJobStore(dsn, statement_timeout=2.0, pool_timeout=1.0)
+    try:
+        won = jobs.claim(job_id)
+    except BackendUnavailable:
+        ...                              # within pool_timeout + 2.0 + grace, never a hang
 """
 
 from __future__ import annotations
 
+import math
+import os
+import select
+import socket
 import threading
-from collections.abc import Mapping
-from typing import Any
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
 
-from ..errors import ConfigError
+from ..errors import BackendUnavailable, ConfigError
 from . import sql
 from .store import Database, JobStore, Rows
 
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg_pool import ConnectionPool
+
+BACKEND: Final = "postgresql"
+SOURCE: Final = "PostgresJobStore"
+CONNECT_TIMEOUT: Final = 5
+STATEMENT_TIMEOUT: Final = 5.0
+POOL_TIMEOUT: Final = 5.0
+#: how long the pool retries one connection with backoff before it gives up on it; the
+#: next request starts a fresh attempt, so this also caps the backoff after an outage
+RECONNECT_TIMEOUT: Final = 5.0
+POOL_SIZE: Final = 4
+#: the client deadline's margin over the server's statement_timeout (which should win)
+DEADLINE_GRACE: Final = 0.5
+#: SQLSTATE classes that mean the connection itself is gone (connection exception; the
+#: server shutting down or crashing): reach failures, like an error without a SQLSTATE
+_LOST: Final = ("08", "57P")
+
+
+@dataclass(frozen=True)
+class PostgresOptions:
+    """The bounds of one store; every value is checked here, naming the option."""
+
+    connect_timeout: int = CONNECT_TIMEOUT
+    statement_timeout: float = STATEMENT_TIMEOUT
+    pool_timeout: float = POOL_TIMEOUT
+    reconnect_timeout: float = RECONNECT_TIMEOUT
+    pool_size: int = POOL_SIZE
+
+    def __post_init__(self) -> None:
+        for name in ("statement_timeout", "pool_timeout", "reconnect_timeout"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+                raise ConfigError(f"{name} must be a finite number of seconds > 0, "
+                                  f"not {value!r}", source=SOURCE)
+        if not isinstance(self.connect_timeout, int) or self.connect_timeout < 2:
+            raise ConfigError("connect_timeout must be whole seconds >= 2 (libpq's minimum), "
+                              f"not {self.connect_timeout!r}", source=SOURCE)
+        if not isinstance(self.pool_size, int) or self.pool_size < 1:
+            raise ConfigError(f"pool_size must be >= 1, not {self.pool_size!r}", source=SOURCE)
+
+    @property
+    def deadline(self) -> float:
+        """Client-side limit of one statement."""
+        return self.statement_timeout + DEADLINE_GRACE
+
+    @property
+    def bound(self) -> float:
+        """The longest one call can take before it raises ``BackendUnavailable``."""
+        return self.pool_timeout + self.deadline
+
+
+class _Deadlines:
+    """One thread that shuts down the socket of a statement past its deadline.
+
+    Each armed statement owns a duplicate of its socket's fd, so a deadline can never hit
+    another connection that reused the number after libpq closed its own fd. The thread
+    wakes at least every ``tick`` s (no notify on the hot path); a deadline fires at most
+    one tick late.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.tick = min(0.25, seconds / 4)
+        self._cond = threading.Condition()
+        self._armed: dict[int, tuple[float, int]] = {}
+        self._next = 0
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    def arm(self, fd: int) -> int:
+        dup = os.dup(fd)
+        with self._cond:
+            if self._thread is None and not self._closed:
+                self._thread = threading.Thread(target=self._watch, daemon=True,
+                                                name="corevo-pg-deadlines")
+                self._thread.start()
+            key = self._next
+            self._next += 1
+            self._armed[key] = (time.monotonic() + self.seconds, dup)
+            return key
+
+    def disarm(self, key: int) -> bool:
+        """Stop watching; True when the deadline had already fired."""
+        with self._cond:
+            entry = self._armed.pop(key, None)
+        if entry is None:
+            return True
+        os.close(entry[1])
+        return False
+
+    def _watch(self) -> None:
+        with self._cond:
+            while not self._closed:
+                now = time.monotonic()
+                due = [k for k, (at, _) in self._armed.items() if at <= now]
+                for key in due:
+                    _, dup = self._armed.pop(key)
+                    _shutdown(dup)
+                nearest = min((at for at, _ in self._armed.values()), default=now + self.tick)
+                self._cond.wait(max(0.0, min(self.tick, nearest - now)))
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+            for _, dup in self._armed.values():
+                os.close(dup)
+            self._armed.clear()
+
+
+def _shutdown(fd: int) -> None:
+    """Both directions down: the blocked read sees EOF, libpq reports the connection lost."""
+    sock = socket.socket(fileno=fd)
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    finally:
+        sock.detach()
+        os.close(fd)
+
+
+def _stale(conn: psycopg.Connection[Any]) -> bool:
+    """Did the server close this idle connection? (a readable idle socket means EOF)."""
+    if conn.closed or conn.broken:
+        return True
+    poller = select.poll()
+    poller.register(conn.pgconn.socket, select.POLLIN)
+    return bool(poller.poll(0))
+
+
+def _server_options(conninfo: str, opts: PostgresOptions) -> str:
+    """The DSN with the statement timeout added to its own ``options`` (kept, not replaced)."""
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    given = str(conninfo_to_dict(conninfo).get("options") or "")
+    timeout = f"-c statement_timeout={int(opts.statement_timeout * 1000)}"
+    return make_conninfo(conninfo, options=f"{given} {timeout}".strip(),
+                         connect_timeout=opts.connect_timeout)
+
 
 class PostgresDatabase(Database):
-    def __init__(self, conninfo: Any) -> None:
-        if isinstance(conninfo, str):
-            import psycopg
+    """Statements on a pool (own or the caller's) or on the caller's single connection."""
 
-            conninfo = psycopg.connect(conninfo, autocommit=True)
-        elif not getattr(conninfo, "autocommit", False):
-            # Each statement must commit on its own: an open transaction would keep the
-            # claimed row locked across the caller's remote work.
-            raise ConfigError("the psycopg connection must be in autocommit mode",
-                              source="PostgresJobStore")
-        self._conn = conninfo
-        self._lock = threading.Lock()
+    def __init__(self, conninfo: Any, *, options: PostgresOptions | None = None) -> None:
+        import psycopg
+        from psycopg_pool import ConnectionPool
+
+        self.options = opts = options or PostgresOptions()
+        self._pool: ConnectionPool[Any] | None = None
+        self._conn: psycopg.Connection[Any] | None = None
+        self._owned = isinstance(conninfo, str)
+        if isinstance(conninfo, str):
+            self._pool = ConnectionPool(
+                _server_options(conninfo, opts), kwargs={"autocommit": True},
+                min_size=1, max_size=opts.pool_size, timeout=opts.pool_timeout,
+                reconnect_timeout=opts.reconnect_timeout, name="corevo-jobs", open=False)
+            self._pool.open(wait=False)
+        elif isinstance(conninfo, ConnectionPool):
+            self._pool = conninfo
+        elif isinstance(conninfo, psycopg.Connection):
+            self._check_autocommit(conninfo)
+            self._conn = conninfo
+        else:
+            raise ConfigError("expected a DSN, a psycopg connection or a psycopg_pool "
+                              f"ConnectionPool, not {type(conninfo).__name__}", source=SOURCE)
+        self._lock = threading.Lock()   # serializes the single caller connection only
+        self._deadlines = _Deadlines(opts.deadline)
         self._sql: dict[str, str] = {}
 
+    @staticmethod
+    def _check_autocommit(conn: psycopg.Connection[Any]) -> None:
+        # Each statement must commit on its own: an open transaction would keep the
+        # claimed row locked across the caller's remote work.
+        if not conn.autocommit:
+            raise ConfigError("the psycopg connection must be in autocommit mode",
+                              source=SOURCE)
+
+    @contextmanager
+    def _connection(self, started: float) -> Iterator[psycopg.Connection[Any]]:
+        """A live connection within ``pool_timeout``, or ``BackendUnavailable``."""
+        from psycopg_pool import PoolTimeout
+
+        wait = self.options.pool_timeout
+        if self._pool is None:
+            assert self._conn is not None
+            if not self._lock.acquire(timeout=wait):
+                raise BackendUnavailable("the connection stayed busy", backend=BACKEND,
+                                         waited=time.monotonic() - started, bound=wait)
+            try:
+                if self._conn.closed or self._conn.broken:
+                    raise BackendUnavailable(
+                        "the caller's connection is closed (pass a DSN or a pool to "
+                        "reconnect)", backend=BACKEND, waited=time.monotonic() - started)
+                yield self._conn
+            finally:
+                self._lock.release()
+            return
+        pool = self._pool
+        while True:
+            try:
+                conn = pool.getconn(timeout=max(0.0, started + wait - time.monotonic()))
+            except PoolTimeout as exc:
+                raise BackendUnavailable(f"no connection: {exc}", backend=BACKEND,
+                                         waited=time.monotonic() - started,
+                                         bound=wait) from exc
+            if not _stale(conn):
+                break
+            conn.close()        # the pool discards it and opens a fresh one
+            pool.putconn(conn)
+        try:
+            self._check_autocommit(conn)
+            yield conn
+        finally:
+            pool.putconn(conn)
+
     def run(self, statement: str, params: Mapping[str, Any]) -> tuple[Rows, int]:
+        import psycopg
+
         converted = self._sql.get(statement)
         if converted is None:
             converted = self._sql[statement] = sql.to_pyformat(statement)
-        with self._lock:
-            cur = self._conn.execute(converted, params)
-            rows = cur.fetchall() if cur.description is not None else []
-            return rows, cur.rowcount
+        started = time.monotonic()
+        with self._connection(started) as conn:
+            key = self._deadlines.arm(conn.pgconn.socket)
+            try:
+                cur = conn.execute(converted, params)
+                rows = cur.fetchall() if cur.description is not None else []
+                return rows, cur.rowcount
+            except psycopg.errors.QueryCanceled as exc:  # the server's statement_timeout
+                raise BackendUnavailable(str(exc).strip(), backend=BACKEND,
+                                         waited=time.monotonic() - started,
+                                         bound=self.options.statement_timeout) from exc
+            except psycopg.OperationalError as exc:
+                if exc.sqlstate and not exc.sqlstate.startswith(_LOST):
+                    raise   # the server answered: an error of the statement, not of reach
+                fired = self._deadlines.disarm(key)
+                key = -1
+                raise BackendUnavailable(
+                    f"no reply within {self.options.deadline:.2f}s" if fired
+                    else str(exc).strip() or type(exc).__name__,
+                    backend=BACKEND, waited=time.monotonic() - started,
+                    bound=self.options.deadline if fired else None,
+                    maybe_committed=True) from exc
+            finally:
+                if key >= 0:
+                    self._deadlines.disarm(key)
 
     def close(self) -> None:
-        self._conn.close()
+        self._deadlines.close()
+        if self._owned and self._pool is not None:
+            self._pool.close()
+        elif self._conn is not None:
+            self._conn.close()
 
 
-def PostgresJobStore(dsn: str, **options: Any) -> JobStore:  # noqa: N802 - a constructor
-    """A ``JobStore`` on PostgreSQL (a DSN or an open autocommit psycopg connection)."""
-    return JobStore(PostgresDatabase(dsn), **options)
+def PostgresJobStore(  # noqa: N802 - a constructor
+    dsn: Any,
+    *,
+    connect_timeout: int = CONNECT_TIMEOUT,
+    statement_timeout: float = STATEMENT_TIMEOUT,
+    pool_timeout: float = POOL_TIMEOUT,
+    reconnect_timeout: float = RECONNECT_TIMEOUT,
+    pool_size: int = POOL_SIZE,
+    **options: Any,
+) -> JobStore:
+    """A ``JobStore`` on PostgreSQL: a DSN (pooled, reconnecting), a ``ConnectionPool`` or
+    an open autocommit psycopg connection. The timeouts are described in the module doc.
+    """
+    db = PostgresDatabase(dsn, options=PostgresOptions(
+        connect_timeout, statement_timeout, pool_timeout, reconnect_timeout, pool_size))
+    try:
+        return JobStore(db, **options)
+    except BaseException:
+        db.close()
+        raise

@@ -6,7 +6,12 @@ observer. Every call is one short autocommit statement: no transaction is ever h
 across remote work, which is the point of conditional updates.
 
 Database errors are raised to the caller (a claim that cannot be decided must not be
-guessed); only the reporting is guarded, by ``MetricsObserver`` itself.
+guessed); only the reporting is guarded, by ``MetricsObserver`` itself. A server out of
+reach is a ``BackendUnavailable``, counted in ``corevo_instrumentation_errors_total
+{component="claims-db"}``. When the connection died after the statement was sent, the
+reply is lost but the write may have been applied: claim, start and finish then read the
+row back, and only their own token / execution id in it makes them report success. A
+retry can never win twice: the claim's WHERE admits only an ownerless row.
 
 Example::
 
@@ -28,6 +33,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from ..errors import BackendUnavailable
+from ..guard import absorb
 from ..identity import worker_name
 from ..leases.holder import HolderIds, holder_alive
 from ..observer import MetricsObserver, Observer, TerminalState
@@ -74,7 +81,28 @@ class JobStore:
             self._run(statement)
 
     def _run(self, template: str, **params: Any) -> tuple[Rows, int]:
-        return self.db.run(template.format(t=self.table), params)
+        try:
+            return self.db.run(template.format(t=self.table), params)
+        except BackendUnavailable as exc:
+            absorb("claims-db", exc, worker=self.worker,
+                   registry=getattr(self.observer, "registry", None))
+            raise
+
+    def _applied(self, exc: BackendUnavailable, job_id: str,
+                 ours: Callable[[Job], bool]) -> Job | None:
+        """After a lost reply: the row, if it carries this attempt's own identity.
+
+        Only when the connection died on its own (``bound`` None): a server that let a
+        deadline pass would not answer the read either, and waiting again would double
+        the caller's bound.
+        """
+        if not exc.maybe_committed or exc.bound is not None:
+            return None
+        try:
+            job = self.get(job_id)
+        except BackendUnavailable:
+            return None
+        return job if job is not None and ours(job) else None
 
     # --- creating ---------------------------------------------------------------------
     def create_job(self, job_id: str | None = None, payload: str | None = None) -> str:
@@ -107,7 +135,13 @@ class JobStore:
         owner = owner or self.owner
         token = uuid.uuid4().hex
         now = self.clock()
-        rows, _ = self._run(sql.CLAIM, job=job_id, owner=owner, now=now, token=token)
+        try:
+            rows, _ = self._run(sql.CLAIM, job=job_id, owner=owner, now=now, token=token)
+        except BackendUnavailable as exc:
+            job = self._applied(exc, job_id, lambda j: j.token == token and j.owner == owner)
+            if job is None:
+                raise
+            rows = [(job.epoch, job.created_at)]
         if not rows:
             self.observer.claim("lost")
             return ClaimOutcome(job_id, None)
@@ -123,8 +157,15 @@ class JobStore:
         """
         execution_id = execution_id or uuid.uuid4().hex
         now = self.clock()
-        _, n = self._run(sql.START, job=claim.job_id, owner=claim.owner, epoch=claim.epoch,
-                         token=claim.token, execution=execution_id, now=now)
+        try:
+            _, n = self._run(sql.START, job=claim.job_id, owner=claim.owner,
+                             epoch=claim.epoch, token=claim.token, execution=execution_id,
+                             now=now)
+        except BackendUnavailable as exc:
+            if self._applied(exc, claim.job_id, lambda j: j.token == claim.token
+                             and j.execution_id == execution_id) is None:
+                raise
+            n = 1
         if n != 1:
             self.observer.started("fenced")
             return StartOutcome(claim.job_id, None)
@@ -133,9 +174,15 @@ class JobStore:
 
     def finish(self, claim: Claim, execution_id: str, state: TerminalState) -> bool:
         """Executor's terminal write, fenced by its own execution identity."""
-        _, n = self._run(sql.FINISH, job=claim.job_id, owner=claim.owner, epoch=claim.epoch,
-                         token=claim.token, execution=execution_id, state=state,
-                         now=self.clock())
+        try:
+            _, n = self._run(sql.FINISH, job=claim.job_id, owner=claim.owner,
+                             epoch=claim.epoch, token=claim.token, execution=execution_id,
+                             state=state, now=self.clock())
+        except BackendUnavailable as exc:
+            if self._applied(exc, claim.job_id, lambda j: j.execution_id == execution_id
+                             and j.token == claim.token and j.state == state) is None:
+                raise
+            n = 1
         self.observer.terminal(state, n)
         return n == 1
 
