@@ -8,6 +8,7 @@ It binds 127.0.0.1 unless told otherwise.
 from __future__ import annotations
 
 import atexit
+import errno
 import logging
 import os
 import tempfile
@@ -15,15 +16,17 @@ import threading
 from pathlib import Path
 from typing import Any, Final
 
-from prometheus_client import REGISTRY, CollectorRegistry, multiprocess, start_wsgi_server, values
+from prometheus_client import REGISTRY, CollectorRegistry, start_wsgi_server, values
 
 from .errors import ConfigError, MetricsDirError
+from .guard import absorb
 from .identity import WORKER_ENV
 
 log = logging.getLogger("corevo_obs.exposition")
 
 MULTIPROC_ENV: Final = "PROMETHEUS_MULTIPROC_DIR"
 DEFAULT_HOST: Final = "127.0.0.1"
+PROBE_BYTES: Final = 1 << 16  # prometheus_client's initial size of one metric file
 _exit_hook_pid: int | None = None
 
 
@@ -41,12 +44,14 @@ def check_metrics_dir(path: str | os.PathLike[str]) -> Path:
     if not p.is_dir():
         raise MetricsDirError(f"{p} is not a directory", path=str(p))
     try:
-        with tempfile.NamedTemporaryFile(dir=p, prefix=".corevo-probe-"):
-            pass
+        with tempfile.NamedTemporaryFile(dir=p, prefix=".corevo-probe-") as probe:
+            # the room one metric file takes: a writer that finds none later dies of
+            # SIGBUS inside prometheus_client's mmap, so refuse to start instead
+            os.posix_fallocate(probe.fileno(), 0, PROBE_BYTES)
     except OSError as exc:
-        raise MetricsDirError(
-            f"{p} is not writable by this process ({exc.strerror})", path=str(p)
-        ) from None
+        what = "has no room for metric files" if exc.errno == errno.ENOSPC else \
+            "is not writable by this process"
+        raise MetricsDirError(f"{p} {what} ({exc.strerror})", path=str(p)) from None
     return p
 
 
@@ -69,7 +74,13 @@ def enable_multiprocess(path: str | os.PathLike[str] | None = None) -> Path:
         values.ValueClass = values.MultiProcessValue()
     from .mpdir.hooks import install_writer  # start-time record, fork + exit compaction
 
-    install_writer(p)
+    try:
+        install_writer(p)
+    except OSError as exc:  # full disk, read-only, a link planted under .corevo/
+        where = exc.filename if exc.filename is not None else p
+        raise MetricsDirError(
+            f"cannot register this worker in {p}: {where}: {exc.strerror or exc}", path=str(p)
+        ) from None
     if not os.environ.get(WORKER_ENV):
         # Compaction keeps dead writers' counters, each under its own worker label: with
         # pid labels every restart adds series for good.
@@ -85,10 +96,29 @@ def enable_multiprocess(path: str | os.PathLike[str] | None = None) -> Path:
 
 
 def mark_process_dead(pid: int | None = None) -> None:
-    """Remove the live-gauge files of ``pid`` (default: this process)."""
+    """Remove the live-gauge files of ``pid`` (default: this process).
+
+    What ``prometheus_client.multiprocess.mark_process_dead`` does, at a directory fd
+    (a symlink planted under such a name is unlinked, never followed), and never raising:
+    it runs at exit, when the directory may have become read-only or gone.
+    """
     mp = multiprocess_dir()
-    if mp is not None and mp.is_dir():
-        multiprocess.mark_process_dead(os.getpid() if pid is None else pid, str(mp))
+    if mp is None:
+        return
+    from .mpdir.layout import live_gauge_files
+
+    try:
+        fd = os.open(mp, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            for name in live_gauge_files(os.listdir(fd), os.getpid() if pid is None else pid):
+                try:
+                    os.unlink(name, dir_fd=fd)
+                except FileNotFoundError:
+                    pass
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        absorb("mpdir-exit", exc)
 
 
 def exposition_registry() -> CollectorRegistry:

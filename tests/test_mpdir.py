@@ -205,7 +205,7 @@ def test_cli_status_compact_and_errors(worker_env, mpdir, tmp_path):
     (blocked / ".corevo").write_text("a file where the state directory should be")
     for action in ("compact", "status"):
         res = cli("metrics", action, str(blocked), env=worker_env)
-        assert res.returncode == 2 and "Not a directory" in res.stderr, res.stderr
+        assert res.returncode == 2 and "where a directory belongs" in res.stderr, res.stderr
         assert "Traceback" not in res.stderr and res.stderr.count("\n") == 1
     (mpdir / "counter_999999.db").write_bytes(b"\x00\x01\x00\x00garbage")
     res = cli("metrics", "compact", str(mpdir), env=worker_env)

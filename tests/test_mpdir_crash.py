@@ -126,9 +126,9 @@ def test_a_journal_that_appears_before_the_scrape_locks_is_rolled_forward(
     assert proc.returncode == -signal.SIGKILL and scan(d).journal_pending
     real, looks = journal.recover_if_needed, []
 
-    def first_look_misses(directory: Path) -> bool:
+    def first_look_misses(directory: Path, **kw: float) -> bool:
         looks.append(directory)
-        return False if len(looks) == 1 else real(directory)
+        return False if len(looks) == 1 else real(directory, **kw)
 
     monkeypatch.setattr(journal, "recover_if_needed", first_look_misses)
     assert totals(d) == (expected, expected)

@@ -1,14 +1,17 @@
 """``corevo-obs metrics compact|status DIR``: the multiprocess directory from cron or a shell.
 
-``compact`` exits 0 when done, 1 when it left unreadable files in place (named on
-stderr), 2 on a bad directory (missing, not a directory, unreadable or unwritable state
-under it), 3 when another compaction holds the lock and ``--no-wait`` was given.
+``compact`` exits 0 when done, 1 when it left files in place (corrupt, not a regular
+file, unreadable, or under an unreadable accumulator: each named on stderr), 2 on a bad
+directory (missing, not a directory, a link planted as its state, unwritable state, a
+full disk), 3 when another compaction held the lock for ``--wait`` seconds (``--no-wait``:
+at all).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Callable
 from dataclasses import asdict
@@ -16,7 +19,7 @@ from functools import wraps
 from typing import Any
 
 from ..mpdir.compactor import compact_backlog
-from ..mpdir.lock import LockBusy
+from ..mpdir.lock import COMPACT_WAIT, LockBusy
 from ..mpdir.status import DirStatus, scan
 from .metrics_serve import add_parser as add_serve_parser
 
@@ -27,6 +30,9 @@ def register(sub: Any) -> None:
     c = msub.add_parser("compact", help="fold dead writers' files into accumulators")
     c.add_argument("dir", metavar="DIR")
     c.add_argument("--no-wait", action="store_true", help="exit 3 if a compaction is running")
+    c.add_argument("--wait", type=_seconds, default=COMPACT_WAIT, metavar="SECONDS",
+                   help=f"exit 3 if another compaction still runs after this long "
+                        f"(default {COMPACT_WAIT:.0f})")
     c.set_defaults(func=run_compact)
     s = msub.add_parser("status", help="files, bytes, live and dead writers")
     s.add_argument("dir", metavar="DIR")
@@ -51,12 +57,23 @@ def _fs_errors(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.N
     return wrapper
 
 
+def _seconds(raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0, got {raw!r}")
+    return value
+
+
 @_fs_errors
 def run_compact(args: argparse.Namespace) -> int:
     try:
-        res = compact_backlog(args.dir, blocking=not args.no_wait)
+        res = compact_backlog(args.dir, blocking=not args.no_wait, wait=args.wait)
     except LockBusy:
-        print("corevo-obs: another compaction is running", file=sys.stderr)
+        waited = "" if args.no_wait else f" (waited {args.wait:g} s)"
+        print(f"corevo-obs: another compaction is running{waited}", file=sys.stderr)
         return 3
     print(
         f"compacted {len(res.dead_writers)} dead writers: {res.folded_files} files folded "
@@ -66,7 +83,8 @@ def run_compact(args: argparse.Namespace) -> int:
     )
     if res.unreadable:
         for path in res.unreadable:
-            print(f"corevo-obs: left unreadable file in place: {path}", file=sys.stderr)
+            why = res.reasons.get(path, "unreadable")
+            print(f"corevo-obs: left in place: {path}: {why}", file=sys.stderr)
         return 1
     return 0
 

@@ -3,16 +3,26 @@
 ``LockedMultiProcessCollector`` is prometheus_client's collector reading under the shared
 directory lock, so a compaction (exclusive lock) is atomic from its point of view: it sees
 the dead writers' files or the accumulator that replaced them, never both or neither.
-A corrupt file is left out of the scrape (and reported once) instead of failing it.
+
+It reads through the suite's own safe path (``dbfile``: no symlink followed, no FIFO or
+directory opened for reading, no mmap) instead of handing prometheus_client a list of
+paths, and merges with prometheus_client's ``_accumulate_metrics`` (checked against
+0.26), so what it reports is what ``MultiProcessCollector`` would. Anything it cannot
+read safely (corrupt bytes, a planted FIFO, mode 000) is left out of the scrape, named,
+counted and logged once, instead of failing or hanging it. When the readers' lock stays
+taken (a stopped compactor, a foreign ``flock``) it waits ``SCRAPE_WAIT`` and then reads
+without it, applying a committed journal in its head: the files it would remove are
+left out and the accumulators it would rename in are read from where they wait.
 """
 
 from __future__ import annotations
 
-import glob
+import json
 import os
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -20,14 +30,22 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from ..catalog import spec
+from ..errors import CorevoObsError
 from ..guard import absorb
-from .compactor import _CORRUPT, read_entries
-from .journal import consistent_view
+from .compactor import _CORRUPT, _why
+from .dbfile import Entries, read_db
+from .journal import Plan, consistent_view, unlocked_plan
+from .layout import STATE_DIR, MetricFile, list_metric_files, parse_name
+from .lock import SCRAPE_WAIT, LockBusy
+from .safe import DirFds, describe, exists_at
 from .status import scan
+
+Source = tuple[int, str, str, MetricFile]  # dir fd, name at it, path for messages, parsed
 
 
 class LockedMultiProcessCollector(MultiProcessCollector):
-    """Drop-in ``MultiProcessCollector`` that is safe to run during compactions.
+    """Drop-in ``MultiProcessCollector`` that is safe to run during compactions and over a
+    directory that someone else can write.
 
     >>> reg = CollectorRegistry()
     >>> LockedMultiProcessCollector(reg, path="/run/metrics")   # doctest: +SKIP
@@ -35,43 +53,82 @@ class LockedMultiProcessCollector(MultiProcessCollector):
 
     def collect(self) -> Iterable[Metric]:
         d = Path(self._path)
-        files = os.path.join(self._path, "*.db")
         with ExitStack() as stack:
             try:
-                stack.enter_context(consistent_view(d))
+                locked = stack.enter_context(consistent_view(d, timeout=SCRAPE_WAIT))
+                if not locked:
+                    absorb("mpdir-lock", LockBusy(
+                        f"{d}: readers' lock busy for {SCRAPE_WAIT} s; scraped without it"))
             except OSError as exc:  # e.g. a read-only view of the directory: read unlocked
                 absorb("mpdir-lock", exc)
-            return self._merge_readable(glob.glob(files))
-
-    def _merge_readable(self, files: list[str]) -> list[Metric]:
-        try:
-            return list(self.merge(files, accumulate=True))
-        except _CORRUPT:
-            pass
-        # A live writer's brand-new file is empty for a moment (prometheus_client
-        # creates it, then sizes it): that is no data, not damage. Anything else is.
-        empty = {f for f in files if _size(f) == 0}
-        bad = {f for f in files if f not in empty and not _readable(f)}
-        if bad:
-            absorb("mpdir-collect", RuntimeError(f"left unreadable files out: {sorted(bad)}"))
-        return list(self.merge([f for f in files if f not in bad | empty], accumulate=True))
+                locked = False
+            return read_directory(d, None if locked else unlocked_plan(d))
 
 
-def _readable(path: str) -> bool:
-    try:
-        read_entries(Path(path))
-    except FileNotFoundError:
-        return True
-    except _CORRUPT:
-        return False
-    return True
+def read_directory(d: Path, plan: Plan | None) -> list[Metric]:
+    """Merge every metric file of ``d`` that can be read safely, as ``plan`` would leave it."""
+    left_out: list[str] = []
+    parsed: list[tuple[MetricFile, Entries]] = []
+    with DirFds(d) as fds:
+        files, irregular = list_metric_files(d)
+        left_out += [f"{f.path} ({describe(str(f.path))})" for f in irregular]
+        for dir_fd, name, where, mf in _sources(fds, files, plan):
+            try:
+                parsed.append((mf, read_db(dir_fd, name, where, accumulator=mf.is_accumulator)))
+            except FileNotFoundError:
+                continue  # a live gauge removed by mark_process_dead since the listing
+            except _CORRUPT as exc:
+                left_out.append(f"{where} ({_why(exc)})")
+    if left_out:
+        absorb("mpdir-collect", RuntimeError(
+            f"left unreadable files out of the scrape: {'; '.join(left_out)}"))
+    return list(MultiProcessCollector._accumulate_metrics(_metrics(parsed), True))
 
 
-def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except FileNotFoundError:
-        return 0
+def _sources(fds: DirFds, files: list[MetricFile], plan: Plan | None) -> Iterator[Source]:
+    renamed = {target: tmp for tmp, target in plan.renames} if plan else {}
+    removed = {name for where, name in plan.removals if where == "top"} if plan else set()
+    present = set()
+    for f in files:
+        name = f.path.name
+        present.add(name)
+        if name in removed:
+            continue
+        tmp = renamed.get(name)
+        if tmp is not None and exists_at(fds.state, tmp):
+            yield fds.state, tmp, fds.where(STATE_DIR, tmp), f
+        else:
+            yield fds.top, name, str(f.path), f
+    for target, tmp in renamed.items():  # a type's first accumulator, not yet renamed in
+        parsed = parse_name(fds.path / target)
+        if target not in present and parsed is not None and exists_at(fds.state, tmp):
+            yield fds.state, tmp, fds.where(STATE_DIR, tmp), parsed
+
+
+def _metrics(parsed: list[tuple[MetricFile, Entries]]) -> dict[str, Metric]:
+    """prometheus_client 0.26 ``MultiProcessCollector._read_metrics``, from parsed files."""
+    metrics: dict[str, Metric] = {}
+    key_cache: dict[str, tuple[str, str, dict[str, str], tuple[Any, ...], str]] = {}
+    for mf, entries in parsed:
+        mode = mf.gauge_mode
+        typ = "gauge" if mode is not None else mf.prefix
+        for key, (value, timestamp) in entries.items():
+            val = key_cache.get(key)
+            if val is None:
+                metric_name, name, labels, help_text = json.loads(key)
+                val = key_cache[key] = (metric_name, name, labels,
+                                        tuple(sorted(labels.items())), help_text)
+            metric_name, name, labels, labels_key, help_text = val
+            metric = metrics.get(metric_name)
+            if metric is None:
+                metric = metrics[metric_name] = Metric(metric_name, help_text, typ)
+            if mode is not None:
+                metric._multiprocess_mode = mode  # type: ignore[attr-defined]
+                metric.add_sample(name, labels_key + (("pid", mf.writer),),  # type: ignore[arg-type]
+                                  value, timestamp)
+            else:
+                metric.add_sample(name, labels_key, value)  # type: ignore[arg-type]
+    return metrics
 
 
 class DirHealthCollector:
@@ -86,7 +143,11 @@ class DirHealthCollector:
         return []  # scanning at registration time would be wasted work
 
     def collect(self) -> Iterator[Metric]:
-        st = scan(self._path)
+        try:
+            st = scan(self._path)
+        except (OSError, CorevoObsError) as exc:  # never fail the scrape over its own health
+            absorb("mpdir-health", exc)
+            return
         yield _gauge("corevo_metrics_dir_files", st.files)
         yield _gauge("corevo_metrics_dir_dead_writers", len(st.dead_writers))
         s = spec("corevo_metrics_compactions_total")

@@ -46,7 +46,7 @@ class MetricFile:
 
     @property
     def pid(self) -> int | None:
-        return int(self.writer) if self.writer.isdigit() else None
+        return int(self.writer) if self.writer.isascii() and self.writer.isdigit() else None
 
     @property
     def gauge_mode(self) -> str | None:
@@ -88,12 +88,60 @@ def writer_record_path(directory: Path, pid: int) -> Path:
 
 
 def metric_files(directory: Path) -> list[MetricFile]:
-    """Every ``*.db`` file prometheus_client could have written, in a stable order."""
-    out = []
+    """Every regular ``*.db`` file prometheus_client could have written, in a stable order."""
+    return list_metric_files(directory)[0]
+
+
+def list_metric_files(directory: Path) -> tuple[list[MetricFile], list[MetricFile]]:
+    """The regular metric files, and the names that look like one but are not a plain file
+    (symlink, directory, FIFO, socket: planted or damaged; never read, never moved)."""
+    regular: list[MetricFile] = []
+    other: list[MetricFile] = []
     with os.scandir(directory) as it:
         for entry in it:
             parsed = parse_name(Path(entry.path))
-            if parsed is not None:
-                out.append(parsed)
-    out.sort(key=lambda f: f.path.name)
+            if parsed is None:
+                continue
+            try:
+                plain = entry.is_file(follow_symlinks=False)
+            except OSError:
+                plain = False
+            (regular if plain else other).append(parsed)
+    regular.sort(key=lambda f: f.path.name)
+    other.sort(key=lambda f: f.path.name)
+    return regular, other
+
+
+def live_gauge_files(names: list[str], pid: int) -> list[str]:
+    """The live-gauge files of ``pid`` among ``names``: what ``mark_process_dead`` removes."""
+    out = []
+    for name in names:
+        parsed = parse_name(Path(name))
+        mode = parsed.gauge_mode if parsed is not None else None
+        if parsed is not None and mode is not None and mode.startswith("live") \
+                and parsed.writer == str(pid):
+            out.append(name)
     return out
+
+
+def is_journal_rename(tmp: str, target: str) -> bool:
+    """Whether a journal rename is one a compaction writes: ``.corevo/X.tmp`` -> ``X``,
+    ``X`` an accumulator of a folded type. Anything else (a path, ``..``) is refused."""
+    parsed = parse_name(Path(target))
+    return (
+        parsed is not None and parsed.is_accumulator and parsed.folded and "/" not in target
+        and tmp == f"{STATE_DIR}/{target}{TMP_SUFFIX}"
+    )
+
+
+def journal_removal(name: str) -> tuple[str, str] | None:
+    """``(where, bare name)`` of a journal removal (``"top"``: a dead writer's metric file,
+    ``"writers"``: its record), or None for anything a compaction never removes."""
+    record_prefix = f"{STATE_DIR}/{WRITERS_DIR}/"
+    if name.startswith(record_prefix):
+        pid = name[len(record_prefix):]
+        return ("writers", pid) if pid.isdigit() and pid.isascii() else None
+    parsed = parse_name(Path(name))
+    if parsed is None or "/" in name or parsed.pid is None or not parsed.writer.isascii():
+        return None
+    return ("top", name)

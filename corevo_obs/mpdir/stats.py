@@ -8,12 +8,12 @@ updated under the exclusive lock.
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .layout import STATS_FILE, TMP_SUFFIX, state_dir
+from .layout import STATE_DIR, STATS_FILE
+from .safe import DirFds, read_regular, replace_file
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,10 @@ class CompactionStats:
 def read_stats(directory: Path) -> CompactionStats:
     """The totals so far; an absent or damaged file reads as zero (a counter reset)."""
     try:
-        raw = json.loads((state_dir(directory) / STATS_FILE).read_text(encoding="utf-8"))
+        with DirFds(directory) as fds:
+            data = read_regular(fds.state, STATS_FILE, fds.where(STATE_DIR, STATS_FILE),
+                                limit=1 << 16)
+        raw = json.loads(data.decode("utf-8"))
         return CompactionStats(**{k: raw[k] for k in asdict(CompactionStats())})
     except (OSError, ValueError, KeyError, TypeError):
         return CompactionStats()
@@ -42,7 +45,6 @@ def record_compaction(directory: Path, seconds: float, dead_writers: int) -> Non
         last_seconds=seconds,
         last_at=time.time(),
     )
-    path = state_dir(directory) / STATS_FILE
-    tmp = path.with_name(path.name + TMP_SUFFIX)
-    tmp.write_text(json.dumps(asdict(new)), encoding="utf-8")
-    os.replace(tmp, path)
+    with DirFds(directory) as fds:
+        replace_file(fds.state, STATS_FILE, json.dumps(asdict(new)).encode(),
+                     fds.where(STATE_DIR, STATS_FILE))

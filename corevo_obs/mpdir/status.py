@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .compactor import check_directory
-from .journal import journal_path
+from .journal import journal_pending
 from .layout import metric_files
+from .safe import DirFds
 from .stats import CompactionStats, read_stats
 from .writers import Liveness, liveness, recorded_pids
 
@@ -32,6 +33,11 @@ def scan(directory: str | os.PathLike[str]) -> DirStatus:
     """Read-only: takes no lock and changes nothing."""
     d = check_directory(directory)
     st = DirStatus(path=d)
+    with DirFds(d) as fds:
+        try:
+            fds.state  # noqa: B018 - a planted link or file as .corevo/ is an error here
+        except FileNotFoundError:
+            pass
     with os.scandir(d) as it:
         for entry in it:
             try:
@@ -52,6 +58,6 @@ def scan(directory: str | os.PathLike[str]) -> DirStatus:
             st.dead_writers[pid] = state
         else:
             st.live_writers.append(pid)
-    st.journal_pending = journal_path(d).exists()
+    st.journal_pending = journal_pending(d)
     st.stats = read_stats(d)
     return st

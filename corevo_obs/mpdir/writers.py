@@ -15,8 +15,11 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from ..guard import absorb
 from .journal import consistent_view
-from .layout import TMP_SUFFIX, state_dir, writer_record_path
+from .layout import STATE_DIR, WRITERS_DIR, writer_record_path
+from .lock import REGISTER_WAIT, LockBusy
+from .safe import DirFds, UnsafeEntry, listdir_fd, read_regular, replace_file
 
 
 class Liveness(enum.Enum):
@@ -105,18 +108,28 @@ def record_writer(directory: Path) -> None:
 
     Taken under the shared lock, so a compaction that judged an earlier owner of this pid
     dead has finished removing that owner's files before we may open files of that name.
+    The wait is bounded (``REGISTER_WAIT``): behind a stopped holder the worker registers
+    without the lock (logged, counted) rather than never starting. Raises ``OSError``
+    when the record cannot be written (full disk, read-only, a planted link).
     """
-    state_dir(directory, create=True)
-    path = writer_record_path(directory, os.getpid())
-    tmp = path.with_name(path.name + TMP_SUFFIX)
-    with consistent_view(directory):
-        tmp.write_text(own_record().encode())
-        os.replace(tmp, path)
+    with consistent_view(directory, timeout=REGISTER_WAIT) as locked:
+        if not locked:
+            absorb("mpdir-register", LockBusy(
+                f"{directory}: readers' lock busy for {REGISTER_WAIT:.0f} s; registered "
+                "without it"))
+        with DirFds(directory, create=True) as fds:
+            name = str(os.getpid())
+            replace_file(fds.sub(WRITERS_DIR), name, own_record().encode().encode(),
+                         fds.where(STATE_DIR, WRITERS_DIR, name))
 
 
 def read_record(directory: Path, pid: int) -> WriterRecord | None:
+    """This pid's record; None when there is none or it is not a plain, readable file."""
     try:
-        return WriterRecord.decode(writer_record_path(directory, pid).read_text())
+        with DirFds(directory) as fds:
+            raw = read_regular(fds.sub(WRITERS_DIR), str(pid), str(writer_record_path(
+                directory, pid)), limit=4096)
+        return WriterRecord.decode(raw.decode())
     except (OSError, UnicodeDecodeError):
         return None
 
@@ -141,9 +154,9 @@ def liveness(directory: Path, pid: int) -> Liveness:
 
 
 def recorded_pids(directory: Path) -> list[int]:
-    d = state_dir(directory) / "writers"
     try:
-        names = os.listdir(d)
-    except FileNotFoundError:
+        with DirFds(directory) as fds:
+            names = listdir_fd(fds.sub(WRITERS_DIR))
+    except (FileNotFoundError, NotADirectoryError, UnsafeEntry):
         return []
-    return sorted(int(n) for n in names if n.isdigit())
+    return sorted(int(n) for n in names if n.isascii() and n.isdigit())
