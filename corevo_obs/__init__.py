@@ -1,104 +1,113 @@
 """corevo-obs: observability and diagnostics for asyncio services run as many processes.
 
-The public API is this list; everything else is importable but not promised.
+The public API is ``__all__``: what a host needs to put loop health, the four stages,
+the offload adapter, exposition and the observer into its runtime. Names resolve on first
+use (PEP 562), so ``import corevo_obs`` loads no backend and no feature it does not use.
+Backends live in their own namespaces, all alike: ``corevo_obs.leases.RedisLeaseStore``
+beside ``corevo_obs.leases.SqliteLeaseStore``, ``corevo_obs.claims.PostgresJobStore``
+beside ``corevo_obs.claims.SqliteJobStore``. docs/api.md lists every public name.
 """
 
-from .blocking import blocking
-from .cancel import (
-    CancelBus,
-    CommandGateway,
-    CommandInbox,
-    SideEffectGate,
-    SqliteCancelBus,
-    execution_holder,
-)
-from .catalog import CATALOG, MetricSpec
-from .claims import Claim, ClaimOutcome, JobStore, PostgresJobStore, SqliteJobStore, StartOutcome
-from .errors import CatalogError, ConfigError, CorevoObsError, MetricsDirError
-from .events import Event, EventHistory, Projector
-from .exposition import MetricsServer, enable_multiprocess, mark_process_dead
-from .identity import worker_name
-from .leases import (
-    AsyncLease,
-    AsyncLeaseStore,
-    AsyncSqliteLeaseStore,
-    Lease,
-    LeaseAuditor,
-    LeaseStore,
-    SqliteLeaseStore,
-)
-from .loop import (
-    LoopHealth,
-    LoopHealthConfig,
-    LoopLagSampler,
-    StallReport,
-    StallWatchdog,
-    install_loop_health,
-)
-from .observer import MetricsObserver, Observer
-from .offload import (
-    AdapterClosed,
-    OffloadAdapter,
-    OffloadRejected,
-    QueueFull,
-    SlotSunk,
-    WaitTimeout,
-)
-from .stages import StageRecorder, TaskStages, current_stages, external, track_task
+from __future__ import annotations
 
-__version__ = "0.1.0"
+import importlib
+import warnings
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from .core.marker import blocking
+    from .errors import ConfigError, CorevoObsError
+    from .exposition import MetricsServer, enable_multiprocess, mark_process_dead
+    from .identity import worker_name
+    from .loop import LoopHealth, LoopHealthConfig, install_loop_health
+    from .observer import MetricsObserver, Observer
+    from .offload import OffloadAdapter
+    from .stages import StageRecorder, TaskStages, current_stages, external, track_task
+
+#: public name -> the module that defines it
+_API: Final = {
+    "install_loop_health": "loop",
+    "LoopHealth": "loop",
+    "LoopHealthConfig": "loop",
+    "StageRecorder": "stages",
+    "TaskStages": "stages",
+    "track_task": "stages",
+    "current_stages": "stages",
+    "external": "stages",
+    "OffloadAdapter": "offload",
+    "MetricsServer": "exposition",
+    "enable_multiprocess": "exposition",
+    "mark_process_dead": "exposition",
+    "Observer": "observer",
+    "MetricsObserver": "observer",
+    "worker_name": "identity",
+    "blocking": "core.marker",
+    "CorevoObsError": "errors",
+    "ConfigError": "errors",
+}
+
+#: names the root exported in 0.1 that live in their own namespace now; importable from
+#: the root until 0.3, with a DeprecationWarning that names the new place
+_MOVED: Final = {
+    **dict.fromkeys(("CancelBus", "CommandGateway", "CommandInbox", "SideEffectGate",
+                     "SqliteCancelBus", "execution_holder"), "cancel"),
+    **dict.fromkeys(("CATALOG", "MetricSpec"), "catalog"),
+    **dict.fromkeys(("Claim", "ClaimOutcome", "JobStore", "PostgresJobStore",
+                     "SqliteJobStore", "StartOutcome"), "claims"),
+    **dict.fromkeys(("CatalogError", "MetricsDirError"), "errors"),
+    **dict.fromkeys(("Event", "EventHistory", "Projector"), "events"),
+    **dict.fromkeys(("AsyncLease", "AsyncLeaseStore", "AsyncSqliteLeaseStore", "Lease",
+                     "LeaseAuditor", "LeaseStore", "SqliteLeaseStore"), "leases"),
+    **dict.fromkeys(("LoopLagSampler", "StallReport", "StallWatchdog"), "loop"),
+    **dict.fromkeys(("AdapterClosed", "OffloadRejected", "QueueFull", "SlotSunk",
+                     "WaitTimeout"), "offload"),
+}
 
 __all__ = [
-    "AdapterClosed",
-    "OffloadAdapter",
-    "OffloadRejected",
-    "QueueFull",
-    "SlotSunk",
-    "StageRecorder",
-    "TaskStages",
-    "WaitTimeout",
-    "current_stages",
-    "external",
-    "track_task",
-    "CancelBus",
-    "CommandGateway",
-    "CommandInbox",
-    "SideEffectGate",
-    "SqliteCancelBus",
-    "execution_holder",
-    "AsyncLease",
-    "AsyncLeaseStore",
-    "AsyncSqliteLeaseStore",
-    "Claim",
-    "ClaimOutcome",
-    "Event",
-    "EventHistory",
-    "JobStore",
-    "Lease",
-    "LeaseAuditor",
-    "LeaseStore",
-    "MetricsObserver",
-    "Observer",
-    "PostgresJobStore",
-    "Projector",
-    "SqliteJobStore",
-    "SqliteLeaseStore",
-    "StartOutcome",
-    "CATALOG",
-    "CatalogError",
     "ConfigError",
     "CorevoObsError",
     "LoopHealth",
     "LoopHealthConfig",
-    "LoopLagSampler",
-    "MetricSpec",
-    "MetricsDirError",
+    "MetricsObserver",
     "MetricsServer",
-    "StallReport",
-    "StallWatchdog",
+    "Observer",
+    "OffloadAdapter",
+    "StageRecorder",
+    "TaskStages",
     "blocking",
+    "current_stages",
     "enable_multiprocess",
+    "external",
     "install_loop_health",
     "mark_process_dead",
+    "track_task",
     "worker_name",
-]
+]  # the same names as _API (tests/test_api.py)
+
+
+def __getattr__(name: str) -> Any:
+    module = _API.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(f".{module}", __name__), name)
+        globals()[name] = value  # resolved once; later lookups are plain attribute reads
+        return value
+    module = _MOVED.get(name)
+    if module is not None:
+        warnings.warn(
+            f"corevo_obs.{name} is deprecated: import it from corevo_obs.{module} "
+            "(the root alias is removed in 0.3)", DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module(f".{module}", __name__), name)
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            found = version("corevo-obs")
+        except PackageNotFoundError:  # a source tree that was never installed
+            found = "0+unknown"
+        globals()["__version__"] = found
+        return found
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_API, "__version__"})

@@ -1,8 +1,11 @@
 """pytest plugin: the "unrelated heartbeat" loop probe and the ``@blocking`` guard.
 
-Registered as the ``corevo`` ``pytest11`` entry point. Nothing runs for a test that does
-not ask for ``loop_probe``; the guard is off unless ``--corevo-blocking-guard`` (or the ini
-key ``corevo_blocking_guard = true``) is given.
+Registered as the ``corevo`` ``pytest11`` entry point, so it loads into every pytest
+session where corevo-obs is installed: it imports nothing of the library until a test
+asks for ``loop_probe`` or the guard is on (tests/test_imports.py checks it). The guard is
+off unless ``--corevo-blocking-guard`` (or the ini key ``corevo_blocking_guard = true``)
+is given. ``LoopBlocked`` (raised by the probe) lives here; ``BlockingCallError``
+(raised by the guard) lives in ``corevo_obs.core.marker``.
 
 >>> def test_handler_keeps_the_loop_free(loop_probe):          # doctest: +SKIP
 ...     async def main():
@@ -19,8 +22,6 @@ from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 import pytest
-
-from .blocking import enable_guard, guard_module
 
 DEFAULT_BUDGET: Final = 0.1
 GUARD_HELP: Final = "make calls to @blocking functions raise on an event loop's thread"
@@ -129,12 +130,16 @@ def _guard_requested(config: pytest.Config) -> bool:
 def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     # Before conftest files and test modules import the code whose functions are marked.
     if _guard_requested(early_config):
+        from .core.marker import enable_guard
+
         enable_guard()
 
 
 def pytest_configure(config: pytest.Config) -> None:
     if not _guard_requested(config):
         return
+    from .core.marker import enable_guard, guard_module
+
     enable_guard()  # when loaded with -p after the initial conftests
     for name in config.getini("corevo_blocking_guard_modules"):
         try:

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from corevo_obs.blocking import blocking, guard_enabled
+from corevo_obs.core.marker import blocking, guard_enabled
 from corevo_obs.pytest_plugin import LoopBlocked, assert_loop_responsive
 
 pytest_plugins = ["pytester"]
@@ -77,7 +77,7 @@ import asyncio
 import pytest
 
 from corevo_obs import blocking
-from corevo_obs.blocking import BlockingCallError
+from corevo_obs.core.marker import BlockingCallError
 
 
 @blocking
@@ -172,7 +172,7 @@ def test_assert_loop_responsive_outside_pytest_fixtures():
 def test_guard_module_wraps_functions_marked_before_the_guard():
     import types
 
-    from corevo_obs.blocking import BlockingCallError, guard_module
+    from corevo_obs.core.marker import BlockingCallError, guard_module
 
     mod = types.ModuleType("legacy_app")
     exec(  # noqa: S102 - a module defined before the guard was on

@@ -17,7 +17,7 @@ from .config import LintConfig
 from .rules.base import RULES, Selection
 
 CATALOG_FILE = "blocking_calls.toml"
-MARKERS = ("corevo_obs.blocking", "corevo_obs.blocking.blocking")
+MARKERS = ("corevo_obs.blocking", "corevo_obs.core.marker.blocking")
 
 
 @dataclass(frozen=True)
