@@ -146,21 +146,23 @@ def test_sigstopped_server_ends_each_claim_within_the_bound_then_recovers(
     assert _errors(registry, "fb") >= len(failures)
     # A statement that sat unread in the frozen backend's socket runs after SIGCONT and
     # may commit: its claim names this owner with a token nobody holds. Never a second
-    # winner, and a reclaim gives it back to the queue.
+    # winner, and the store gives back exactly those (it kept their tokens).
     for claim in mine:
         assert claim is not None and store.start(claim).started
     rows, _ = store.db.run(f"SELECT id, token FROM {store.table} WHERE owner IS NOT NULL "
                            "AND state = 'queued'", {})
     orphans = [job for job, _ in rows]
     assert 0 < unanswered <= FAST.get("pool_size", 4)   # one per pooled connection
-    assert store.reclaim_prestart(owner=store.owner) == len(orphans) <= unanswered
+    assert len(store.undecided) == unanswered
+    assert store.give_back_undecided() == len(orphans) <= unanswered
+    assert not store.undecided
     for job in orphans:
         again = store.claim(job).claim
         assert again is not None and again.epoch == 2
     print(f"\n[pg SIGSTOP 8 s] errors while frozen: {len(failures)}, time to error max "
           f"{max(failures):.2f}s (bound {BOUND:.1f}s, not 8 s); time to recover after "
-          f"SIGCONT {recovered:.2f}s; orphaned claims (committed after the client gave "
-          f"up) {len(orphans)} of {unanswered} unanswered statements")
+          f"SIGCONT {recovered:.2f}s; claims committed after the client gave up "
+          f"{len(orphans)} of {unanswered} unanswered, all given back")
     store.close()
 
 
@@ -184,10 +186,12 @@ def test_a_reply_lost_after_commit_is_read_back_never_claimed_twice(
         with pytest.raises(BackendUnavailable) as undecided:
             store.claim(other)
         assert undecided.value.maybe_committed
+        assert list(store.undecided) == [other]
         proxy.refuse = False
         _, retried = _recover(store, iter([other] * 100), want_won=False)
         assert not retried.won                      # it had committed: never a 2nd win
-        assert store.reclaim_prestart(owner=store.owner, claimed_before=time.time()) == 2
+        assert store.give_back_undecided() == 1     # by its token: the unstarted claim
+        assert store.get(job).owner == store.owner  # type: ignore[union-attr]
         assert store.claim(other).claim.epoch == 2  # type: ignore[union-attr]
     finally:
         store.close()
@@ -258,7 +262,9 @@ def test_workers_racing_through_a_restart_never_win_a_job_twice(
     recorded = {w["won"] for w in wins}
     orphans = {job for job, (owner, _, state) in table_rows.items()
                if job not in recorded and owner is not None}
-    assert recorded | orphans == set(table_rows), "a job left unclaimed"
+    assert recorded == set(table_rows), f"not won by anyone: {set(table_rows) - recorded}"
+    assert not orphans    # each claim whose reply was lost was given back and won again
+    given_back = sum(s["given_back"] for s in summaries)
     unstarted = sum(len(s["unstarted"]) for s in summaries)
     states = Counter(state for _, _, state in table_rows.values())
     assert max(s["max_error_s"] for s in summaries) <= 2 * BOUND + SLACK
@@ -279,7 +285,8 @@ def test_workers_racing_through_a_restart_never_win_a_job_twice(
     asyncio.run(bus.close())
     print(f"\n[pg restart mid-race, 2 workers x 2 lanes, {n} jobs] wins "
           f"{Counter(w['worker'] for w in wins)}, won twice 0, final states {dict(states)}, "
-          f"unstarted after an error {unstarted}, orphaned claims {len(orphans)}, "
+          f"unstarted after an error {unstarted}, undecided claims given back and "
+          f"won again {given_back}, "
           f"errors {sum(s['errors'] for s in summaries)}, time to error max "
           f"{max(s['max_error_s'] for s in summaries):.2f}s, time to recover after "
           f"restart {recovered:.2f}s; cancel routing after restart ok")

@@ -72,6 +72,10 @@ RECLAIM: Final = """
 UPDATE {t} SET owner = NULL, claimed_at = NULL, token = NULL
 WHERE state = 'queued' AND owner IS NOT NULL AND execution_started_at IS NULL"""
 
+# A claim whose reply was lost with the connection, given back by the store that sent it:
+# only while the row still carries that attempt's token and nothing started.
+GIVE_BACK: Final = RECLAIM + " AND id = :job AND token = :token"
+
 # After execution_started nothing is re-run: the platform fact becomes lost (or timeout).
 MARK_LOST: Final = """
 UPDATE {t} SET state = :state, finished_at = :now

@@ -77,6 +77,8 @@ class JobStore:
         self.owner = owner or HolderIds(self.worker).new()
         self.observer = observer or MetricsObserver(worker=self.worker, registry=registry)
         self.clock = clock
+        #: job -> token of a claim sent whose outcome never came back (see give_back_undecided)
+        self.undecided: dict[str, str] = {}
         for statement in (sql.SCHEMA, sql.INDEX):
             self._run(statement)
 
@@ -140,6 +142,8 @@ class JobStore:
         except BackendUnavailable as exc:
             job = self._applied(exc, job_id, lambda j: j.token == token and j.owner == owner)
             if job is None:
+                if exc.maybe_committed:
+                    self.undecided[job_id] = token
                 raise
             rows = [(job.epoch, job.created_at)]
         if not rows:
@@ -206,6 +210,24 @@ class JobStore:
             raise ValueError("reclaim_prestart needs owner= or claimed_before=")
         _, n = self._run(template, **params)
         self.observer.reclaimed(n)
+        return n
+
+    def give_back_undecided(self) -> int:
+        """Requeue the claims this store sent but never learned the outcome of.
+
+        Such a claim may have committed after its reply was lost (or after the client gave
+        up on a frozen server): the row then names this owner with a token nobody holds.
+        Call this once the server answers again; a claim that never committed matches
+        nothing. One still unreachable stays listed for the next call.
+        ``reclaim_prestart(claimed_before=...)`` remains the backstop for a late commit.
+        """
+        n = 0
+        for job_id, token in list(self.undecided.items()):
+            _, given = self._run(sql.GIVE_BACK, job=job_id, token=token)
+            self.undecided.pop(job_id, None)
+            n += given
+        if n:
+            self.observer.reclaimed(n)
         return n
 
     def mark_lost(self, *, owner: str | None = None, started_before: float | None = None,

@@ -4,8 +4,9 @@ Usage: pg_claim_worker.py DSN TABLE WORKER LANES WORK_S
 Each lane (a thread) takes candidates, claims them and, for each win, prints one JSON line
 ``{"won", "epoch", "token"}`` *before* doing anything else with it (its own record of what
 it won), then starts and finishes it with a WORK_S pause between. ``BackendUnavailable``
-is counted and the lane goes on. When no lane finds a candidate twice in a row it prints
-``{"done", "errors", "max_error_s", "unstarted"}``.
+is counted and the lane goes on; once the queue is empty it gives back the claims whose
+outcome it never learned, and races for them again. When no lane finds a candidate twice
+in a row it prints ``{"done", "errors", "max_error_s", "unstarted", "given_back"}``.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class Lane:
         self.errors = 0
         self.max_error_s = 0.0
         self.unstarted: list[str] = []
+        self.given_back = 0
 
     def _call(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | None:
         t0 = time.monotonic()
@@ -66,8 +68,14 @@ class Lane:
                     self.unstarted.append(job_id)
                     continue
                 time.sleep(self.work)
-                self._call(self.store.finish, won.claim, f"x-{won.claim.token}", "completed")
-            if not ids:
+                for _ in range(100):     # a finish is fenced by its execution: safe to retry
+                    if self._call(self.store.finish, won.claim, f"x-{won.claim.token}",
+                                  "completed") is not None:
+                        break
+            if not ids:   # the claims whose outcome was lost go back to the queue
+                given = self._call(self.store.give_back_undecided) or 0
+                self.given_back += given
+                idle = 0 if given else idle
                 time.sleep(0.1)
 
 
@@ -87,7 +95,8 @@ def main() -> None:
     print(json.dumps({"done": worker, "owner": store.owner,
                       "errors": sum(r.errors for r in runners),
                       "max_error_s": max(r.max_error_s for r in runners),
-                      "unstarted": [j for r in runners for j in r.unstarted]}), flush=True)
+                      "unstarted": [j for r in runners for j in r.unstarted],
+                      "given_back": sum(r.given_back for r in runners)}), flush=True)
     store.close()
 
 
