@@ -7,6 +7,7 @@ live in the rule registry (``rules/base.py``); the catalog only refers to them.
 
 from __future__ import annotations
 
+import functools
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
@@ -44,6 +45,13 @@ class Catalog:
     offload_methods: dict[str, int]
     disarming: dict[str, frozenset[str]] = field(default_factory=dict)  # call -> flags
     aliases: dict[str, str] = field(default_factory=dict)  # annotation type -> tracked type
+    after: dict[str, frozenset[str]] = field(default_factory=dict)  # T.wait -> {communicate}
+    in_memory_args: dict[str, tuple[int | str, ...]] = field(default_factory=dict)
+    in_memory_types: frozenset[str] = frozenset()
+
+    @functools.cached_property
+    def after_methods(self) -> frozenset[str]:
+        return frozenset(m for ms in self.after.values() for m in ms)
     blocking: frozenset[str] = frozenset()
     non_blocking: frozenset[str] = frozenset()
     non_blocking_prefixes: tuple[str, ...] = ()
@@ -70,6 +78,9 @@ class Catalog:
             offload_methods={**self.offload_methods, **config.offload_methods},
             disarming=self.disarming,
             aliases=self.aliases,
+            after=self.after,
+            in_memory_args=self.in_memory_args,
+            in_memory_types=self.in_memory_types,
             blocking=frozenset(config.blocking),
             non_blocking=frozenset(exact),
             non_blocking_prefixes=prefixes,
@@ -103,13 +114,20 @@ def _parse(data: dict[str, Any], source: str) -> Catalog:
             if not isinstance(flags, list):
                 raise TypeError(f"disarming-flags.{name}: expected a list of flag names")
             disarming[str(name)] = frozenset(map(str, flags))
+        after = {str(k): frozenset(map(str, v)) for k, v in data.get("done-after", {}).items()}
+        memory = data.get("in-memory", {})
+        in_memory_types = frozenset(map(str, memory.get("types", ())))
+        in_memory_args: dict[str, tuple[int | str, ...]] = {
+            str(k): tuple(a if isinstance(a, int) else str(a) for a in v)
+            for k, v in memory.get("arguments", {}).items()}
     except (KeyError, TypeError, ValueError) as exc:
         raise ConfigError(f"malformed catalog: {exc!r}", source=source) from None
     unknown = sorted({c for c in calls.values() if c not in RULES}
                      | {o.code for o in objects.values() if o.code not in RULES})
     if unknown:
         raise ConfigError(f"codes no rule family registers: {unknown}", source=source)
-    return Catalog(calls, objects, factories, offload, offload_methods, disarming, aliases)
+    return Catalog(calls, objects, factories, offload, offload_methods, disarming, aliases,
+                   after, in_memory_args, in_memory_types)
 
 
 def load_catalog(config: LintConfig | None = None) -> Catalog:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .guards import Args, Guard, Value
+
 
 @dataclass(frozen=True, order=True)
 class Finding:
@@ -17,16 +19,38 @@ class Finding:
     snippet: str = ""  # the stripped source line (baseline fingerprint)
 
 
+@dataclass(frozen=True)
+class Edge:
+    """A call from a sync function to a possibly-project function, under ``guard``."""
+
+    callee: str
+    guard: Guard = ()
+    args: Args | None = None  # None: not known (no argument-sensitive pruning)
+
+
 @dataclass
 class FuncFacts:
-    """What a sync function does when called: its first blocking call and its callees."""
+    """What a sync function does when called: its blocking calls and its callees, each
+    under the guard of its parameters that leads there (``guards.py``)."""
 
     name: str  # short display name, e.g. ``_write_blob`` or ``Store.put``
     path: str
     line: int
-    blocking: str | None = None  # display of the first blocking call, e.g. ``open()``
     marked: bool = False  # decorated with @blocking
-    callees: list[str] = field(default_factory=list)
+    blocks: list[tuple[str, Guard]] = field(default_factory=list)  # e.g. ("open()", ())
+    edges: list[Edge] = field(default_factory=list)
+    params: tuple[str, ...] = ()  # positional parameters, without self / cls
+    names: frozenset[str] = frozenset()  # every parameter that a keyword can name
+    defaults: dict[str, Value] = field(default_factory=dict)  # constant defaults
+
+    @property
+    def callees(self) -> list[str]:
+        return [e.callee for e in self.edges]
+
+    @property
+    def blocking(self) -> str | None:
+        """The first call that blocks whatever the arguments."""
+        return next((call for call, guard in self.blocks if not guard), None)
 
 
 @dataclass(frozen=True)
@@ -41,6 +65,7 @@ class CallSite:
     context: str
     snippet: str
     noqa: frozenset[str] | None  # codes silenced on the line; "*" for a bare noqa
+    args: Args | None = None
 
 
 @dataclass
@@ -51,5 +76,6 @@ class FileResult:
     funcs: dict[str, FuncFacts] = field(default_factory=dict)
     reexports: dict[str, str] = field(default_factory=dict)  # mod.name -> imported qualname
     sites: list[CallSite] = field(default_factory=list)
+    constants: dict[str, object] = field(default_factory=dict)  # mod.NAME -> module constant
     error: Finding | None = None
     deferred: bool = False  # no ``async`` in it: read, not parsed, unless a chain leads here

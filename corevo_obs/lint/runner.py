@@ -237,7 +237,8 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
         meta.PARSE, error=f"cannot list directory ({reason}): its files were not checked"))
         for d, reason in unreadable]
     index = ChainIndex(((q, f) for r in results for q, f in r.funcs.items()),
-                       {k: v for r in results for k, v in r.reexports.items()})
+                       {k: v for r in results for k, v in r.reexports.items()},
+                       {k: v for r in results for k, v in r.constants.items()})
     for r in results:
         if r.error is not None:
             out.errors.append(r.error)

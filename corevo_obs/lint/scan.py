@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .catalog import Catalog
+from .guards import OPAQUE, UNKNOWN, Args, Atom, Guard, Value, atoms
 from .imports import ImportTracker, Ref
-from .model import CallSite, FileResult, Finding, FuncFacts
+from .model import CallSite, Edge, FileResult, Finding, FuncFacts
 from .noqa import is_silenced, noqa_codes
 from .rules import catalogued, declared, message, meta
 
@@ -28,13 +29,68 @@ _LEAVES = (ast.Name, ast.Constant, ast.expr_context, ast.operator, ast.cmpop, as
 DEEP_RECURSION = 20_000
 
 
+_SIMPLE = (str, int, bool, float, bytes, type(None))
+_EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+
+
 @dataclass
 class _Ctx:
     qualname: str
     display: str
     on_loop: bool
     facts: FuncFacts | None = None
-    offloaded: set[int] = field(default_factory=set)
+    node: ast.FunctionDef | None = None
+    guard: list[Atom] = field(default_factory=list)  # tests of parameters that lead here
+    seen: set[str] = field(default_factory=set)  # "proc.communicate": methods referenced
+    _stable: frozenset[str] | None = None
+
+    def stable_params(self) -> frozenset[str]:
+        """Parameters the body never rebinds: only their tests say something."""
+        if self._stable is None:
+            facts, node = self.facts, self.node
+            names = facts.names | frozenset(facts.params) if facts is not None else frozenset()
+            if node is not None:
+                names -= {n.id for stmt in node.body for n in ast.walk(stmt)
+                          if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+            self._stable = names
+        return self._stable
+
+
+_NONE = object()
+
+
+def _constant(node: ast.expr | None) -> object:
+    """A simple constant, or a tuple / set of them (as a tuple); ``_NONE`` otherwise."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, _SIMPLE):
+        return node.value
+    if isinstance(node, ast.Tuple | ast.Set | ast.List) and all(
+            isinstance(e, ast.Constant) and isinstance(e.value, _SIMPLE) for e in node.elts):
+        return tuple(e.value for e in node.elts if isinstance(e, ast.Constant))
+    return _NONE
+
+
+def _module_constants(body: list[ast.stmt]) -> dict[str, object]:
+    """``NAME = <constant>`` at module level, assigned exactly once there."""
+    found: dict[str, object] = {}
+    seen: set[str] = set()
+    for stmt in body:
+        targets: list[ast.expr] = []
+        value: ast.expr | None = None
+        if isinstance(stmt, ast.Assign):
+            targets, value = stmt.targets, stmt.value
+        elif isinstance(stmt, ast.AnnAssign | ast.AugAssign):
+            targets, value = [stmt.target], getattr(stmt, "value", None)
+            if isinstance(stmt, ast.AugAssign):
+                value = None
+        for t in targets:
+            for name in ast.walk(t):
+                if isinstance(name, ast.Name):
+                    if name.id in seen:
+                        found.pop(name.id, None)
+                    elif isinstance(t, ast.Name) and (const := _constant(value)) is not _NONE:
+                        found[name.id] = const
+                    seen.add(name.id)
+    return found
 
 
 class FileScanner(ast.NodeVisitor):
@@ -58,8 +114,9 @@ class FileScanner(ast.NodeVisitor):
             ast.Module: self.visit_Module, ast.FunctionDef: self._visit_def,
             ast.AsyncFunctionDef: self._visit_def, ast.Lambda: self.visit_Lambda,
             ast.ClassDef: self.visit_ClassDef, ast.Call: self.visit_Call,
-            ast.Await: self.visit_Await,
+            ast.Await: self.visit_Await, ast.If: self.visit_If,
         }
+        self._consts: dict[str, object] = {}
         self._awaited: set[int] = set()
         self._urllib3 = False
 
@@ -117,6 +174,8 @@ class FileScanner(ast.NodeVisitor):
         self.tracker.push_module(node.body)
         self._urllib3 = any(b.kind == "import" and (b.target or "").partition(".")[0] == "urllib3"
                             for b in self.tracker.stack[-1].bindings.values())
+        self._consts = _module_constants(node.body)
+        self.result.constants = {f"{self.result.module}.{k}": v for k, v in self._consts.items()}
         self.generic_visit(node)
         scope = self.tracker.pop()
         module = self.result.module
@@ -132,19 +191,123 @@ class FileScanner(ast.NodeVisitor):
         display = self._display(qualname)
         if isinstance(node, ast.AsyncFunctionDef):
             ctx = _Ctx(qualname, display, on_loop=True)
+        elif self._offload_decorated(node):  # @sync_to_async def f(): calls return awaitables
+            ctx = _Ctx(qualname, display, on_loop=False)
         else:
             facts = FuncFacts(display, self.result.path, node.lineno,
                               marked=declared.is_marked(node, self.tracker, self.catalog))
+            self._signature(node, facts)
             if qualname in self.result.funcs:
                 self._dups.add(qualname)
             self.result.funcs[qualname] = facts
-            ctx = _Ctx(qualname, display, on_loop=False, facts=facts)
+            ctx = _Ctx(qualname, display, on_loop=False, facts=facts, node=node)
         self.tracker.push_function(node, qualname)
         self._ctx.append(ctx)
-        for stmt in node.body:
-            self.visit(stmt)
+        self._visit_block(node.body)
         self._ctx.pop()
         self.tracker.pop()
+
+    def _offload_decorated(self, node: ast.FunctionDef) -> bool:
+        for deco in node.decorator_list:
+            ref = self.tracker.resolve(deco.func if isinstance(deco, ast.Call) else deco)
+            if ref is not None and ref.name in self.catalog.offload:
+                return True
+        return False
+
+    def _signature(self, node: ast.FunctionDef, facts: FuncFacts) -> None:
+        """Positional parameters (without self / cls), keyword names, constant defaults."""
+        args = node.args
+        positional = [a.arg for a in [*args.posonlyargs, *args.args]]
+        keywords = {a.arg for a in [*args.args, *args.kwonlyargs]}
+        in_class = self.tracker.stack[-1].kind == "class"
+        static = any(isinstance(d, ast.Name) and d.id == "staticmethod"
+                     for d in node.decorator_list)
+        if in_class and not static and positional:
+            keywords.discard(positional.pop(0))
+        facts.params = tuple(positional)
+        facts.names = frozenset(keywords)
+        pairs = [*zip(reversed([*args.posonlyargs, *args.args]), reversed(args.defaults),
+                      strict=False),
+                 *((a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True)
+                   if d is not None)]
+        for a, default in pairs:
+            value = self._value(default, None)
+            if value != UNKNOWN:
+                facts.defaults[a.arg] = value
+
+    # -- guards ----------------------------------------------------------------------
+    def _value(self, node: ast.expr, ctx: _Ctx | None) -> Value:
+        """A constant, a module constant, a helper's own parameter (``ctx``), or UNKNOWN."""
+        if isinstance(node, ast.Constant):
+            return ("v", node.value) if isinstance(node.value, _SIMPLE) else UNKNOWN
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            inner = self._value(node.operand, None)
+            if inner[0] == "v" and type(inner[1]) in (int, float):
+                return ("v", -inner[1])  # type: ignore[operator]
+            return UNKNOWN
+        if isinstance(node, ast.Name):
+            if ctx is not None and node.id in ctx.stable_params():
+                return ("p", node.id)
+            binding = self.tracker.lookup(node.id)
+            module = self.tracker.stack[0].bindings.get(node.id)
+            if binding is not None and binding is module and node.id in self._consts:
+                return ("v", self._consts[node.id])
+        if isinstance(node, ast.Name | ast.Attribute):
+            ref = self.tracker.resolve(node)
+            if ref is not None and ref.kind == "import":
+                return ("s", ref.name)
+        return UNKNOWN
+
+    def _atoms(self, test: ast.expr, ctx: _Ctx) -> Guard | None:
+        params = ctx.stable_params()
+        if not params:
+            return None
+        return atoms(test, lambda e: self._value(e, None), params)
+
+    def _args(self, node: ast.Call, ctx: _Ctx | None) -> Args:
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(
+                k.arg is None for k in node.keywords):
+            return OPAQUE
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            base = self.tracker.resolve(func.value)
+            if base is not None and base.kind == "class":  # C.method(obj, ...): unbound
+                return OPAQUE
+        scope = ctx if ctx is not None and ctx.facts is not None else None
+        return Args(tuple(self._value(a, scope) for a in node.args),
+                    tuple((str(k.arg), self._value(k.value, scope)) for k in node.keywords))
+
+    def visit_If(self, node: ast.If) -> None:
+        self.visit(node.test)
+        ctx = self._ctx[-1] if self._ctx else None
+        guard = self._atoms(node.test, ctx) if ctx is not None and ctx.facts is not None else None
+        if ctx is None or not guard:
+            self._visit_block(node.body)
+            self._visit_block(node.orelse)
+            return
+        ctx.guard.extend(guard)
+        self._visit_block(node.body)
+        del ctx.guard[-len(guard):]
+        negated = [guard[0].negated()] if len(guard) == 1 else []
+        ctx.guard.extend(negated)
+        self._visit_block(node.orelse)
+        del ctx.guard[len(ctx.guard) - len(negated):]
+
+    def _visit_block(self, stmts: list[ast.stmt]) -> None:
+        """Statements in order; after ``if <test>: ... return`` the rest runs only when the
+        test is false, so it is guarded by the negated test."""
+        ctx = self._ctx[-1] if self._ctx else None
+        pushed = 0
+        for stmt in stmts:
+            self.visit(stmt)
+            if (ctx is not None and ctx.facts is not None and isinstance(stmt, ast.If)
+                    and not stmt.orelse and stmt.body and isinstance(stmt.body[-1], _EXITS)):
+                guard = self._atoms(stmt.test, ctx)
+                if guard is not None and len(guard) == 1:
+                    ctx.guard.append(guard[0].negated())
+                    pushed += 1
+        if pushed and ctx is not None:
+            del ctx.guard[-pushed:]
 
     visit_FunctionDef = _visit_def
     visit_AsyncFunctionDef = _visit_def
@@ -201,6 +364,8 @@ class FileScanner(ast.NodeVisitor):
         ref = self.tracker.resolve(node.func)
         self._mark_offloaded(node, ref)
         ctx = self._ctx[-1] if self._ctx else None
+        if ctx is not None:
+            catalogued.note_methods(node, self.catalog, ctx.seen)
         if ctx is not None and ref is not None and not self.catalog.is_non_blocking(ref.name):
             self._classify(node, ref, ctx)
         elif (ctx is not None and ctx.on_loop and self._urllib3 and id(node) not in self._awaited
@@ -210,14 +375,15 @@ class FileScanner(ast.NodeVisitor):
 
     def _classify(self, node: ast.Call, ref: Ref, ctx: _Ctx) -> None:
         hit = declared.configured(ref, self.catalog) or catalogued.classify(ref, self.catalog)
-        if hit is not None and catalogued.disarmed(node, ref, self.catalog, self.tracker):
+        if hit is not None and catalogued.returns_at_once(node, ref, self.catalog, self.tracker,
+                                                          ctx.seen):
             return
         if hit is not None:
             code, display, extra = hit
             if ctx.on_loop:
                 self._report(code, node, ctx, display, extra)
             elif ctx.facts is not None and ctx.facts.blocking is None:
-                ctx.facts.blocking = display
+                ctx.facts.blocks.append((display, tuple(ctx.guard)))
             return
         if ref.kind not in ("def", "class", "import", "method"):
             return
@@ -226,9 +392,10 @@ class FileScanner(ast.NodeVisitor):
                 return
             self.result.sites.append(CallSite(
                 ref.name, self.result.path, node.lineno, node.col_offset + 1, ctx.display,
-                ctx.qualname, self.line(node.lineno).strip(), self._noqa(node)))
-        elif ctx.facts is not None:
-            ctx.facts.callees.append(ref.name)
+                ctx.qualname, self.line(node.lineno).strip(), self._noqa(node),
+                self._args(node, None)))
+        elif ctx.facts is not None and ctx.facts.blocking is None:
+            ctx.facts.edges.append(Edge(ref.name, tuple(ctx.guard), self._args(node, ctx)))
 
     def finish(self) -> FileResult:
         for qualname in self._dups:

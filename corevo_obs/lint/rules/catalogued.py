@@ -6,8 +6,11 @@ that is not awaited is a likely sync request too (flake8-async's ASYNC211).
 
 Matches a resolved qualified name (``requests.get``, ``time.sleep`` through any alias) or a
 blocking method of a tracked object type (``Path(p).read_text()``, ``conn.execute()``).
-A call whose arguments name a disarming flag of the catalog (``os.waitpid(pid,
-os.WNOHANG)``, ``sock.recv(n, socket.MSG_DONTWAIT)``) returns at once and is not a hit.
+A call returns at once, and is not a hit, when its arguments name a disarming flag of the
+catalog (``os.waitpid(pid, os.WNOHANG)``, ``sock.recv(n, socket.MSG_DONTWAIT)``), when its
+file argument is an in-memory buffer (``zipfile.ZipFile(io.BytesIO(data))``,
+``tarfile.open(fileobj=buf)``), or when the same receiver already did the work
+(``proc.wait()`` after ``proc.communicate()`` reaped the child).
 """
 
 from __future__ import annotations
@@ -66,6 +69,43 @@ def classify(ref: Ref, catalog: Catalog) -> tuple[str, str, dict[str, str]] | No
         return None
     display = ref.name[len("builtins."):] if ref.kind == "builtin" else ref.name
     return code, f"{display}()", NO_FIELDS
+
+
+def returns_at_once(call: ast.Call, ref: Ref, catalog: Catalog, tracker: ImportTracker,
+                    seen: set[str]) -> bool:
+    """True when this catalogued call cannot wait here (see the module docstring)."""
+    return (disarmed(call, ref, catalog, tracker) or in_memory(call, ref, catalog, tracker)
+            or already_done(call, ref, catalog, seen))
+
+
+def note_methods(call: ast.Call, catalog: Catalog, seen: set[str]) -> None:
+    """Remember ``x.communicate`` called or handed to an offload, for :func:`already_done`."""
+    for expr in (call.func, *call.args):
+        if isinstance(expr, ast.Attribute) and expr.attr in catalog.after_methods:
+            seen.add(f"{ast.unparse(expr.value)}.{expr.attr}")
+
+
+def already_done(call: ast.Call, ref: Ref, catalog: Catalog, seen: set[str]) -> bool:
+    needs = catalog.after.get(ref.name) if ref.kind == "method" else None
+    if not needs or not isinstance(call.func, ast.Attribute):
+        return False
+    receiver = ast.unparse(call.func.value)
+    return any(f"{receiver}.{m}" in seen for m in needs)
+
+
+def in_memory(call: ast.Call, ref: Ref, catalog: Catalog, tracker: ImportTracker) -> bool:
+    """True when the call's file argument is an in-memory buffer (``io.BytesIO``...)."""
+    where = catalog.in_memory_args.get(ref.name)
+    if not where:
+        return False
+    for spot in where:
+        if isinstance(spot, int):
+            arg = call.args[spot] if len(call.args) > spot else None
+        else:
+            arg = next((k.value for k in call.keywords if k.arg == spot), None)
+        if arg is not None and tracker.value_type(arg) in catalog.in_memory_types:
+            return True
+    return False
 
 
 def disarmed(call: ast.Call, ref: Ref, catalog: Catalog, tracker: ImportTracker) -> bool:

@@ -4,13 +4,16 @@ directly or through further sync helpers; the message carries the whole chain
 
 Only unambiguous resolutions form edges: a name bound twice, a qualified name defined in
 two files, or a call through an untyped object makes no edge, so precision stays high.
-A direct call of a ``@blocking`` function is COB111 instead.
+A path guarded by a test of a parameter that the call's constant or default arguments make
+false is not followed (``guards.py``). A direct call of a ``@blocking`` function is COB111
+instead.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
+from ..guards import Args, Value, bind, resolver, ruled_out
 from ..model import CallSite, FuncFacts
 from . import declared
 from .base import Family, Spec, register
@@ -45,8 +48,10 @@ class ChainIndex:
     """Every sync function of the tree by qualified name, with memoised blocking chains."""
 
     def __init__(self, funcs: Iterable[tuple[str, FuncFacts]],
-                 reexports: dict[str, str] | None = None) -> None:
+                 reexports: dict[str, str] | None = None,
+                 constants: Mapping[str, object] | None = None) -> None:
         self.reexports = reexports or {}
+        self._resolve = resolver(constants or {})
         self.funcs: dict[str, FuncFacts] = {}
         dup: set[str] = set()
         for qualname, facts in funcs:
@@ -55,7 +60,7 @@ class ChainIndex:
             self.funcs[qualname] = facts
         for qualname in dup:
             del self.funcs[qualname]
-        self._memo: dict[str, list[str] | None] = {}
+        self._memo: dict[tuple[str, tuple[tuple[str, Value], ...]], list[str] | None] = {}
 
     def lookup(self, qualname: str) -> FuncFacts | None:
         for _ in range(MAX_REEXPORT_HOPS):
@@ -70,31 +75,39 @@ class ChainIndex:
             qualname = target
         return None
 
-    def chain(self, qualname: str) -> list[str] | None:
-        """``[name, ..., "open()"]`` when calling ``qualname`` blocks, else None."""
-        if qualname in self._memo:
-            return self._memo[qualname]
+    def chain(self, qualname: str, args: Args | None = None,
+              outer: Mapping[str, Value] | None = None) -> list[str] | None:
+        """``[name, ..., "open()"]`` when calling ``qualname`` with ``args`` blocks, else None."""
         facts = self.lookup(qualname)
         if facts is None:
             return None
-        self._memo[qualname] = None  # in progress: a cycle adds no evidence
+        env = bind(args, facts.params, facts.names, facts.defaults, outer or {})
+        key = (qualname, tuple(sorted(env.items(), key=lambda kv: kv[0])))
+        if key in self._memo:
+            return self._memo[key]
+        self._memo[key] = None  # in progress: a cycle adds no evidence
         result: list[str] | None = None
         if facts.marked:
             result = [f"{facts.name}() [@blocking]"]
-        elif facts.blocking is not None:
-            result = [facts.name, facts.blocking]
         else:
-            for callee in facts.callees:
-                sub = self.chain(callee)
-                if sub is not None:
-                    result = [facts.name, *sub]
+            for call, guard in facts.blocks:
+                if not ruled_out(guard, env, self._resolve):
+                    result = [facts.name, call]
                     break
-        self._memo[qualname] = result
+            else:
+                for edge in facts.edges:
+                    if ruled_out(edge.guard, env, self._resolve):
+                        continue
+                    sub = self.chain(edge.callee, edge.args, env)
+                    if sub is not None:
+                        result = [facts.name, *sub]
+                        break
+        self._memo[key] = result
         return result
 
     def classify(self, site: CallSite) -> tuple[str, dict[str, str]] | None:
         """(code, message fields) for a call made on the loop, or None if it does not block."""
-        chain = self.chain(site.callee)
+        chain = self.chain(site.callee, site.args)
         facts = self.lookup(site.callee)
         if chain is None or facts is None:
             return None
