@@ -55,6 +55,12 @@ class PgCluster:
         self._pg("pg_ctl", "-D", str(self.datadir), "-l", str(self.datadir / "server.log"),
                  "-w", "-o", opts, "start")
 
+    def running(self) -> bool:
+        """``pg_ctl status``: 0 running, 3 not running."""
+        return subprocess.run([*self._as_pg, str(self.bindir / "pg_ctl"), "-D",
+                               str(self.datadir), "status"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, timeout=30).returncode == 0
+
     def stop(self, mode: str = "immediate") -> None:
         self._pg("pg_ctl", "-D", str(self.datadir), "-m", mode, "-w", "stop")
 
