@@ -9,10 +9,12 @@ Offload adapters and lease holders show up through a small provider registry: an
 with ``snapshot() -> dict`` (or a zero-argument callable returning one) registered under
 a kind (``"offload"`` or ``"lease"``) and a name.
 
->>> async def main():                                               # doctest: +SKIP
-...     health = install_loop_health(worker="w0")
-...     with start_monitor(health, port=20101):     # telnet 127.0.0.1 20101 → `lag`
-...         await serve()
+Example::
+
+    async def main():
+        health = install_loop_health(worker="w0")
+        with start_monitor(health, port=20101):     # telnet 127.0.0.1 20101 → `lag`
+            await serve()
 """
 
 from __future__ import annotations

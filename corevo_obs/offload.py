@@ -16,9 +16,11 @@ that keep the bound true under cancellation:
   ``OffloadRejected`` when it is full, when they waited too long, or after close;
 - ``aclose()`` stops admissions first, then drains every running operation.
 
->>> store = OffloadAdapter(name="object_store", max_in_flight=8)   # doctest: +SKIP
->>> await store.run(client.put_object, key, payload)
->>> await store.aclose()
+Example::
+
+    store = OffloadAdapter(name="object_store", max_in_flight=8)
+    await store.run(client.put_object, key, payload)
+    await store.aclose()
 """
 
 from __future__ import annotations

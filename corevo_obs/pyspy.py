@@ -5,11 +5,12 @@ logs, so only code locations are taken), puts the event-loop thread first and ma
 innermost project frame. py-spy is optional and found lazily: ``$COREVO_PYSPY``, then next
 to the running interpreter, then ``$PATH``.
 
->>> print(dump(4242, timeout=5).format())          # doctest: +SKIP
-process 4242: 3 threads
-thread 4242 "MainThread" (event loop, idle)
-  app/store.py:15:_fetch  <-- innermost project frame
-  ...
+Example::
+
+    print(dump(4242, timeout=5).format())
+    # process 4242: 3 threads
+    # thread 4242 "MainThread" (event loop, idle)
+    #   app/store.py:15:_fetch  <-- innermost project frame
 """
 
 from __future__ import annotations
@@ -239,7 +240,7 @@ class NativeStallCapture:
     A missing py-spy or a refused ptrace is logged once and disables the capture.
     Call :meth:`attach` on the loop thread (it records that thread's native id).
 
-    >>> capture = NativeStallCapture(min_stall=1.0).attach(health.watchdog)  # doctest: +SKIP
+    Example: ``capture = NativeStallCapture(min_stall=1.0).attach(health.watchdog)``
     """
 
     def __init__(

@@ -7,11 +7,13 @@ off unless ``--corevo-blocking-guard`` (or the ini key ``corevo_blocking_guard =
 is given. ``LoopBlocked`` (raised by the probe) lives here; ``BlockingCallError``
 (raised by the guard) lives in ``corevo_obs.core.marker``.
 
->>> def test_handler_keeps_the_loop_free(loop_probe):          # doctest: +SKIP
-...     async def main():
-...         async with loop_probe(budget=0.1):
-...             await handler()
-...     asyncio.run(main())
+Example::
+
+    def test_handler_keeps_the_loop_free(loop_probe):
+        async def main():
+            async with loop_probe(budget=0.1):
+                await handler()
+        asyncio.run(main())
 """
 
 from __future__ import annotations

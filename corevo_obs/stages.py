@@ -9,13 +9,15 @@ task span, stage marks as its events and one child span per external wait.
 Marks made out of order, twice or after the end are counted in
 ``corevo_task_mark_errors_total`` and never raised: instrumentation must not break a task.
 
->>> recorder = StageRecorder(worker="w0", kinds={"chat", "tool"})   # once per process
->>> stages = recorder.task("chat", accepted_at=job.accepted_at)    # doctest: +SKIP
->>> stages.started()
->>> async with stages.external("model"):
-...     reply = await model.complete(prompt)
->>> stages.first_event()
->>> stages.finish("completed")
+Example::
+
+    recorder = StageRecorder(worker="w0", kinds={"chat", "tool"})   # once per process
+    stages = recorder.task("chat", accepted_at=job.accepted_at)
+    stages.started()
+    async with stages.external("model"):
+        reply = await model.complete(prompt)
+    stages.first_event()
+    stages.finish("completed")
 """
 
 from __future__ import annotations

@@ -29,9 +29,11 @@ One that raises is counted (component ``lag_listener``) and called again next ti
 class LoopLagSampler:
     """Per-loop lag histogram and heartbeat, one series per worker.
 
-    >>> sampler = LoopLagSampler(worker="w0")       # doctest: +SKIP
-    >>> task = sampler.start()                      # inside a running loop
-    >>> await sampler.stop()
+    Example (inside a running loop)::
+
+        sampler = LoopLagSampler(worker="w0")
+        task = sampler.start()
+        await sampler.stop()
     """
 
     def __init__(

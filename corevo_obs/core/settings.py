@@ -1,0 +1,169 @@
+"""One settings resolver: keyword argument > environment > default, validated once.
+
+A component declares its settings as a frozen dataclass whose fields carry an
+``option(...)``; ``resolve(Cls, prefix, **kwargs)`` builds the immutable instance. Each
+value is parsed by the field's annotation (``float``, ``int``, ``bool``, ``str``,
+``tuple[str, ...]`` split on ``os.pathsep``, or ``X | None``), checked against its bounds,
+and any error names where the value came from (``$COREVO_LOOP_INTERVAL: ...``,
+``install_loop_health(interval=...): ...``), the pytest-timeout model. Every problem is
+reported together, so a user fixes a config in one go.
+
+>>> from dataclasses import dataclass
+>>> @dataclass(frozen=True)
+... class Probe:
+...     interval: float = option(0.01, minimum=0.001, maximum=10)
+...     enabled: bool = option(True)
+>>> resolve(Probe, "COREVO_PROBE", environ={"COREVO_PROBE_ENABLED": "no"}, interval=0.5)
+Probe(interval=0.5, enabled=False)
+>>> resolve(Probe, "COREVO_PROBE", environ={"COREVO_PROBE_INTERVAL": "fast"})
+Traceback (most recent call last):
+...
+corevo_obs.errors.ConfigError: $COREVO_PROBE_INTERVAL: cannot parse 'fast' as a number
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from ..errors import ConfigError
+
+T = TypeVar("T")
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+
+
+def option(
+    default: Any,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    env: bool = True,
+    choices: tuple[str, ...] | None = None,
+) -> Any:
+    """A settings field: its default and bounds; ``env=False`` keeps it out of the
+    environment (e.g. a registry object)."""
+    meta = {"minimum": minimum, "maximum": maximum, "env": env, "choices": choices}
+    if isinstance(default, list | dict | set):
+        raise TypeError("use a tuple or frozenset default: settings are immutable")
+    return dataclasses.field(default=default, metadata={"corevo": meta})
+
+
+def resolve(
+    cls: type[T],
+    prefix: str,
+    *,
+    caller: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    **kwargs: Any,
+) -> T:
+    """Build ``cls`` from ``kwargs`` (None means "not given"), ``$PREFIX_NAME``, defaults."""
+    env = os.environ if environ is None else environ
+    who = caller or cls.__name__
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    problems = [f"unknown option {k!r} (known: {', '.join(sorted(names))})"
+                for k in kwargs if k not in names]
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        meta = f.metadata.get("corevo", {})
+        key = f"{prefix}_{f.name.upper()}"
+        try:
+            if kwargs.get(f.name) is not None:
+                values[f.name] = _check(f.name, kwargs[f.name], hints[f.name], meta,
+                                        f"{who}({f.name}=...)", parse=False)
+            elif meta.get("env", True) and env.get(key, "") != "":
+                values[f.name] = _check(f.name, env[key], hints[f.name], meta, f"${key}",
+                                        parse=True)
+        except ConfigError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise ConfigError("; ".join(problems)) if len(problems) > 1 else ConfigError(problems[0])
+    return cls(**values)
+
+
+def _check(name: str, raw: Any, hint: Any, meta: Mapping[str, Any], source: str, *,
+           parse: bool) -> Any:
+    kind, optional = _unwrap(hint)
+    if optional and raw is None:
+        return None
+    try:
+        value = _parse(raw, kind) if parse else _coerce(raw, kind)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(str(exc), source=source) from None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        lo, hi = meta.get("minimum"), meta.get("maximum")
+        if lo is not None and value < lo or hi is not None and value > hi:
+            span = f"{lo if lo is not None else '-inf'}..{hi if hi is not None else 'inf'}"
+            raise ConfigError(f"{value!r} is outside {span}", source=source)
+    choices = meta.get("choices")
+    if choices and value not in choices:
+        raise ConfigError(f"{value!r} is not one of {', '.join(choices)}", source=source)
+    return value
+
+
+def _unwrap(hint: Any) -> tuple[Any, bool]:
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in args:
+        rest = [a for a in args if a is not type(None)]
+        return (rest[0] if len(rest) == 1 else Any), True
+    return hint, False
+
+
+def _parse(raw: str, kind: Any) -> Any:
+    """Text from the environment to a value of ``kind``."""
+    text = raw.strip()
+    if kind is bool:
+        if text.lower() in _TRUE:
+            return True
+        if text.lower() in _FALSE:
+            return False
+        raise ValueError(f"cannot parse {raw!r} as yes/no (1/0, true/false, on/off)")
+    if kind is int:
+        try:
+            return int(text)
+        except ValueError:
+            raise ValueError(f"cannot parse {raw!r} as a whole number") from None
+    if kind is float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise ValueError(f"cannot parse {raw!r} as a number") from None
+        return _finite(value)
+    if typing.get_origin(kind) is tuple:
+        return tuple(p for p in text.split(os.pathsep) if p)
+    return raw
+
+
+def _coerce(raw: Any, kind: Any) -> Any:
+    """A keyword argument: the right type already (ints pass for floats), or an error."""
+    if kind is bool:
+        if not isinstance(raw, bool):
+            raise TypeError(f"expected True or False, got {raw!r}")
+        return raw
+    if kind is int:
+        if isinstance(raw, bool) or not isinstance(raw, int):
+            raise TypeError(f"expected a whole number, got {raw!r}")
+        return raw
+    if kind is float:
+        if isinstance(raw, bool) or not isinstance(raw, int | float):
+            raise TypeError(f"expected a number, got {raw!r}")
+        return _finite(float(raw))
+    if typing.get_origin(kind) is tuple:
+        if isinstance(raw, str | bytes):
+            raise TypeError(f"expected a sequence of strings, got {raw!r}")
+        return tuple(raw)
+    if kind is str and not isinstance(raw, str):
+        raise TypeError(f"expected a string, got {raw!r}")
+    return raw
+
+
+def _finite(value: float) -> float:
+    if not math.isfinite(value):
+        raise ValueError(f"must be a finite number, got {value!r}")
+    return value
