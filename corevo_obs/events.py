@@ -35,6 +35,13 @@ from prometheus_client import CollectorRegistry
 from .leases.sqlite_store import open_sqlite
 from .observer import MetricsObserver, Observer, ProjectOutcome
 
+__all__ = [
+    "Event",
+    "EventHistory",
+    "Projector",
+]
+
+
 DEFAULT_MAX_BUFFER: Final = 256
 FIRST_SEQ: Final = 1
 

@@ -9,6 +9,12 @@ from __future__ import annotations
 import os
 import re
 
+__all__ = [
+    "WORKER_ENV",
+    "worker_name",
+]
+
+
 WORKER_ENV = "COREVO_WORKER"
 _VALID = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 

@@ -42,6 +42,16 @@ from .errors import ConfigError, CorevoObsError
 from .identity import worker_name
 from .metrics import child
 
+__all__ = [
+    "AdapterClosed",
+    "OffloadAdapter",
+    "OffloadRejected",
+    "QueueFull",
+    "SlotSunk",
+    "WaitTimeout",
+]
+
+
 DEFAULT_MAX_WAITING: Final = 64
 DEFAULT_WAIT_TIMEOUT: Final = 30.0
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")

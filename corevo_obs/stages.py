@@ -39,6 +39,20 @@ from .identity import worker_name
 from .metrics import child
 from .tracing import AttributeValue, TaskSpan, resolve_tracer
 
+__all__ = [
+    "Activation",
+    "BoundedValues",
+    "ExternalWait",
+    "StageRecorder",
+    "TaskStages",
+    "current_stages",
+    "external",
+    "outcome_of",
+    "shared_recorder",
+    "track_task",
+]
+
+
 OTHER: Final = "other"
 DEFAULT_MAX_VALUES: Final = 32
 OUTCOMES: Final = spec("corevo_task_total_seconds").values["outcome"]

@@ -22,6 +22,16 @@ from typing import Any, TypeVar
 
 from ..errors import CorevoObsError
 
+__all__ = [
+    "BlockingCallError",
+    "blocking",
+    "enable_guard",
+    "guard_enabled",
+    "guard_module",
+    "is_blocking",
+]
+
+
 F = TypeVar("F", bound=Callable[..., object])
 
 MARKER_ATTR = "__corevo_blocking__"

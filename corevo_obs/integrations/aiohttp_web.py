@@ -31,6 +31,12 @@ from .asgi import DEFAULT_EXCLUDE, DEFAULT_MAX_KINDS
 from .request_start import DEFAULT_MAX_AGE, HEADER, parse_request_start
 from .routes import UNMATCHED
 
+__all__ = [
+    "setup_stages",
+    "stages_middleware",
+]
+
+
 _KEY: Final = "corevo.stages"
 _WS_SENDS: Final = ("send_str", "send_bytes", "send_frame")
 

@@ -37,6 +37,11 @@ from ..stages import StageRecorder, TaskStages
 from .request_start import DEFAULT_MAX_AGE, HEADER, parse_request_start
 from .routes import UNMATCHED, RouteCache, starlette_route
 
+__all__ = [
+    "StagesMiddleware",
+]
+
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]

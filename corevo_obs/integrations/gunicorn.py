@@ -33,6 +33,14 @@ from ..exposition import (
 )
 from ..identity import WORKER_ENV
 
+__all__ = [
+    "child_exit",
+    "post_fork",
+    "pre_fork",
+    "when_ready",
+]
+
+
 DEFAULT_PORT: Final = 9430
 DEFAULT_COMPACT_EVERY: Final = 30.0
 _server: dict[str, MetricsServer] = {}

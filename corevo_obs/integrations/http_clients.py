@@ -24,6 +24,14 @@ from typing import Any
 
 from ..stages import ExternalWait, current_stages
 
+__all__ = [
+    "CorevoTransport",
+    "aiohttp_trace_config",
+    "httpx_async_hooks",
+    "httpx_hooks",
+]
+
+
 Dependency = str | Callable[[Any], str] | None
 _KEY = "corevo.external"
 

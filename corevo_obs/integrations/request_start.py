@@ -17,6 +17,11 @@ import time
 from collections.abc import Callable
 from typing import Final
 
+__all__ = [
+    "HEADER",
+    "parse_request_start",
+]
+
 HEADER: Final = "x-request-start"
 DEFAULT_MAX_AGE: Final = 600.0
 _FUTURE_SLACK: Final = 5.0  # proxy and worker clocks may differ a little

@@ -13,6 +13,13 @@ from __future__ import annotations
 from collections.abc import Iterable, MutableMapping
 from typing import Any, Final
 
+__all__ = [
+    "UNMATCHED",
+    "RouteCache",
+    "starlette_route",
+]
+
+
 UNMATCHED: Final = "unmatched"
 _FULL, _PARTIAL = 2, 1  # starlette.routing.Match values; compared by value to stay import-free
 

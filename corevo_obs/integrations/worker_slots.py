@@ -21,6 +21,11 @@ from typing import Final
 from ..errors import ConfigError
 from ..identity import WORKER_ENV
 
+__all__ = [
+    "claim_worker_slot",
+    "release_worker_slot",
+]
+
 DEFAULT_MAX_SLOTS: Final = 64
 SLOT_DIR_NAME: Final = ".corevo-slots"
 _held: dict[str, int] = {}

@@ -1,0 +1,67 @@
+"""The API reference is generated from the docstrings by pdoc (offline), and every public
+name of every public namespace is in it. docs/api.md says how to build it and lists the
+same namespaces (checked here too), so a new namespace cannot go undocumented.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+#: the public namespaces: importing anything else is not promised
+PUBLIC = (
+    "corevo_obs",
+    "corevo_obs.loop",
+    "corevo_obs.stages",
+    "corevo_obs.offload",
+    "corevo_obs.leases",
+    "corevo_obs.claims",
+    "corevo_obs.events",
+    "corevo_obs.cancel",
+    "corevo_obs.identity",
+    "corevo_obs.core.marker",
+    "corevo_obs.core.settings",
+    "corevo_obs.integrations.asgi",
+    "corevo_obs.integrations.aiohttp_web",
+    "corevo_obs.integrations.http_clients",
+    "corevo_obs.integrations.gunicorn",
+    "corevo_obs.integrations.worker_slots",
+    "corevo_obs.integrations.request_start",
+)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pdoc = pytest.importorskip("pdoc")
+    out = tmp_path_factory.mktemp("api")
+    pdoc.pdoc(*PUBLIC, output_directory=out)
+    return out
+
+
+def _page(out: Path, module: str) -> str:
+    parts = module.split(".")
+    page = out.joinpath(*parts[:-1], parts[-1] + ".html")
+    if not page.exists():  # a package's page
+        page = out.joinpath(*parts) / "index.html"
+    return page.read_text()
+
+
+@pytest.mark.parametrize("module", PUBLIC)
+def test_every_public_name_is_in_the_reference(reference: Path, module: str) -> None:
+    names = getattr(importlib.import_module(module), "__all__", None)
+    if module == "corevo_obs.core.settings":
+        names = ["option", "resolve"]
+    assert names, f"{module} declares no __all__: its public names are not stated"
+    html = _page(reference, module)
+    missing = [n for n in names if f'id="{n}"' not in html]
+    assert not missing, f"{module}: not in the API reference: {missing}"
+
+
+def test_docs_api_lists_every_public_namespace() -> None:
+    text = (ROOT / "docs" / "api.md").read_text()
+    listed = set(re.findall(r"`(corevo_obs[\w.]*)`", text))
+    assert set(PUBLIC) <= listed, sorted(set(PUBLIC) - listed)
