@@ -105,14 +105,14 @@ class _Deadlines:
     """One thread that shuts down the socket of a statement past its deadline.
 
     Each armed statement owns a duplicate of its socket's fd, so a deadline can never hit
-    another connection that reused the number after libpq closed its own fd. The thread
-    wakes at least every ``tick`` s (no notify on the hot path); a deadline fires at most
-    one tick late.
+    another connection that reused the number after libpq closed its own fd. Every
+    deadline is ``seconds`` after its arming, so none is ever earlier than one already
+    armed, and an idle thread that wakes every ``seconds`` is never late: arming needs no
+    notify (no thread switch per statement).
     """
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
-        self.tick = min(0.25, seconds / 4)
         self._cond = threading.Condition()
         self._armed: dict[int, tuple[float, int]] = {}
         self._next = 0
@@ -148,8 +148,9 @@ class _Deadlines:
                 for key in due:
                     _, dup = self._armed.pop(key)
                     _shutdown(dup)
-                nearest = min((at for at, _ in self._armed.values()), default=now + self.tick)
-                self._cond.wait(max(0.0, min(self.tick, nearest - now)))
+                nearest = min((at for at, _ in self._armed.values()),
+                              default=now + self.seconds)
+                self._cond.wait(max(0.0, nearest - now))
 
     def close(self) -> None:
         with self._cond:
@@ -274,8 +275,9 @@ class PostgresDatabase(Database):
             converted = self._sql[statement] = sql.to_pyformat(statement)
         started = time.monotonic()
         with self._connection(started) as conn:
-            key = self._deadlines.arm(conn.pgconn.socket)
+            key = -1
             try:
+                key = self._deadlines.arm(conn.pgconn.socket)
                 cur = conn.execute(converted, params)
                 rows = cur.fetchall() if cur.description is not None else []
                 return rows, cur.rowcount
