@@ -18,6 +18,7 @@ from .catalog import Catalog
 from .guards import OPAQUE, UNKNOWN, Args, Atom, Guard, Value, atoms
 from .imports import ImportTracker, Ref
 from .model import CallSite, Edge, FileResult, Finding, FuncFacts
+from .newer import parse_with_newer
 from .noqa import is_silenced, noqa_codes
 from .rules import catalogued, declared, message, meta
 
@@ -409,12 +410,19 @@ def scan_source(path: str, module: str, source: bytes, catalog: Catalog, *,
     try:
         tree = ast.parse(source, filename=path)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-        line = getattr(exc, "lineno", None) or 1
-        col = getattr(exc, "offset", None) or 1
-        detail = getattr(exc, "msg", None) or str(exc) or type(exc).__name__
-        result = FileResult(path=path, module=module)
-        result.error = Finding(path, line, col, meta.PARSE, message(meta.PARSE, error=detail))
-        return result
+        newer, said = (parse_with_newer(source, path) if isinstance(exc, SyntaxError)
+                       else (None, ""))
+        if newer is None:
+            line = getattr(exc, "lineno", None) or 1
+            col = getattr(exc, "offset", None) or 1
+            detail = getattr(exc, "msg", None) or str(exc) or type(exc).__name__
+            here = "Python {}.{}".format(*sys.version_info[:2])
+            detail = f"{detail} ({here}; {said or 'no newer Python installed to try'})"
+            result = FileResult(path=path, module=module)
+            result.error = Finding(path, line, col, meta.PARSE,
+                                   message(meta.PARSE, error=detail))
+            return result
+        tree = newer
     scanner = FileScanner(path, module, source, catalog, is_package=is_package,
                           bare_noqa=bare_noqa)
     limit = sys.getrecursionlimit()
