@@ -308,23 +308,27 @@ class PostgresDatabase(Database):
             self._conn.close()
 
 
-def PostgresJobStore(  # noqa: N802 - a constructor
-    dsn: Any,
-    *,
-    connect_timeout: int = CONNECT_TIMEOUT,
-    statement_timeout: float = STATEMENT_TIMEOUT,
-    pool_timeout: float = POOL_TIMEOUT,
-    reconnect_timeout: float = RECONNECT_TIMEOUT,
-    pool_size: int = POOL_SIZE,
-    **options: Any,
-) -> JobStore:
+class PostgresJobStore(JobStore):
     """A ``JobStore`` on PostgreSQL: a DSN (pooled, reconnecting), a ``ConnectionPool`` or
-    an open autocommit psycopg connection. The timeouts are described in the module doc.
+    an open autocommit psycopg connection. The timeouts are described in the module doc;
+    other options are those of ``JobStore``.
     """
-    db = PostgresDatabase(dsn, options=PostgresOptions(
-        connect_timeout, statement_timeout, pool_timeout, reconnect_timeout, pool_size))
-    try:
-        return JobStore(db, **options)
-    except BaseException:
-        db.close()
-        raise
+
+    def __init__(
+        self,
+        dsn: Any,
+        *,
+        connect_timeout: int = CONNECT_TIMEOUT,
+        statement_timeout: float = STATEMENT_TIMEOUT,
+        pool_timeout: float = POOL_TIMEOUT,
+        reconnect_timeout: float = RECONNECT_TIMEOUT,
+        pool_size: int = POOL_SIZE,
+        **options: Any,
+    ) -> None:
+        db = PostgresDatabase(dsn, options=PostgresOptions(
+            connect_timeout, statement_timeout, pool_timeout, reconnect_timeout, pool_size))
+        try:
+            super().__init__(db, **options)
+        except BaseException:
+            db.close()
+            raise

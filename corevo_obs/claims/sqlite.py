@@ -34,6 +34,8 @@ class SqliteDatabase(Database):
             self._conn.close()
 
 
-def SqliteJobStore(path: str | Path, **options: Any) -> JobStore:  # noqa: N802 - a constructor
-    """A ``JobStore`` on a SQLite file."""
-    return JobStore(SqliteDatabase(path), **options)
+class SqliteJobStore(JobStore):
+    """A ``JobStore`` on a SQLite file (options: those of ``JobStore``)."""
+
+    def __init__(self, path: str | Path, **options: Any) -> None:
+        super().__init__(SqliteDatabase(path), **options)
