@@ -1,16 +1,20 @@
 """A real ``corevo-obs metrics compact DIR`` that SIGKILLs itself at a chosen stage.
 
-    mp_crash_compactor.py --die-at before_commit|after_rename DIR
+    mp_crash_compactor.py --die-at before_commit|after_commit|after_rename [--stop] DIR
 
 The fault injection lives here, in the test helper, not in the library: this process
 wraps two library functions before running the CLI. An outside observer cannot stop a
 process between two system calls, and the stages that matter are exactly that precise:
 
 - ``before_commit``: accumulators written and fsynced aside, journal not yet written;
+- ``after_commit``: journal committed, nothing renamed yet (the new accumulators wait
+  under ``.corevo/``);
 - ``after_rename``: journal committed, accumulators renamed in, dead files still there
   (the state in which an unlocked reader counts a dead writer twice).
 
-The SIGKILL is real: no exit hook, no ``finally``, the kernel drops the flocks.
+The SIGKILL is real: no exit hook, no ``finally``, the kernel drops the flocks. With
+``--stop`` it SIGSTOPs itself there instead, holding the commit lock until SIGCONT: a
+compactor frozen mid-commit.
 """
 
 from __future__ import annotations
@@ -26,15 +30,23 @@ import corevo_obs.mpdir.compactor as compactor
 import corevo_obs.mpdir.journal as journal
 from corevo_obs.cli.main import main as cli_main
 
+SIG = [signal.SIGKILL]
+
 
 def die() -> None:
-    os.kill(os.getpid(), signal.SIGKILL)
+    os.kill(os.getpid(), SIG[0])
 
 
 def arm(stage: str, top: Path) -> None:
-    if stage == "before_commit":
+    if stage in ("before_commit", "after_commit"):
+        real_commit = compactor.commit
+
         def commit(*args: Any, **kw: Any) -> None:
+            if stage == "after_commit":
+                real_commit(*args, **kw)
             die()
+            if stage == "before_commit":  # resumed after --stop: commit as if never stopped
+                real_commit(*args, **kw)
 
         compactor.commit = commit  # the name the compactor calls
         return
@@ -52,9 +64,13 @@ def arm(stage: str, top: Path) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--die-at", required=True, choices=("before_commit", "after_rename"))
+    ap.add_argument("--die-at", required=True,
+                    choices=("before_commit", "after_commit", "after_rename"))
+    ap.add_argument("--stop", action="store_true")
     ap.add_argument("dir", type=Path)
     args = ap.parse_args()
+    if args.stop:
+        SIG[0] = signal.SIGSTOP
     arm(args.die_at, args.dir)
     return cli_main(["metrics", "compact", str(args.dir)])
 
