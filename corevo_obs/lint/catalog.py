@@ -48,6 +48,7 @@ class Catalog:
     after: dict[str, frozenset[str]] = field(default_factory=dict)  # T.wait -> {communicate}
     in_memory_args: dict[str, tuple[int | str, ...]] = field(default_factory=dict)
     in_memory_types: frozenset[str] = frozenset()
+    direct_only: frozenset[str] = frozenset()  # flagged on the loop, not inside helpers
 
     @functools.cached_property
     def after_methods(self) -> frozenset[str]:
@@ -81,6 +82,7 @@ class Catalog:
             after=self.after,
             in_memory_args=self.in_memory_args,
             in_memory_types=self.in_memory_types,
+            direct_only=self.direct_only,
             blocking=frozenset(config.blocking),
             non_blocking=frozenset(exact),
             non_blocking_prefixes=prefixes,
@@ -126,8 +128,9 @@ def _parse(data: dict[str, Any], source: str) -> Catalog:
                      | {o.code for o in objects.values() if o.code not in RULES})
     if unknown:
         raise ConfigError(f"codes no rule family registers: {unknown}", source=source)
+    direct_only = frozenset(map(str, data.get("direct-only", {}).get("calls", ())))
     return Catalog(calls, objects, factories, offload, offload_methods, disarming, aliases,
-                   after, in_memory_args, in_memory_types)
+                   after, in_memory_args, in_memory_types, direct_only)
 
 
 def load_catalog(config: LintConfig | None = None) -> Catalog:

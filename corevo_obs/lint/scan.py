@@ -383,7 +383,8 @@ class FileScanner(ast.NodeVisitor):
             code, display, extra = hit
             if ctx.on_loop:
                 self._report(code, node, ctx, display, extra)
-            elif ctx.facts is not None and ctx.facts.blocking is None:
+            elif (ctx.facts is not None and ctx.facts.blocking is None
+                  and ref.name not in self.catalog.direct_only):
                 ctx.facts.blocks.append((display, tuple(ctx.guard)))
             return
         if ref.kind not in ("def", "class", "import", "method"):
