@@ -37,7 +37,12 @@ import redis.asyncio
 from prometheus_client import CollectorRegistry
 
 from corevo_obs.leases import AsyncRedisLeaseStore, RedisLeaseStore
-from corevo_obs.leases.redis_store import ACQUIRE_LUA, CONNECT_TIMEOUT, SOCKET_TIMEOUT
+from corevo_obs.leases.redis_store import (
+    ACQUIRE_LUA,
+    CONNECT_TIMEOUT,
+    SOCKET_TIMEOUT,
+    quota_keys,
+)
 
 LIMIT, TIMEOUT = 100_000, 30.0
 # The stores' own client options (short timeouts for fail-closed), so only the
@@ -72,14 +77,15 @@ def sync_variants(url: str) -> dict[str, Callable[[int], None]]:
     script = bare_client.register_script(ACQUIRE_LUA)
     store = RedisLeaseStore("bench", url, limit=LIMIT, timeout=TIMEOUT, worker="bench",
                             registry=CollectorRegistry(), key="corevo:lease:bench-i")
+    store.declare_fresh()  # a private server: no restart fence
+    keys = quota_keys("bench", "corevo:lease:bench-b")
+    bare_client.set(keys[1], "0")
 
     def bare(n: int) -> None:
         for i in range(n):
-            now = time.time()
             holder = f"bare#{i}"
-            script(keys=["corevo:lease:bench-b"], args=[repr(now), repr(now - TIMEOUT), LIMIT,
-                                                        holder])
-            bare_client.zrem("corevo:lease:bench-b", holder)
+            script(keys=keys, args=[TIMEOUT, LIMIT, holder])
+            bare_client.zrem(keys[0], holder)
 
     def instrumented(n: int) -> None:
         for _ in range(n):
@@ -95,14 +101,17 @@ def async_variants(url: str, tasks: int) -> dict[str, Callable[[int], Awaitable[
     script = bare_client.register_script(ACQUIRE_LUA)
     store = AsyncRedisLeaseStore("bench", url, limit=LIMIT, timeout=TIMEOUT, worker="bench",
                                  registry=CollectorRegistry(), key="corevo:lease:bench-ai")
+    keys = quota_keys("bench", "corevo:lease:bench-ab")
+    fresh = redis.Redis.from_url(url, **CLIENT)   # no restart fence on a private server
+    fresh.set(store.marker_key, "0")
+    fresh.set(keys[1], "0")
+    fresh.close()
 
     async def bare_task(n: int, t: int) -> None:
         for i in range(n):
-            now = time.time()
             holder = f"bare#{t}.{i}"
-            await script(keys=["corevo:lease:bench-ab"],
-                         args=[repr(now), repr(now - TIMEOUT), LIMIT, holder])
-            await bare_client.zrem("corevo:lease:bench-ab", holder)
+            await script(keys=keys, args=[TIMEOUT, LIMIT, holder])
+            await bare_client.zrem(keys[0], holder)
 
     async def inst_task(n: int, t: int) -> None:
         for _ in range(n):

@@ -159,9 +159,10 @@ _SPECS: tuple[MetricSpec, ...] = (
     # --- leases (failure class 3) ---
     MetricSpec(
         "corevo_lease_acquire_total", "counter",
-        "Lease acquisitions by outcome.",
+        "Lease acquisitions by outcome; 'fenced' was refused while a restart fence ran (the "
+        "backend lost its lease state less than one timeout ago).",
         "leases", ("worker", "quota", "outcome"),
-        values={"outcome": ("granted", "rejected", "error")},
+        values={"outcome": ("granted", "rejected", "fenced", "error")},
     ),
     MetricSpec(
         "corevo_lease_acquire_seconds", "histogram",

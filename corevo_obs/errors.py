@@ -32,6 +32,26 @@ class CatalogError(CorevoObsError):
     """A metric name or label set does not match the catalog."""
 
 
+class LeaseLost(CorevoObsError):
+    """A lease ended while its work ran: renewal said lost, or could not be confirmed
+    before the lease would expire (``reason``: ``"lost"`` or ``"unconfirmed"``).
+    """
+
+    def __init__(self, quota: str, holder: str, reason: str) -> None:
+        self.quota, self.holder, self.reason = quota, holder, reason
+        super().__init__(f"lease {quota} {holder}: {reason}")
+
+
+class LeaseRejected(CorevoObsError):
+    """No lease within the wait: the quota was full, fenced after a restart, or the
+    backend failed (``outcome``: the last acquire's outcome).
+    """
+
+    def __init__(self, quota: str, outcome: str, waited: float) -> None:
+        self.quota, self.outcome, self.waited = quota, outcome, waited
+        super().__init__(f"no lease on {quota} within {waited:.1f}s (last: {outcome})")
+
+
 class BackendUnavailable(CorevoObsError):
     """A store's server did not answer within its configured bound: down, stopped, cut off.
 

@@ -33,7 +33,7 @@ from .guard import absorb
 from .identity import worker_name
 from .metrics import child
 
-AcquireOutcome = Literal["granted", "rejected", "error"]
+AcquireOutcome = Literal["granted", "rejected", "fenced", "error"]
 HeartbeatOutcome = Literal["renewed", "lost", "error"]
 ReleaseOutcome = Literal["released", "noop", "error"]
 ClaimOutcomeName = Literal["won", "lost"]

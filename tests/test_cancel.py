@@ -23,9 +23,10 @@ from prometheus_client import CollectorRegistry, multiprocess
 
 from corevo_obs.cancel import CancelBus, CommandGateway, SideEffectGate, SqliteCancelBus
 from corevo_obs.claims import JobStore, PostgresJobStore, SqliteJobStore
-from corevo_obs.leases import AsyncLeaseStore, AsyncSqliteLeaseStore
+from corevo_obs.leases import AsyncLeaseStore
 from corevo_obs.observer import MetricsObserver
 from tests.conftest import helper_cmd
+from tests.helpers.lease_kit import store_for
 
 HEARTBEAT, LEASE_TIMEOUT, QUOTA = 0.5, 1.5, "agents"
 
@@ -58,11 +59,9 @@ class Rig:
     def leases(self) -> AsyncLeaseStore:
         opts: dict[str, Any] = {"limit": 1, "timeout": LEASE_TIMEOUT, "worker": "gateway",
                                 "registry": self.registry}
-        if self.redis_url:
-            from corevo_obs.leases.redis_store import AsyncRedisLeaseStore
-
-            return AsyncRedisLeaseStore(QUOTA, self.redis_url, **opts)
-        return AsyncSqliteLeaseStore(QUOTA, self.db, **opts)
+        store: AsyncLeaseStore = store_for(self.redis_url or self.db, QUOTA,
+                                           asynchronous=True, **opts)
+        return store
 
     def gateway(self, bus: CancelBus, marker_ttl: float = 60.0) -> CommandGateway:
         obs = MetricsObserver(worker="gateway", registry=self.registry)
@@ -87,6 +86,8 @@ def rig(request: pytest.FixtureRequest, tmp_path: Path, worker_env: dict[str, st
     url = request.getfixturevalue("redis_url") if request.param != "sqlite" else None
     dsn = request.getfixturevalue("pg_dsn") if request.param == "redis-postgres" else None
     rig = Rig(request.param.split("-")[0], tmp_path, worker_env, registry, url, dsn)
+    if url:  # a flushed server: the quota is new, no restart fence
+        store_for(url, QUOTA, fresh=True, limit=1, timeout=LEASE_TIMEOUT).close()
     yield rig
     if dsn:
         rig.jobs.db.run(f"DROP TABLE IF EXISTS {rig.table}", {})

@@ -61,7 +61,7 @@ def with_stores(tmp_path: Path, registry: CollectorRegistry,
     async def main() -> None:
         jobs = SqliteJobStore(db, worker="w0", registry=registry)
         leases = AsyncSqliteLeaseStore("q", db, limit=limit, timeout=5.0, worker="w0",
-                                       registry=registry)
+                                       registry=registry, busy_timeout=1.0)
         b = bus(db)
         inbox = CommandInbox(b, jobs, reconnect=0.2)
         await inbox.start()

@@ -11,25 +11,9 @@ import time
 import pytest
 
 from corevo_obs.guard import reset_for_tests
-from corevo_obs.leases import (
-    AsyncLease,
-    AsyncRedisLeaseStore,
-    AsyncSqliteLeaseStore,
-    LeaseAuditor,
-    RedisLeaseStore,
-    SqliteLeaseStore,
-)
+from corevo_obs.leases import AsyncLease, LeaseAuditor, RedisLeaseStore
 from tests.conftest import free_port
-
-
-class Clock:
-    """An injectable wall clock: tests move time instead of sleeping."""
-
-    def __init__(self) -> None:
-        self.now = 1_700_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.helpers.lease_kit import store_for
 
 
 def sample(registry, name, **labels):
@@ -42,11 +26,9 @@ def make_store(request, registry, tmp_path):
 
     def make(**opts):
         opts = {"limit": 2, "timeout": 1.0, "worker": "w0", "registry": registry, **opts}
-        if request.param == "redis":
-            url = request.getfixturevalue("redis_url")
-            store = RedisLeaseStore("q", url, **opts)
-        else:
-            store = SqliteLeaseStore("q", tmp_path / "leases.db", **opts)
+        where = (request.getfixturevalue("redis_url") if request.param == "redis"
+                 else tmp_path / "leases.db")
+        store = store_for(where, "q", fresh=True, **opts)  # a flushed server: no fence
         made.append(store)
         return store
 
@@ -57,11 +39,13 @@ def make_store(request, registry, tmp_path):
 
 @pytest.fixture(params=["redis", "sqlite"])
 def make_async_store(request, registry, tmp_path):
-    def make(**opts):
+    async def make(**opts):
         opts = {"limit": 2, "timeout": 1.0, "worker": "w0", "registry": registry, **opts}
-        if request.param == "redis":
-            return AsyncRedisLeaseStore("q", request.getfixturevalue("redis_url"), **opts)
-        return AsyncSqliteLeaseStore("q", tmp_path / "leases.db", **opts)
+        where = (request.getfixturevalue("redis_url") if request.param == "redis"
+                 else tmp_path / "leases.db")
+        store = store_for(where, "q", asynchronous=True, **opts)
+        await store.declare_fresh()
+        return store
 
     return make
 
@@ -96,14 +80,13 @@ def test_retry_with_the_same_holder_never_takes_a_second_slot(make_store):
 
 
 def test_ghosts_are_reaped_by_the_next_acquire(make_store, registry):
-    clock = Clock()
-    store = make_store(limit=2, timeout=1.0, clock=clock)
+    store = make_store(limit=2, timeout=1.0)
     assert store.acquire() and store.acquire()   # two holders that will never release
     assert store.acquire() is None
-    clock.now += 0.99                            # within the timeout: still held
+    time.sleep(0.7)                              # within the timeout: still held
     assert store.acquire() is None
     assert sample(registry, "corevo_lease_reaped_total") == 0
-    clock.now += 0.02
+    time.sleep(0.4)
     assert store.acquire() is not None           # reaped both, took one
     assert sample(registry, "corevo_lease_reaped_total") == 2
     assert registry.get_sample_value("corevo_lease_held", {"quota": "q"}) == 1
@@ -121,23 +104,33 @@ def test_double_release_is_counted_as_noop(make_store, registry):
 
 
 def test_heartbeat_keeps_a_slot_and_after_reaping_is_counted_lost(make_store, registry):
-    clock = Clock()
-    store = make_store(limit=1, timeout=1.0, clock=clock)
+    store = make_store(limit=1, timeout=1.0)
     lease = store.acquire()
     assert lease is not None
-    for _ in range(5):                           # 2.5 s of heartbeats every 0.5 s
-        clock.now += 0.5
+    for _ in range(5):                           # 1.5 s of heartbeats every 0.3 s
+        time.sleep(0.3)
         assert lease.heartbeat() is True
+        assert lease.valid()
     assert store.acquire() is None               # never judged dead
-    clock.now += 1.5                             # a stall longer than the timeout
+    time.sleep(1.1)                              # a stall longer than the timeout
+    assert not lease.valid() and lease.lost_reason == "unconfirmed"   # it knows, locally
     assert store.acquire() is not None           # another holder reaps it and takes the slot
-    assert lease.heartbeat() is False            # the stalled holder learns it was reaped
-    assert lease.lost
+    assert lease.heartbeat() is False            # lost is sticky: no renewal is even tried
+    assert lease.lost and lease.lost_event.is_set()
     assert len(store.holders()) == 1             # and did not sneak back past the limit
     assert sample(registry, "corevo_lease_heartbeat_total", outcome="renewed") == 5
-    assert sample(registry, "corevo_lease_heartbeat_total", outcome="lost") == 1
     assert lease.release() is False
     assert sample(registry, "corevo_lease_release_total", outcome="noop") == 1
+
+
+def test_renewal_of_an_expired_member_is_lost_even_before_a_reap(make_store, registry):
+    store = make_store(limit=1, timeout=1.0)
+    lease = store.acquire()
+    assert lease is not None
+    time.sleep(1.1)
+    assert store.heartbeat(lease.holder) is False   # the store-level call: no local check
+    assert store.holders() == []                     # and the expired member is gone
+    assert sample(registry, "corevo_lease_heartbeat_total", outcome="lost") == 1
 
 
 def test_context_manager_releases(make_store):
@@ -181,25 +174,25 @@ def test_redis_down_fail_open_grants_a_degraded_lease(registry):
 
 def test_async_store_semantics_and_keep_alive(make_async_store, registry):
     async def main() -> None:
-        store = make_async_store(limit=1, timeout=0.6)
+        store = await make_async_store(limit=1, timeout=0.6, heartbeat_interval=0.1)
         lease = await store.acquire()
         assert isinstance(lease, AsyncLease)
         assert await store.acquire() is None
         lost: list[AsyncLease] = []
         lease.keep_alive(0.1, lost.append)
         await asyncio.sleep(0.9)                 # longer than the timeout: heartbeats kept it
-        assert await store.acquire() is None and not lost
+        assert await store.acquire() is None and not lost and lease.valid()
         assert await lease.release() is True
         assert await lease.release() is False
 
         victim = await store.acquire()
         assert victim is not None
-        victim.keep_alive(0.3, lost.append)
-        store.clock = lambda: time.time() + 100   # time jumps past the victim's expiry
+        victim.keep_alive(0.1, lost.append)
+        assert await store._remove(victim.holder)   # judged dead behind its back
+        await asyncio.sleep(0.3)
+        assert lost == [victim] and victim.lost and victim.lost_reason == "lost"
         thief = await store.acquire()
-        assert thief is not None                 # reaped the victim
-        await asyncio.sleep(0.5)
-        assert lost == [victim] and victim.lost
+        assert thief is not None
         async with thief:
             pass
         assert await store.holders() == []
@@ -208,7 +201,6 @@ def test_async_store_semantics_and_keep_alive(make_async_store, registry):
     asyncio.run(main())
     assert sample(registry, "corevo_lease_heartbeat_total", outcome="lost") == 1
     assert sample(registry, "corevo_lease_heartbeat_total", outcome="renewed") >= 5
-    assert sample(registry, "corevo_lease_reaped_total") == 1
     assert sample(registry, "corevo_lease_release_total", outcome="noop") == 1
 
 
@@ -223,7 +215,7 @@ def test_auditor_names_holders_whose_process_is_gone(make_store, registry):
         "s = cls('q', sys.argv[1], limit=5, timeout=30, worker='w9');"
         "print(s.acquire().holder)"
     )
-    target = getattr(store, "key", None) and store.client.connection_pool.connection_kwargs
+    target = getattr(store, "keys", None) and store.client.connection_pool.connection_kwargs
     where = (f"redis://127.0.0.1:{target['port']}/0" if target else store._rows.path)
     ghost = subprocess.run([sys.executable, "-c", code, where], capture_output=True, text=True,
                            check=True).stdout.strip()
@@ -264,3 +256,228 @@ def test_observer_fast_path_records_what_prometheus_would(registry):
     assert sample(registry, "corevo_lease_acquire_total", outcome="granted") == len(values)
     assert sample(registry, "corevo_lease_reaped_total") == 2 * len(values)
     assert sample(registry, "corevo_lease_release_total", outcome="noop") == len(values)
+
+
+# --- backend clock, validation, restart fence, tokens, loss-aware holders ----------------
+
+@pytest.mark.parametrize("bad, words", [
+    ({"limit": 0}, "limit must be an int >= 1"),
+    ({"limit": True}, "limit must be an int >= 1"),
+    ({"limit": 2.5}, "limit must be an int >= 1"),
+    ({"timeout": float("nan")}, "timeout must be finite"),
+    ({"timeout": float("inf")}, "timeout must be finite"),
+    ({"timeout": 0}, "timeout must be finite and > 0"),
+    ({"heartbeat_interval": -1}, "heartbeat_interval must be finite"),
+])
+def test_construction_rejects_bad_numbers(tmp_path, bad, words):
+    from corevo_obs.errors import ConfigError
+    from corevo_obs.leases import SqliteLeaseStore
+
+    with pytest.raises(ConfigError, match=words):
+        SqliteLeaseStore("q", tmp_path / "l.db", **{"limit": 2, "timeout": 30, **bad})
+
+
+def test_a_timeout_the_store_waits_could_exceed_is_refused_naming_the_numbers(tmp_path):
+    from corevo_obs.errors import ConfigError
+    from corevo_obs.leases import SqliteLeaseStore
+
+    with pytest.raises(ConfigError) as sqlite_err:
+        SqliteLeaseStore("q", tmp_path / "l.db", limit=2, timeout=1.0)  # busy timeout 5 s
+    text = str(sqlite_err.value)
+    assert "timeout 1s" in text and "SQLite busy timeout 5s" in text
+    assert "heartbeat interval 0.333s" in text and "= 5.43s" in text
+    with pytest.raises(ConfigError, match=r"Redis connect \+ socket timeout 3s"):
+        RedisLeaseStore("q", _dead_redis_url(), limit=2, timeout=3.0)
+    with pytest.raises(ConfigError, match="heartbeat interval 2.5s"):
+        SqliteLeaseStore("q", tmp_path / "l.db", limit=2, timeout=8.0, heartbeat_interval=2.5)
+    SqliteLeaseStore("q", tmp_path / "l.db", limit=2, timeout=9.0).close()   # 3 + 5 + 0.9
+
+
+def test_a_given_redis_client_is_checked_by_its_own_timeouts(redis_url):
+    import redis
+
+    from corevo_obs.errors import ConfigError
+
+    slow = redis.Redis.from_url(redis_url, socket_timeout=5, socket_connect_timeout=5)
+    with pytest.raises(ConfigError, match="socket timeout 10s"):
+        RedisLeaseStore("q", slow, limit=1, timeout=10)
+    forever = redis.Redis.from_url(redis_url, socket_timeout=None)
+    with pytest.raises(ConfigError, match="no socket_timeout"):
+        RedisLeaseStore("q", forever, limit=1, timeout=10)
+    ok = RedisLeaseStore("q", slow, limit=1, timeout=30)
+    assert ok.store_wait()[0] == 10
+    slow.close()
+    forever.close()
+
+
+def test_a_client_clock_10s_ahead_changes_nothing(make_store, registry):
+    """Times come from the backend: a skewed client neither reaps a live lease nor writes
+    one that others see as expired."""
+    honest = make_store(limit=1, timeout=1.0)
+    skewed = make_store(limit=1, timeout=1.0, clock=lambda: time.time() + 10)
+    lease = honest.acquire()
+    assert lease is not None
+    for _ in range(4):
+        assert skewed.acquire() is None          # would reap the honest lease if it trusted
+        time.sleep(0.25)                         # its own clock (10 s ahead of every beat)
+        assert lease.heartbeat() is True
+    assert sample(registry, "corevo_lease_reaped_total") == 0
+    lease.release()
+    mine = skewed.acquire()
+    assert mine is not None
+    time.sleep(0.3)
+    assert honest.acquire() is None              # the skewed holder's lease is not "old"
+    assert abs(skewed.holders()[0][1] - time.time()) < 0.5   # stamped by the backend
+
+
+def test_redis_restart_fence_refuses_grants_for_one_timeout(redis_url, registry):
+    """An empty keyspace (first use, restart without persistence, FLUSHALL, failover
+    that lost the marker) is fenced: no grant until a timeout has passed."""
+    store = store_for(redis_url, "q", limit=2, timeout=1.0, worker="w0", registry=registry)
+    t0 = time.monotonic()
+    assert store.acquire() is None               # the marker was missing: fence starts
+    assert sample(registry, "corevo_lease_acquire_total", outcome="fenced") == 1
+    assert sample(registry, "corevo_lease_acquire_total", outcome="rejected") == 0
+    lease = None
+    while lease is None:
+        lease = store.acquire()
+        time.sleep(0.02)
+    fenced_for = time.monotonic() - t0
+    assert 0.95 <= fenced_for < 1.5, fenced_for
+    first = lease.token
+    store.client.flushall()                      # the server forgets everything
+    assert lease.heartbeat() is False and lease.lost_reason == "lost"
+    assert store.acquire() is None               # fenced again
+    time.sleep(1.05)
+    again = store.acquire()
+    assert again is not None and again.token > first   # tokens grow across the loss
+    store.close()
+
+
+def test_tokens_grow_with_every_grant(make_store):
+    store = make_store(limit=3)
+    leases = [store.acquire() for _ in range(3)]
+    tokens = [lease.token for lease in leases if lease is not None]
+    assert len(tokens) == 3 and tokens == sorted(set(tokens))
+    leases[0].release()
+    nxt = store.acquire()
+    assert nxt is not None and nxt.token > tokens[-1]
+    retry = store.acquire(nxt.holder)            # a retry refreshes and gets a newer token
+    assert retry is not None and retry.token > nxt.token
+
+
+HOLD_LOCK = """
+import sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN IMMEDIATE")
+print("locked", flush=True)
+time.sleep(float(sys.argv[2]))
+db.execute("ROLLBACK")
+print(repr(time.time()), flush=True)
+"""
+
+
+def test_sqlite_stamps_the_time_after_the_lock_wait(tmp_path, registry):
+    """A call that queued behind another writer is stamped when it ran, not before."""
+    path = tmp_path / "leases.db"
+    store = store_for(path, "q", limit=1, timeout=4.0, busy_timeout=2.0,
+                      heartbeat_interval=0.5, registry=registry)
+    writer = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(path), "1.0"],
+                              stdout=subprocess.PIPE, text=True)
+    assert writer.stdout is not None and writer.stdout.readline().strip() == "locked"
+    lease = store.acquire()                      # waits ~1 s for the lock
+    unlocked = float(writer.stdout.readline())
+    assert writer.wait(timeout=30) == 0
+    assert lease is not None
+    (_, stamp), = store.holders()
+    assert stamp >= unlocked - 0.01, (stamp, unlocked)
+    store.close()
+
+
+def test_async_hold_cancels_the_body_when_the_lease_is_lost(make_async_store, registry):
+    from corevo_obs.errors import LeaseLost
+
+    async def main() -> None:
+        store = await make_async_store(limit=1, timeout=1.0, heartbeat_interval=0.1)
+        stopped: list[float] = []
+
+        async def body(lease: AsyncLease) -> None:
+            try:
+                await store._remove(lease.holder)      # reaped behind its back
+                await asyncio.sleep(5)
+            finally:
+                stopped.append(time.monotonic())
+
+        t0 = time.monotonic()
+        with pytest.raises(LeaseLost) as lost:
+            async with store.hold() as lease:
+                await body(lease)
+        assert lost.value.reason == "lost" and stopped and stopped[0] - t0 < 0.6
+        me = asyncio.current_task()
+        assert me is not None and me.cancelling() == 0   # our cancel was taken back
+
+        # An outer cancel still wins: it is not turned into LeaseLost.
+        async def outer() -> None:
+            async with store.hold():
+                await asyncio.sleep(5)
+
+        task = asyncio.create_task(outer())
+        await asyncio.sleep(0.2)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert await store.run(asyncio.sleep, 0.3, "ok") == "ok"   # kept alive meanwhile
+        assert await store.holders() == []                         # released each time
+        await store.close()
+
+    asyncio.run(main())
+
+
+def test_async_hold_stops_the_body_when_renewal_cannot_be_confirmed(tmp_path, registry):
+    """Renewals block on a write lock held by another process: the holder stops at its
+    own deadline (confirmed + timeout - margin), before the backend could reap it."""
+    from corevo_obs.errors import LeaseLost
+
+    path = tmp_path / "leases.db"
+
+    async def main() -> float:
+        store = store_for(path, "q", asynchronous=True, limit=1, timeout=1.0,
+                          heartbeat_interval=0.2, registry=registry)
+        with pytest.raises(LeaseLost) as lost:
+            async with store.hold() as lease:
+                granted = lease.confirmed_at
+                writer = await asyncio.create_subprocess_exec(
+                    sys.executable, "-c", HOLD_LOCK, str(path), "2.0",
+                    stdout=asyncio.subprocess.PIPE)
+                assert writer.stdout is not None
+                assert (await writer.stdout.readline()).strip() == b"locked"
+                try:
+                    await asyncio.sleep(5)
+                finally:
+                    stopped = time.monotonic()
+                    assert lease.lost_event.is_set() and not lease.valid()
+        assert lost.value.reason == "unconfirmed"
+        await writer.wait()
+        await store.close()
+        return stopped - granted
+
+    held_for = asyncio.run(main())
+    assert 0.85 <= held_for <= 0.95, held_for      # deadline = 1.0 - 0.1 margin
+
+
+def test_sync_hold_raises_at_exit_and_sets_the_event(make_store):
+    from corevo_obs.errors import LeaseLost, LeaseRejected
+
+    store = make_store(limit=1, timeout=1.0, heartbeat_interval=0.1)
+    with store.hold() as lease:
+        time.sleep(1.3)                            # the keeper thread renews meanwhile
+        assert lease.valid()
+        with pytest.raises(LeaseRejected, match="last: rejected"):
+            store.acquire_within(0.3)
+    with pytest.raises(LeaseLost):
+        with store.hold() as lease:
+            store._remove(lease.holder)
+            assert lease.lost_event.wait(2.0)      # the keeper saw it
+            with pytest.raises(LeaseLost):
+                lease.check()
+    assert store.holders() == []

@@ -13,7 +13,8 @@ from tests.conftest import free_port
 GHOST = (
     "import sys; from corevo_obs.leases import SqliteLeaseStore, RedisLeaseStore;"
     "cls = RedisLeaseStore if sys.argv[1].startswith('redis') else SqliteLeaseStore;"
-    "print(cls('q', sys.argv[1], limit=3, timeout=30, worker='w1').acquire().holder)"
+    "s = cls('q', sys.argv[1], limit=3, timeout=30, worker='w1'); s.declare_fresh();"
+    "print(s.acquire().holder)"
 )
 
 

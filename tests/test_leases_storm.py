@@ -20,6 +20,8 @@ from prometheus_client import CollectorRegistry, multiprocess
 from corevo_obs.leases import LeaseAuditor, RedisLeaseStore
 from corevo_obs.leases.holder import HolderId
 from tests.conftest import helper_cmd
+from tests.helpers.lease_kit import store_for
+from tests.helpers.lease_tracker import max_overlap
 
 LIMIT, TIMEOUT, PROCS, TASKS = 6, 1.0, 4, 16
 KILLS, KILL_EVERY, STORM = 5, 0.8, 7.0
@@ -55,17 +57,6 @@ def _intervals(tracks, killed_at):
     return out, unfinished
 
 
-def _max_overlap(spans, since=float("-inf")):
-    edges = sorted([(a, 0) for a, b in spans if b >= since] + [(b, 1) for a, b in spans
-                                                                if b >= since])
-    best = cur = 0
-    for t, kind in edges:  # at equal times an enter sorts first: the stricter count
-        cur += 1 if kind == 0 else -1
-        if t >= since:
-            best = max(best, cur)
-    return best
-
-
 def _mp_total(path, name, **labels):
     reg = CollectorRegistry()
     multiprocess.MultiProcessCollector(reg, path=str(path))
@@ -76,8 +67,8 @@ def _mp_total(path, name, **labels):
 def test_storm_never_oversells_and_reaps_every_killed_holder(redis_url, worker_env, tmp_path,
                                                             registry):
     rng = random.Random(4)
-    store = RedisLeaseStore("storm", redis_url, limit=LIMIT, timeout=TIMEOUT, worker="audit",
-                            registry=registry)
+    store: RedisLeaseStore = store_for(redis_url, "storm", fresh=True, limit=LIMIT,
+                                       timeout=TIMEOUT, worker="audit", registry=registry)
     auditor = LeaseAuditor(store)
     start = time.monotonic()
     deadline = start + STORM
@@ -120,10 +111,10 @@ def test_storm_never_oversells_and_reaps_every_killed_holder(redis_url, worker_e
     assert not unfinished
     assert len(spans) > 200, "the storm barely granted anything"
     assert max_zcard <= LIMIT
-    assert _max_overlap(spans) <= LIMIT          # never oversold, by the independent tracker
-    assert _max_overlap(spans) == LIMIT          # ... and the limit was actually reached
+    assert max_overlap(spans) <= LIMIT          # never oversold, by the independent tracker
+    assert max_overlap(spans) == LIMIT          # ... and the limit was actually reached
     # The killed holders' slots came back while the storm still ran:
-    assert _max_overlap(spans, since=last_kill + TIMEOUT + 0.1) == LIMIT
+    assert max_overlap(spans, since=last_kill + TIMEOUT + 0.1) == LIMIT
 
     assert ghosts, "no holder was killed mid-hold; the test proved nothing"
     leases = [store.acquire() for _ in range(LIMIT)]  # reaps whatever is left, then fills up
@@ -140,6 +131,6 @@ def test_storm_never_oversells_and_reaps_every_killed_holder(redis_url, worker_e
 
 
 def test_max_overlap_counts_what_it_should():
-    assert _max_overlap([(0, 2), (1, 3), (2.5, 4)]) == 2
-    assert _max_overlap([(0, 1), (0.5, 2), (0.6, 0.7)]) == 3
-    assert _max_overlap([(0, 1), (5, 6)], since=4) == 1
+    assert max_overlap([(0, 2), (1, 3), (2.5, 4)]) == 2
+    assert max_overlap([(0, 1), (0.5, 2), (0.6, 0.7)]) == 3
+    assert max_overlap([(0, 1), (5, 6)], since=4) == 1

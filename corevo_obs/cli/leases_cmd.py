@@ -1,18 +1,23 @@
 """``corevo-obs leases audit``: who holds a quota, how stale, and whose worker is gone.
 
-Reads without changing anything (no reaping), so it is safe against production.
-Exit 0, or 1 with ``--fail-on-orphans`` when a holder's process is provably gone.
+Reads without changing anything (no reaping; SQLite is opened with a ``mode=ro`` URI, so
+no table is created and the journal mode is left alone), so it is safe against
+production. Exit 0, or 1 with ``--fail-on-orphans`` when a holder's process is provably
+gone; 2 with one line for bad input or an unreadable store.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import time
 from typing import Any
 
 from ..errors import ConfigError
+
+SOURCE = "corevo-obs leases audit"
 
 
 def register(sub: Any) -> None:
@@ -23,54 +28,90 @@ def register(sub: Any) -> None:
     where = a.add_mutually_exclusive_group(required=True)
     where.add_argument("--redis", metavar="URL", help="Redis URL of the lease store")
     where.add_argument("--sqlite", metavar="PATH", help="SQLite file of the lease store")
-    a.add_argument("--key", help="Redis key (default corevo:lease:QUOTA)")
-    a.add_argument("--timeout", type=float, default=30.0,
-                   help="the quota's lease timeout, to tell expired holders (default 30)")
-    a.add_argument("--limit", type=int, default=None, help="the quota's limit, for the report")
+    a.add_argument("--key", help="Redis key (default corevo:lease:{QUOTA})")
+    a.add_argument("--timeout", default="30",
+                   help="the quota's lease timeout in seconds, to tell expired holders "
+                   "(default 30)")
+    a.add_argument("--limit", default=None, help="the quota's limit, for the report")
     a.add_argument("--json", action="store_true", help="print one JSON object")
     a.add_argument("--fail-on-orphans", action="store_true",
                    help="exit 1 when a holder's process is gone")
     a.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def _timeout(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise ConfigError(f"--timeout must be a finite number of seconds > 0, got {text!r}",
+                          source=SOURCE)
+    return value
+
+
+def _limit(text: str | None) -> int | None:
+    if text is None:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ConfigError(f"--limit must be an integer >= 1, got {text!r}", source=SOURCE)
+    return value
+
+
+def _options(timeout: float, limit: int | None) -> dict[str, Any]:
+    """Store options for a read: the waits scale with the timeout, so any valid timeout
+    passes the store's check (an audit never holds a lease)."""
     from prometheus_client import CollectorRegistry
 
-    from ..leases import LeaseAuditor, SqliteLeaseStore
     from ..observer import Observer
 
-    opts: dict[str, Any] = {"limit": args.limit or 1, "timeout": args.timeout,
-                            "worker": "cli", "observer": Observer(),
-                            "registry": CollectorRegistry()}
-    source = "corevo-obs leases audit"
+    return {"limit": limit or 1, "timeout": timeout, "heartbeat_interval": timeout / 4,
+            "worker": "cli", "observer": Observer(), "registry": CollectorRegistry()}
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..leases import LeaseAuditor, SqliteLeaseStore
+
+    timeout, limit = _timeout(args.timeout), _limit(args.limit)
+    opts = _options(timeout, limit)
+    wait = min(5.0, timeout / 4)
     if not args.redis:
         if args.key:
-            raise ConfigError("--key applies to --redis only", source=source)
+            raise ConfigError("--key applies to --redis only", source=SOURCE)
         if not os.path.isfile(args.sqlite):  # an audit never creates a store
-            raise ConfigError(f"{args.sqlite}: no such SQLite file", source=source)
+            raise ConfigError(f"{args.sqlite}: no such SQLite file", source=SOURCE)
     store: Any = None
     try:
         if args.redis:
             from ..leases.redis_store import RedisLeaseStore
 
-            store = RedisLeaseStore(args.quota, args.redis, key=args.key, **opts)
+            store = RedisLeaseStore(args.quota, args.redis, key=args.key,
+                                    socket_timeout=min(2.0, wait * 0.7),
+                                    connect_timeout=min(1.0, wait * 0.3), **opts)
         else:
-            store = SqliteLeaseStore(args.quota, args.sqlite, **opts)
+            store = SqliteLeaseStore(args.quota, args.sqlite, readonly=True,
+                                     busy_timeout=wait, **opts)
         report = LeaseAuditor(store).audit()
+    except ConfigError:
+        raise
     except Exception as exc:  # noqa: BLE001 - one clear line, not a traceback
-        raise ConfigError(f"cannot read the lease store: {exc}", source=source) from None
+        raise ConfigError(f"cannot read the lease store: {exc}", source=SOURCE) from None
     finally:
         if store is not None:
             store.close()
     data = report.as_dict()
-    if args.limit is None:
+    if limit is None:
         data["limit"] = None
     data["at"] = time.time()
     if args.json:
         print(json.dumps(data))
     else:
-        limit = "" if args.limit is None else f" of {args.limit}"
-        print(f"quota {report.quota}: {report.held} held{limit}, "
+        shown = "" if limit is None else f" of {limit}"
+        print(f"quota {report.quota}: {report.held} held{shown}, "
               f"oldest heartbeat {report.oldest_age:.1f}s ago")
         for name in ("expired", "orphaned", "unknown"):
             for holder in data[name]:

@@ -109,7 +109,7 @@ def _reap_leftovers(store: LeaseStore) -> None:
     members = store.holders()
     if members:
         newest = max(t for _, t in members)
-        time.sleep(max(0.0, newest + store.timeout - store.clock() + 0.1))
+        time.sleep(max(0.0, newest + store.timeout - store.server_time() + 0.1))
     lease = store.acquire()
     if lease is not None:
         lease.release()
@@ -127,6 +127,7 @@ def run(ctx: DemoContext) -> dict[str, Any]:
     counter = AnonymousCounter(cfg.counter_db, LIMIT, create=True)
     probe = _ReapCount()
     store: LeaseStore = lease_store(cfg, worker="demo", observer=probe)
+    store.declare_fresh()  # a key made up for this run: no holder from before can exist
     args = ["--role", "holder", *cfg.argv(), "--hold", str(HOLD_SECONDS)]
     holders: list[Child] = [ctx.children.spawn(f"w{i}", *args, *ctx.port_args(i))
                             for i in range(n)]
@@ -160,7 +161,7 @@ def run(ctx: DemoContext) -> dict[str, Any]:
         reaped = counter_total(ctx.workdir / "metrics", "corevo_lease_reaped_total") + probe.reaped
     finally:
         if ctx.redis_url:
-            getattr(store, "client").delete(cfg.redis_key)  # noqa: B009 - Redis store only
+            getattr(store, "client").delete(*getattr(store, "keys"))  # noqa: B009 - Redis only
         store.close()
         counter.close()
     after = (last_kill + timeout + 0.5, end)

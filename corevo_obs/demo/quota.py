@@ -96,17 +96,22 @@ class QuotaConfig:
 def lease_store(cfg: QuotaConfig, *, worker: str, observer: Observer | None = None,
                 asynchronous: bool = False) -> Any:
     """A lease store for ``cfg``: SQLite (default) or Redis, blocking or asyncio."""
+    # The demo's timeouts are short (1-2 s, so ghosts go while you watch): the store's own
+    # waits must stay well inside them, or the store refuses the timeout (a renewal could
+    # wait past expiry). A quarter of the timeout for a lock or a socket is plenty here.
+    wait = cfg.timeout / 4
     opts: dict[str, Any] = {"limit": cfg.limit, "timeout": cfg.timeout, "worker": worker,
-                            "observer": observer}
+                            "observer": observer, "heartbeat_interval": cfg.timeout / 3}
     if cfg.redis_url:
         from ..leases import redis_store
 
         cls = redis_store.AsyncRedisLeaseStore if asynchronous else redis_store.RedisLeaseStore
-        return cls(QUOTA, cfg.redis_url, key=cfg.redis_key, **opts)
+        return cls(QUOTA, cfg.redis_url, key=cfg.redis_key, socket_timeout=wait * 0.7,
+                   connect_timeout=wait * 0.3, **opts)
     from ..leases import AsyncSqliteLeaseStore, SqliteLeaseStore
 
     sqlite_cls = AsyncSqliteLeaseStore if asynchronous else SqliteLeaseStore
-    return sqlite_cls(QUOTA, cfg.db, **opts)
+    return sqlite_cls(QUOTA, cfg.db, busy_timeout=wait, **opts)
 
 
 def check_redis(url: str) -> None:

@@ -1,14 +1,16 @@
 """Named, heartbeated leases on a global concurrency quota (Redis ZSET or SQLite).
 
-Backends are imported lazily: ``redis`` is needed only for the Redis stores.
+Backends are imported lazily: ``redis`` is needed only for the Redis stores. The
+guarantee each part gives, and what it cannot cover, is in docs/leases-claims.md.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..errors import LeaseLost, LeaseRejected
 from .audit import LeaseAudit, LeaseAuditor
-from .base import AcquireResult, AsyncLease, AsyncLeaseStore, Lease, LeaseStore
+from .base import AcquireResult, AsyncHold, AsyncLease, AsyncLeaseStore, Hold, Lease, LeaseStore
 from .holder import HolderId, holder_alive
 from .sqlite_store import AsyncSqliteLeaseStore, SqliteLeaseStore
 
@@ -17,14 +19,18 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AcquireResult",
+    "AsyncHold",
     "AsyncLease",
     "AsyncLeaseStore",
     "AsyncRedisLeaseStore",
     "AsyncSqliteLeaseStore",
+    "Hold",
     "HolderId",
     "Lease",
     "LeaseAudit",
     "LeaseAuditor",
+    "LeaseLost",
+    "LeaseRejected",
     "LeaseStore",
     "RedisLeaseStore",
     "SqliteLeaseStore",

@@ -4,7 +4,8 @@ Reaping is lazy, so a quota nobody acquires keeps its ghosts; the auditor makes 
 visible anyway. ``orphaned`` holders are those whose process is provably gone (their id
 names a pid on this host that no longer runs); ``unknown`` ones cannot be checked from
 here (another host, a foreign id format). ``expired`` holders missed their heartbeat
-window and will be reaped by the next acquire.
+window and will be reaped by the next acquire. Ages are measured on the backend's clock
+(the one the heartbeats were stamped with), not this host's.
 
 Example::
 
@@ -66,8 +67,8 @@ class LeaseAuditor:
         self.observer = observer or store.observer
         self.alive = alive
 
-    def _report(self, members: Sequence[tuple[str, float]]) -> LeaseAudit:
-        report = audit_members(self.store, members, now=self.store.clock(), alive=self.alive)
+    def _report(self, members: Sequence[tuple[str, float]], now: float) -> LeaseAudit:
+        report = audit_members(self.store, members, now=now, alive=self.alive)
         self.observer.lease_audited(self.store.quota, oldest_age=report.oldest_age,
                                     orphaned=len(report.orphaned))
         return report
@@ -76,10 +77,11 @@ class LeaseAuditor:
         """Audit a blocking store."""
         if not isinstance(self.store, LeaseStore):
             raise TypeError("audit() needs a blocking store; use await audit_async()")
-        return self._report(self.store.holders())
+        return self._report(self.store.holders(), self.store.server_time())
 
     async def audit_async(self) -> LeaseAudit:
         """Audit an asyncio store."""
         if not isinstance(self.store, AsyncLeaseStore):
             raise TypeError("audit_async() needs an asyncio store; use audit()")
-        return self._report(await self.store.holders())
+        members = await self.store.holders()
+        return self._report(members, await self.store.server_time())

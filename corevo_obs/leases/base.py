@@ -1,10 +1,24 @@
 """Named leases on a global quota: the store interface and the handle a holder keeps.
 
-A backend implements four primitives with the article's semantics — ``_try_acquire``
+A backend implements a few primitives with the article's semantics — ``_try_acquire``
 (reap members whose heartbeat is older than the timeout, count, add: one atomic step),
-``_renew`` (refresh only a member still present), ``_remove`` (idempotent) and
-``holders`` — and inherits everything else from here: holder ids, timing, the observer
-calls and the failure policy. So Redis and SQLite report through one code path.
+``_renew`` (refresh only a member still present and not expired), ``_remove``
+(idempotent), ``holders`` and ``server_time`` — and inherits everything else from here:
+holder ids, timing, the observer calls and the failure policy. So Redis and SQLite report
+through one code path.
+
+Every time a lease decision depends on is read by the backend itself (Redis ``TIME``
+inside the script; SQLite's clock after the write lock is held), so a slow client, a
+request queued behind a lock and a client whose clock is off cannot write a lease that
+is already expired, nor reap a live one. The client's ``clock=`` is never consulted.
+
+A holder is *loss-aware*: its handle knows the local ``time.monotonic()`` at which its
+last confirmed renewal was sent, and treats the lease as lost once
+``confirmed_at + timeout - margin`` passes without a new confirmation — before the
+backend could reap it. ``store.hold()`` runs a body inside the lease and cancels it when
+the lease is lost (asyncio) or raises ``LeaseLost`` at exit (threads); ``lease.valid()``
+and ``lease.lost_event`` serve blocking code that cannot be cancelled. ``lease.token``
+grows with every grant (fencing token for side effects).
 
 Failure policy: a backend error never reaches the host as an exception. By default the
 store fails closed (acquire rejects, heartbeat says "not held"), counts the error and
@@ -12,49 +26,72 @@ logs once; ``fail_open=True`` grants a *degraded* lease that the backend never s
 
 Example::
 
-    store = RedisLeaseStore("llm", url, limit=10, timeout=30)
-    lease = store.acquire()
-    if lease is None:
-        raise Overloaded()
-    with lease:                      # release on exit, idempotent
-        ...
-        if not lease.heartbeat():    # every few seconds; False: judged dead, stop
-            raise LeaseLost()
+    store = AsyncRedisLeaseStore("llm", url, limit=10, timeout=30)
+    async with store.hold(wait=5) as lease:    # LeaseRejected if no slot within 5 s
+        await call_model(fence=lease.token)    # cancelled, LeaseLost raised, if lost
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
+import random
 import re
+import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from time import monotonic
 from types import TracebackType
-from typing import Final, NamedTuple
+from typing import Any, Final, NamedTuple, TypeVar
 
 from prometheus_client import CollectorRegistry
 
-from ..errors import ConfigError
+from ..errors import ConfigError, LeaseLost, LeaseRejected
 from ..guard import absorb
 from ..identity import worker_name
-from ..observer import MetricsObserver, Observer
+from ..observer import AcquireOutcome, MetricsObserver, Observer
 from .holder import HolderIds
 
 DEFAULT_TIMEOUT: Final = 30.0
-_QUOTA = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+#: share of the timeout a holder keeps in hand: it stops this long before the backend
+#: could reap it (clock-rate drift, the time its work needs to notice the cancel)
+MARGIN_SHARE: Final = 0.1
+#: default heartbeat interval as a share of the timeout
+HEARTBEAT_SHARE: Final = 1 / 3
+DEFAULT_POLL: Final = 0.1
+_QUOTA_RE: Final = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+T = TypeVar("T")
+
+
+def _number(value: object, what: str, *, zero: bool = False) -> float:
+    """A finite float > 0 (or >= 0 with ``zero``); bools, NaN and infinities refused."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"{what} must be a number, got {value!r}", source="lease store")
+    v = float(value)
+    if not math.isfinite(v) or v < 0 or (v == 0 and not zero):
+        bound = ">= 0" if zero else "> 0"
+        raise ConfigError(f"{what} must be finite and {bound}, got {value!r}",
+                          source="lease store")
+    return v
 
 
 class AcquireResult(NamedTuple):
-    """What one atomic acquire saw: granted or not, ghosts reaped, holders after it."""
+    """What one atomic acquire saw: granted or not, ghosts reaped, holders after it, the
+    grant's fencing token, and whether a restart fence refused it."""
 
     granted: bool
     reaped: int
     held: int
+    token: int = 0
+    fenced: bool = False
 
 
 class _LeaseCore:
     """Validation, instrumentation and failure policy shared by sync and async stores."""
+
+    #: set by ``hold()``'s acquire loop: the last acquire's outcome (informational)
+    _last_outcome: AcquireOutcome = "rejected"
 
     def __init__(
         self,
@@ -62,28 +99,54 @@ class _LeaseCore:
         *,
         limit: int,
         timeout: float = DEFAULT_TIMEOUT,
+        heartbeat_interval: float | None = None,
+        margin: float | None = None,
         worker: str | None = None,
         observer: Observer | None = None,
         registry: CollectorRegistry | None = None,
         fail_open: bool = False,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        if not _QUOTA.match(quota):
+        if not isinstance(quota, str) or not _QUOTA_RE.match(quota):
             raise ConfigError(f"quota name {quota!r} must be 1-64 of [A-Za-z0-9_.:-]",
                               source="lease store")
-        if limit < 1:
-            raise ConfigError(f"limit must be >= 1, got {limit}", source="lease store")
-        if timeout <= 0:
-            raise ConfigError(f"timeout must be > 0, got {timeout}", source="lease store")
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ConfigError(f"limit must be an int >= 1, got {limit!r}", source="lease store")
         self.quota = quota
-        self.limit = int(limit)
-        self.timeout = float(timeout)
+        self.limit = limit
+        self.timeout = _number(timeout, "timeout")
+        self.heartbeat_interval = (self.timeout * HEARTBEAT_SHARE if heartbeat_interval is None
+                                   else _number(heartbeat_interval, "heartbeat_interval"))
+        self.margin = (self.timeout * MARGIN_SHARE if margin is None
+                       else _number(margin, "margin", zero=True))
+        self._check_waits()
         self.worker = worker_name(worker)
         self.observer = observer or MetricsObserver(worker=self.worker, registry=registry)
         self.fail_open = fail_open
+        #: the client's wall clock; no lease decision reads it (kept so a test can skew it)
         self.clock = clock
         self._registry = registry
         self._ids = HolderIds(self.worker)
+
+    def store_wait(self) -> tuple[float, str]:
+        """The longest one backend call may block, and what that wait is (for messages)."""
+        return 0.0, "no store wait"
+
+    def _check_waits(self) -> None:
+        """Refuse a timeout that a heartbeat plus the store's own waits could exceed.
+
+        A renewal is sent one interval after the last confirmed one and may block for the
+        store's wait; it must come back before the holder's deadline (timeout - margin),
+        or a slow but successful renewal would land after the lease had expired.
+        """
+        wait, what = self.store_wait()
+        total = self.heartbeat_interval + wait + self.margin
+        if total >= self.timeout:
+            raise ConfigError(
+                f"timeout {self.timeout:.3g}s is too short: heartbeat interval "
+                f"{self.heartbeat_interval:.3g}s + {what} {wait:.3g}s + stop margin "
+                f"{self.margin:.3g}s = {total:.3g}s; raise the timeout above {total:.3g}s or "
+                "lower the interval or the wait", source="lease store")
 
     def new_holder(self) -> str:
         """A fresh holder id naming this worker and process (see ``holder.py``)."""
@@ -96,10 +159,11 @@ class _LeaseCore:
         ``granted_at``: on the hot path every call counts (see bench/lease_bench.py).
         """
         t1 = monotonic()
-        self.observer.lease_acquired(
-            self.quota, "granted" if res.granted else "rejected", reaped=res.reaped,
-            held=res.held, limit=self.limit, seconds=t1 - t0,
-        )
+        outcome: AcquireOutcome = ("granted" if res.granted
+                                   else "fenced" if res.fenced else "rejected")
+        self._last_outcome = outcome
+        self.observer.lease_acquired(self.quota, outcome, reaped=res.reaped, held=res.held,
+                                     limit=self.limit, seconds=t1 - t0)
         return t1 if res.granted else None
 
     def _failed(self, what: str, exc: BaseException) -> bool:
@@ -108,6 +172,7 @@ class _LeaseCore:
         return self.fail_open
 
     def _acquire_failed(self, exc: BaseException, t0: float) -> bool:
+        self._last_outcome = "error"
         self.observer.lease_acquired(self.quota, "error", limit=self.limit,
                                      seconds=monotonic() - t0)
         return self._failed("acquire", exc)
@@ -116,9 +181,9 @@ class _LeaseCore:
         self.observer.lease_heartbeat(self.quota, "renewed" if renewed else "lost")
         return renewed
 
-    def _heartbeat_failed(self, exc: BaseException) -> bool:
+    def _heartbeat_failed(self, exc: BaseException) -> None:
         self.observer.lease_heartbeat(self.quota, "error")
-        return self._failed("heartbeat", exc)
+        self._failed("heartbeat", exc)
 
     def _released(self, removed: bool, granted_at: float | None) -> bool:
         if not removed:
@@ -133,44 +198,71 @@ class _LeaseCore:
         self._failed("release", exc)
         return False
 
+    def _rejected(self, started: float, wait: float, poll: float) -> float | None:
+        """The pause before the next try of a waiting acquire, or None: give up."""
+        pause = poll * random.uniform(0.5, 1.5)  # noqa: S311 - jitter, not security
+        if monotonic() + pause > started + wait:
+            return None
+        return pause
+
 
 class LeaseStore(_LeaseCore, ABC):
     """A blocking lease store; every call is one short round trip or transaction."""
 
     @abstractmethod
-    def _try_acquire(self, holder: str, now: float) -> AcquireResult: ...
+    def _try_acquire(self, holder: str) -> AcquireResult: ...
 
     @abstractmethod
-    def _renew(self, holder: str, now: float) -> bool: ...
+    def _renew(self, holder: str) -> bool: ...
 
     @abstractmethod
     def _remove(self, holder: str) -> bool: ...
 
     @abstractmethod
     def holders(self) -> list[tuple[str, float]]:
-        """Every member and its last heartbeat (unix seconds), ghosts included."""
+        """Every member and its last heartbeat (backend unix seconds), ghosts included."""
+
+    @abstractmethod
+    def server_time(self) -> float:
+        """The backend's clock (unix seconds): what heartbeats are compared with."""
+
+    def declare_fresh(self) -> None:
+        """Say that no holder of this quota exists anywhere, ending a restart fence now.
+
+        Only for a quota that is provably new (a first deployment, a key made up for one
+        run, a test). Never after a restart or failover: that is what the fence is for.
+        """
 
     def close(self) -> None:
         """Release backend resources (not the leases)."""
 
     def acquire(self, holder: str | None = None) -> Lease | None:
-        """A lease, or None when the quota is full (or the backend failed, fail-closed).
-
-        Retrying with the same ``holder`` never takes a second slot: it refreshes.
+        """A lease, or None when the quota is full or fenced (or the backend failed,
+        fail-closed). Retrying with the same ``holder`` never takes a second slot.
         """
         holder = holder or self._ids.new()
         t0 = monotonic()
         try:
-            granted_at = self._acquired(self._try_acquire(holder, self.clock()), t0)
+            res = self._try_acquire(holder)
         except Exception as exc:  # noqa: BLE001 - backend failure becomes a policy decision
-            return Lease(self, holder, monotonic(), True) if self._acquire_failed(exc, t0) else None
-        return None if granted_at is None else Lease(self, holder, granted_at)
+            if self._acquire_failed(exc, t0):
+                return Lease(self, holder, monotonic(), t0, 0, True)
+            return None
+        granted_at = self._acquired(res, t0)
+        return None if granted_at is None else Lease(self, holder, granted_at, t0, res.token)
+
+    def _beat(self, holder: str) -> bool | None:
+        """Renew: True renewed, False lost, None unknown (backend error, counted)."""
+        try:
+            return self._heartbeat_done(self._renew(holder))
+        except Exception as exc:  # noqa: BLE001
+            self._heartbeat_failed(exc)
+            return None
 
     def heartbeat(self, holder: str) -> bool:
-        try:
-            return self._heartbeat_done(self._renew(holder, self.clock()))
-        except Exception as exc:  # noqa: BLE001
-            return self._heartbeat_failed(exc)
+        """Renew ``holder``; on a backend error the fail-open/closed decision."""
+        state = self._beat(holder)
+        return self.fail_open if state is None else state
 
     def release(self, holder: str, granted_at: float | None = None) -> bool:
         try:
@@ -178,21 +270,52 @@ class LeaseStore(_LeaseCore, ABC):
         except Exception as exc:  # noqa: BLE001
             return self._release_failed(exc)
 
+    def acquire_within(self, wait: float = 0.0, *, holder: str | None = None,
+                       poll: float = DEFAULT_POLL) -> Lease:
+        """A lease, retrying (one holder id, so no retry takes a second slot) for up to
+        ``wait`` seconds; ``LeaseRejected`` when none came."""
+        holder = holder or self._ids.new()
+        started = monotonic()
+        while True:
+            lease = self.acquire(holder)
+            if lease is not None:
+                return lease
+            pause = self._rejected(started, wait, poll)
+            if pause is None:
+                raise LeaseRejected(self.quota, self._last_outcome, wait)
+            time.sleep(pause)
+
+    def hold(self, holder: str | None = None, *, wait: float = 0.0,
+             poll: float = DEFAULT_POLL) -> Hold:
+        """``with store.hold() as lease:`` — acquire (waiting up to ``wait`` s), keep it
+        alive in a thread, release on exit; ``LeaseLost`` at exit if it was lost meanwhile.
+
+        Blocking code cannot be cancelled: check ``lease.valid()`` / ``lease.check()``
+        between steps, or watch ``lease.lost_event``.
+        """
+        return Hold(self, holder, wait, poll)
+
 
 class AsyncLeaseStore(_LeaseCore, ABC):
     """The same store for asyncio: primitives are coroutines."""
 
     @abstractmethod
-    async def _try_acquire(self, holder: str, now: float) -> AcquireResult: ...
+    async def _try_acquire(self, holder: str) -> AcquireResult: ...
 
     @abstractmethod
-    async def _renew(self, holder: str, now: float) -> bool: ...
+    async def _renew(self, holder: str) -> bool: ...
 
     @abstractmethod
     async def _remove(self, holder: str) -> bool: ...
 
     @abstractmethod
     async def holders(self) -> list[tuple[str, float]]: ...
+
+    @abstractmethod
+    async def server_time(self) -> float: ...
+
+    async def declare_fresh(self) -> None:
+        """See ``LeaseStore.declare_fresh``: only for a quota that is provably new."""
 
     async def close(self) -> None:
         """Release backend resources (not the leases)."""
@@ -201,18 +324,25 @@ class AsyncLeaseStore(_LeaseCore, ABC):
         holder = holder or self._ids.new()
         t0 = monotonic()
         try:
-            granted_at = self._acquired(await self._try_acquire(holder, self.clock()), t0)
+            res = await self._try_acquire(holder)
         except Exception as exc:  # noqa: BLE001
             if self._acquire_failed(exc, t0):
-                return AsyncLease(self, holder, monotonic(), True)
+                return AsyncLease(self, holder, monotonic(), t0, 0, True)
             return None
-        return None if granted_at is None else AsyncLease(self, holder, granted_at)
+        granted_at = self._acquired(res, t0)
+        return (None if granted_at is None
+                else AsyncLease(self, holder, granted_at, t0, res.token))
+
+    async def _beat(self, holder: str) -> bool | None:
+        try:
+            return self._heartbeat_done(await self._renew(holder))
+        except Exception as exc:  # noqa: BLE001
+            self._heartbeat_failed(exc)
+            return None
 
     async def heartbeat(self, holder: str) -> bool:
-        try:
-            return self._heartbeat_done(await self._renew(holder, self.clock()))
-        except Exception as exc:  # noqa: BLE001
-            return self._heartbeat_failed(exc)
+        state = await self._beat(holder)
+        return self.fail_open if state is None else state
 
     async def release(self, holder: str, granted_at: float | None = None) -> bool:
         try:
@@ -220,47 +350,205 @@ class AsyncLeaseStore(_LeaseCore, ABC):
         except Exception as exc:  # noqa: BLE001
             return self._release_failed(exc)
 
+    async def acquire_within(self, wait: float = 0.0, *, holder: str | None = None,
+                             poll: float = DEFAULT_POLL) -> AsyncLease:
+        """See ``LeaseStore.acquire_within``."""
+        holder = holder or self._ids.new()
+        started = monotonic()
+        while True:
+            lease = await self.acquire(holder)
+            if lease is not None:
+                return lease
+            pause = self._rejected(started, wait, poll)
+            if pause is None:
+                raise LeaseRejected(self.quota, self._last_outcome, wait)
+            await asyncio.sleep(pause)
+
+    def hold(self, holder: str | None = None, *, wait: float = 0.0,
+             poll: float = DEFAULT_POLL) -> AsyncHold:
+        """``async with store.hold() as lease:`` — the body runs inside the lease: it is
+        kept alive in a task and, once lost, the body is cancelled and ``LeaseLost`` is
+        raised out of the ``async with`` (like ``asyncio.timeout``)."""
+        return AsyncHold(self, holder, wait, poll)
+
+    async def run(self, fn: Callable[..., Awaitable[T]], *args: Any, wait: float = 0.0,
+                  poll: float = DEFAULT_POLL) -> T:
+        """``await fn(*args)`` inside a lease: cancelled and ``LeaseLost`` when it is lost."""
+        async with self.hold(wait=wait, poll=poll):
+            return await fn(*args)
+
+
+_event_lock = threading.Lock()  # lazily created events: creation and loss must not race
+
 
 class _LeaseHandle:
-    """State common to both handles: who holds, since when, and whether it is real."""
+    """State common to both handles: who holds, since when, and until when it is sure."""
 
-    __slots__ = ("store", "holder", "quota", "granted_at", "degraded", "lost", "__weakref__")
+    __slots__ = ("store", "holder", "quota", "granted_at", "degraded", "lost", "lost_reason",
+                 "token", "confirmed_at", "_event", "_on_lost", "__weakref__")
 
     def __init__(self, store: _LeaseCore, holder: str, granted_at: float,
-                 degraded: bool = False) -> None:
+                 confirmed_at: float, token: int = 0, degraded: bool = False) -> None:
         self.store = store
         self.holder = holder
         self.quota = store.quota
         #: ``time.monotonic()`` when the store granted it
         self.granted_at = granted_at
+        #: ``time.monotonic()`` when the last confirmed acquire/renewal was *sent*: the
+        #: backend stamped it no earlier, so its expiry is no earlier than this + timeout
+        self.confirmed_at = confirmed_at
+        #: fencing token of this grant: larger for every later grant of the quota, also
+        #: across a Redis restart (hand it to the resource a side effect writes to)
+        self.token = token
         #: granted fail-open while the backend was down: the backend never saw it
         self.degraded = degraded
-        #: set once a heartbeat learned the lease had been reaped
+        #: set once the lease is known gone (sticky); ``lost_reason`` says how
         self.lost = False
+        self.lost_reason: str | None = None
+        self._event: threading.Event | None = None
+        self._on_lost: list[Callable[[Any], object]] | None = None
+
+    @property
+    def deadline(self) -> float:
+        """The ``monotonic()`` time after which this holder must not act on the lease."""
+        return self.confirmed_at + self.store.timeout - self.store.margin
+
+    @property
+    def lost_event(self) -> threading.Event:
+        """Set when the lease is lost (by the keep-alive or a failed check); any thread."""
+        with _event_lock:
+            if self._event is None:
+                self._event = threading.Event()
+                if self.lost:
+                    self._event.set()
+            return self._event
+
+    def valid(self) -> bool:
+        """True while the lease is still surely held: not lost and before the deadline.
+
+        The check is local (no round trip), so blocking code may call it between steps.
+        """
+        if self.lost:
+            return False
+        if self.degraded or monotonic() < self.deadline:
+            return True
+        self._lose("unconfirmed")
+        return False
+
+    def check(self) -> None:
+        """Raise ``LeaseLost`` unless ``valid()``: a checkpoint for blocking work."""
+        if not self.valid():
+            raise LeaseLost(self.quota, self.holder, self.lost_reason or "lost")
+
+    def add_lost_callback(self, fn: Callable[[Any], object]) -> None:
+        """Call ``fn(lease)`` once when the lease is lost (at once if it already is)."""
+        if self.lost:
+            self._call(fn)
+            return
+        if self._on_lost is None:
+            self._on_lost = []
+        self._on_lost.append(fn)
+
+    def _call(self, fn: Callable[[Any], object]) -> None:
+        try:
+            fn(self)
+        except Exception as exc:  # noqa: BLE001 - a callback must not stop the others
+            absorb("lease-on-lost", exc, worker=self.store.worker,
+                   registry=self.store._registry)
+
+    def _lose(self, reason: str) -> None:
+        with _event_lock:
+            if self.lost:
+                return
+            self.lost, self.lost_reason = True, reason
+            event = self._event
+        if event is not None:
+            event.set()
+        for fn in self._on_lost or ():
+            self._call(fn)
+        self._on_lost = None
+
+    def _confirmed(self, state: bool | None, sent: float) -> bool:
+        """Apply one renewal's answer (sent at ``sent``); True if the lease is held."""
+        if state is None:
+            if not self.store.fail_open:
+                self.valid()  # an error confirms nothing; the deadline still stands
+                return False
+            state = True
+        if not state:
+            self._lose("lost")
+            return False
+        if self.lost or monotonic() >= self.deadline:
+            self._lose("unconfirmed")  # the answer came too late to count
+            return False
+        self.confirmed_at = sent
+        return True
 
     def __repr__(self) -> str:
-        flags = " degraded" if self.degraded else ""
-        return f"<{type(self).__name__} {self.quota} {self.holder}{flags}>"
+        flags = " degraded" if self.degraded else " lost" if self.lost else ""
+        return f"<{type(self).__name__} {self.quota} {self.holder} token={self.token}{flags}>"
 
 
 class Lease(_LeaseHandle):
     """A granted slot. ``heartbeat()`` renews it; ``release()`` is safe to call twice
     (the second call is counted as a ``noop`` release, which is what exposes the path).
+    ``keep_alive()`` renews from a daemon thread.
     """
 
-    __slots__ = ()
+    __slots__ = ("_stop", "_keeper")
     store: LeaseStore
 
+    def __init__(self, store: LeaseStore, holder: str, granted_at: float,
+                 confirmed_at: float, token: int = 0, degraded: bool = False) -> None:
+        super().__init__(store, holder, granted_at, confirmed_at, token, degraded)
+        self._stop: threading.Event | None = None
+        self._keeper: threading.Thread | None = None
+
     def heartbeat(self) -> bool:
-        """Renew; False means the lease is gone (reaped, or the backend is down)."""
+        """Renew; False means not confirmed (``lost`` is set once it is surely gone)."""
         if self.degraded:
             return True
-        held = self.store.heartbeat(self.holder)
-        self.lost = self.lost or not held
-        return held
+        if not self.valid():
+            return False
+        sent = monotonic()
+        return self._confirmed(self.store._beat(self.holder), sent)
+
+    def keep_alive(self, interval: float | None = None,
+                   on_lost: Callable[[Lease], object] | None = None) -> threading.Thread:
+        """Renew every ``interval`` s (the store's by default) from a daemon thread until
+        released or lost; ``on_lost(lease)`` runs in that thread, once."""
+        if on_lost is not None:
+            self.add_lost_callback(on_lost)
+        if self._keeper is not None and self._keeper.is_alive():
+            return self._keeper
+        every = self.store.heartbeat_interval if interval is None else interval
+        stop = self._stop = threading.Event()
+
+        def keep() -> None:
+            next_at = monotonic() + every
+            while not stop.is_set():
+                delay = min(next_at, self.deadline) - monotonic()
+                if delay > 0 and stop.wait(delay):
+                    return
+                if not self.valid():
+                    return
+                next_at = monotonic() + every
+                self.heartbeat()
+                if self.lost:
+                    return
+
+        self._keeper = threading.Thread(target=keep, name=f"corevo-lease-{self.quota}",
+                                        daemon=True)
+        self._keeper.start()
+        return self._keeper
 
     def release(self) -> bool:
-        """Give the slot back; True if this call removed it."""
+        """Stop the keep-alive and give the slot back; True if this call removed it."""
+        if self._stop is not None:
+            self._stop.set()
+            if self._keeper is not None and self._keeper is not threading.current_thread():
+                self._keeper.join(self.store.store_wait()[0] + 0.5)
+            self._stop = self._keeper = None
         if self.degraded:
             return False
         return self.store.release(self.holder, self.granted_at)
@@ -280,32 +568,46 @@ class AsyncLease(_LeaseHandle):
     store: AsyncLeaseStore
 
     def __init__(self, store: AsyncLeaseStore, holder: str, granted_at: float,
-                 degraded: bool = False) -> None:
-        super().__init__(store, holder, granted_at, degraded)
+                 confirmed_at: float, token: int = 0, degraded: bool = False) -> None:
+        super().__init__(store, holder, granted_at, confirmed_at, token, degraded)
         self._keeper: asyncio.Task[None] | None = None
 
     async def heartbeat(self) -> bool:
-        """Renew; False means the lease is gone (reaped, or the backend is down)."""
+        """Renew; False means not confirmed (``lost`` is set once it is surely gone)."""
         if self.degraded:
             return True
-        held = await self.store.heartbeat(self.holder)
-        self.lost = self.lost or not held
-        return held
+        if not self.valid():
+            return False
+        sent = monotonic()
+        return self._confirmed(await self.store._beat(self.holder), sent)
 
     def keep_alive(
-        self, interval: float, on_lost: Callable[[AsyncLease], object] | None = None
+        self, interval: float | None = None,
+        on_lost: Callable[[AsyncLease], object] | None = None,
     ) -> asyncio.Task[None]:
-        """Heartbeat every ``interval`` s until released; call ``on_lost`` once if it is lost.
-
-        The interval should be a third of the store's timeout or less: a holder whose
-        loop stalls longer than the timeout is reaped and learns it here.
+        """Heartbeat every ``interval`` s (the store's by default) until released; call
+        ``on_lost`` once when the lease is lost — renewal said so, or no renewal was
+        confirmed before the deadline (a renewal still in flight then is abandoned).
         """
+        if on_lost is not None:
+            self.add_lost_callback(on_lost)
+        every = self.store.heartbeat_interval if interval is None else interval
+
         async def beat() -> None:
+            next_at = monotonic() + every
             while True:
-                await asyncio.sleep(interval)
-                if not await self.heartbeat():
-                    if on_lost is not None:
-                        on_lost(self)
+                delay = min(next_at, self.deadline) - monotonic()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                if not self.valid():
+                    return
+                next_at = monotonic() + every
+                try:
+                    async with asyncio.timeout(self.deadline - monotonic()):
+                        await self.heartbeat()
+                except TimeoutError:
+                    pass  # the next valid() call declares it lost
+                if self.lost:
                     return
 
         if self._keeper is None or self._keeper.done():
@@ -327,3 +629,65 @@ class AsyncLease(_LeaseHandle):
     async def __aexit__(self, et: type[BaseException] | None, e: BaseException | None,
                         tb: TracebackType | None) -> None:
         await self.release()
+
+
+class Hold:
+    """``LeaseStore.hold()``: the lease for a ``with`` block of blocking code."""
+
+    def __init__(self, store: LeaseStore, holder: str | None, wait: float, poll: float) -> None:
+        self.store, self.holder, self.wait, self.poll = store, holder, wait, poll
+        self.lease: Lease | None = None
+
+    def __enter__(self) -> Lease:
+        self.lease = self.store.acquire_within(self.wait, holder=self.holder, poll=self.poll)
+        self.lease.keep_alive()
+        return self.lease
+
+    def __exit__(self, et: type[BaseException] | None, e: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        lease = self.lease
+        assert lease is not None
+        lease.release()
+        if et is None and (lease.lost or not lease.valid()):
+            raise LeaseLost(lease.quota, lease.holder, lease.lost_reason or "lost")
+
+
+class AsyncHold:
+    """``AsyncLeaseStore.hold()``: the body is cancelled when the lease is lost."""
+
+    def __init__(self, store: AsyncLeaseStore, holder: str | None, wait: float,
+                 poll: float) -> None:
+        self.store, self.holder, self.wait, self.poll = store, holder, wait, poll
+        self.lease: AsyncLease | None = None
+        self._task: asyncio.Task[Any] | None = None
+        self._in_body = False
+        self._cancelled = False
+
+    async def __aenter__(self) -> AsyncLease:
+        self._task = asyncio.current_task()
+        lease = self.lease = await self.store.acquire_within(self.wait, holder=self.holder,
+                                                             poll=self.poll)
+        self._in_body = True
+        lease.keep_alive(on_lost=self._lost)
+        return lease
+
+    def _lost(self, lease: AsyncLease) -> None:
+        # Runs in the keeper task, so the body's task is suspended at an await: the
+        # CancelledError lands inside the body, never in __aenter__/__aexit__.
+        if self._in_body and self._task is not None and not self._task.done():
+            self._cancelled = True
+            self._task.cancel(f"lease {lease.quota} {lease.holder} {lease.lost_reason}")
+
+    async def __aexit__(self, et: type[BaseException] | None, e: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        self._in_body = False
+        lease = self.lease
+        assert lease is not None and self._task is not None
+        await lease.release()
+        reason = lease.lost_reason or "lost"
+        if self._cancelled:
+            if self._task.uncancel() > 0:
+                return  # cancelled from outside as well: that cancel goes on
+            raise LeaseLost(lease.quota, lease.holder, reason) from e
+        if et is None and lease.lost:
+            raise LeaseLost(lease.quota, lease.holder, reason)

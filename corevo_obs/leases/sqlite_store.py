@@ -2,9 +2,15 @@
 
 A row per (quota, holder) with its last heartbeat. Acquire runs reap, count and insert
 inside one ``BEGIN IMMEDIATE`` transaction, which takes the database write lock up front:
-two processes cannot both see "one slot left". Every call is one short local transaction
-(tens of µs in WAL mode), so the blocking store is fine for scripts and tests;
-``AsyncSqliteLeaseStore`` runs the same transactions in a thread for code on a loop.
+two processes cannot both see "one slot left". The time is read *inside* that
+transaction, from SQLite's own clock (``julianday('now')``), after the lock is held: a
+call that queued behind another writer's lock writes the time it really ran, never a
+time from before the wait, and no client clock is consulted. Renewals do the same.
+
+Every call is one short local transaction (tens of µs in WAL mode), so the blocking
+store is fine for scripts and tests; ``AsyncSqliteLeaseStore`` runs the same
+transactions in a thread for code on a loop. Fencing tokens come from a counter row
+(``corevo_lease_tokens``) bumped in the acquire's transaction.
 """
 
 from __future__ import annotations
@@ -13,11 +19,11 @@ import asyncio
 import contextlib
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
-from .base import AcquireResult, AsyncLeaseStore, LeaseStore
+from .base import AcquireResult, AsyncLeaseStore, LeaseStore, _number
 
 T = TypeVar("T")
 BUSY_TIMEOUT_MS: Final = 5000
@@ -30,6 +36,14 @@ CREATE TABLE IF NOT EXISTS corevo_leases (
     PRIMARY KEY (quota, holder)
 ) WITHOUT ROWID
 """
+TOKENS: Final = """
+CREATE TABLE IF NOT EXISTS corevo_lease_tokens (
+    quota TEXT PRIMARY KEY,
+    token INTEGER NOT NULL
+) WITHOUT ROWID
+"""
+#: SQLite's clock in unix seconds (ms resolution), evaluated when the statement runs
+NOW_SQL: Final = "SELECT (julianday('now') - 2440587.5) * 86400.0"
 
 
 def open_sqlite(path: str | Path, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.Connection:
@@ -45,28 +59,63 @@ def open_sqlite(path: str | Path, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> sql
     return db
 
 
-class _SqliteLeases:
-    """The four primitives on one connection, serialised by a lock (threads may share it)."""
+def open_sqlite_readonly(path: str | Path, busy_timeout_ms: int = BUSY_TIMEOUT_MS
+                         ) -> sqlite3.Connection:
+    """A read-only connection (``mode=ro`` URI): never creates the file or a table, never
+    switches the journal mode. For audits of a production store.
+    """
+    uri = Path(path).resolve().as_uri() + "?mode=ro"
+    db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False,
+                         timeout=busy_timeout_ms / 1000)
+    db.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
+    return db
 
-    def __init__(self, path: str | Path, quota: str, busy_timeout: float) -> None:
+
+class _SqliteLeases:
+    """The primitives on one connection, serialised by a lock (threads may share it)."""
+
+    def __init__(self, path: str | Path, quota: str, busy_timeout: float,
+                 readonly: bool = False) -> None:
         self.path = str(path)
         self.quota = quota
+        self.busy = busy_timeout
         self._busy_ms = int(busy_timeout * 1000)
+        self._readonly = readonly
         self._lock = threading.Lock()
-        self._db = open_sqlite(self.path, self._busy_ms)
-        self._db.execute(SCHEMA)
+        self._db = self._connect()
+        if not readonly:
+            self._db.execute(SCHEMA)
+            self._db.execute(TOKENS)
 
-    def _tx(self, body: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``body`` in one write transaction. Whatever fails — the body, or COMMIT
-        itself (a lock, a full disk, a deferred constraint leave the transaction open) —
-        is rolled back before the error propagates: the shared connection is never left
-        inside a transaction, where every later BEGIN would fail.
+    def _connect(self) -> sqlite3.Connection:
+        if self._readonly:
+            return open_sqlite_readonly(self.path, self._busy_ms)
+        return open_sqlite(self.path, self._busy_ms)
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[sqlite3.Connection]:
+        """The connection, for one call. Threads of this process queue here for at most
+        the busy timeout too, so one call's wait stays within the bound the store's
+        timeout is checked against.
         """
-        with self._lock:
-            db = self._db
+        if not self._lock.acquire(timeout=self.busy):
+            raise sqlite3.OperationalError("lease connection busy in this process")
+        try:
+            yield self._db
+        finally:
+            self._lock.release()
+
+    def _tx(self, body: Callable[[sqlite3.Connection, float], T]) -> T:
+        """Run ``body(db, now)`` in one write transaction; ``now`` is read once the write
+        lock is held. Whatever fails — the body, or COMMIT itself (a lock, a full disk, a
+        deferred constraint leave the transaction open) — is rolled back before the error
+        propagates: the shared connection is never left inside a transaction, where every
+        later BEGIN would fail.
+        """
+        with self._locked() as db:
             db.execute("BEGIN IMMEDIATE")  # a lock timeout here opens nothing
             try:
-                out = body(db)
+                out = body(db, float(db.execute(NOW_SQL).fetchone()[0]))
                 db.execute("COMMIT")
             except BaseException:
                 self._abort(db)
@@ -81,10 +130,10 @@ class _SqliteLeases:
         if db.in_transaction:
             with contextlib.suppress(sqlite3.Error):
                 db.close()
-            self._db = open_sqlite(self.path, self._busy_ms)
+            self._db = self._connect()
 
-    def try_acquire(self, holder: str, now: float, limit: int, timeout: float) -> AcquireResult:
-        def body(db: sqlite3.Connection) -> AcquireResult:
+    def try_acquire(self, holder: str, limit: int, timeout: float) -> AcquireResult:
+        def body(db: sqlite3.Connection, now: float) -> AcquireResult:
             reaped = db.execute("DELETE FROM corevo_leases WHERE quota = ? AND heartbeat < ?",
                                 (self.quota, now - timeout)).rowcount
             held, present = db.execute(
@@ -95,54 +144,85 @@ class _SqliteLeases:
             db.execute("INSERT INTO corevo_leases (quota, holder, heartbeat) VALUES (?, ?, ?)"
                        " ON CONFLICT (quota, holder) DO UPDATE SET heartbeat = excluded.heartbeat",
                        (self.quota, holder, now))
-            return AcquireResult(True, reaped, held + (0 if present else 1))
+            # The token: the grant's time in µs, or one more than the last (never back).
+            token = db.execute(
+                "INSERT INTO corevo_lease_tokens (quota, token) VALUES (?, ?)"
+                " ON CONFLICT (quota) DO UPDATE SET token = MAX(token + 1, excluded.token)"
+                " RETURNING token", (self.quota, int(now * 1_000_000))).fetchone()[0]
+            return AcquireResult(True, reaped, held + (0 if present else 1), int(token))
 
         return self._tx(body)
 
-    def _one(self, sql: str, args: tuple[Any, ...]) -> int:
-        with self._lock:
-            return self._db.execute(sql, args).rowcount
+    def renew(self, holder: str, timeout: float) -> bool:
+        def body(db: sqlite3.Connection, now: float) -> bool:
+            if db.execute("UPDATE corevo_leases SET heartbeat = ? WHERE quota = ?"
+                          " AND holder = ? AND heartbeat >= ?",
+                          (now, self.quota, holder, now - timeout)).rowcount:
+                return True
+            db.execute("DELETE FROM corevo_leases WHERE quota = ? AND holder = ?",
+                       (self.quota, holder))  # expired: gone, even before a reap
+            return False
 
-    def renew(self, holder: str, now: float) -> bool:
-        return self._one("UPDATE corevo_leases SET heartbeat = ? WHERE quota = ? AND holder = ?",
-                         (now, self.quota, holder)) > 0
+        return self._tx(body)
 
     def remove(self, holder: str) -> bool:
-        return self._one("DELETE FROM corevo_leases WHERE quota = ? AND holder = ?",
-                         (self.quota, holder)) > 0
+        with self._locked() as db:
+            return db.execute("DELETE FROM corevo_leases WHERE quota = ? AND holder = ?",
+                              (self.quota, holder)).rowcount > 0
 
     def holders(self) -> list[tuple[str, float]]:
-        with self._lock:
-            rows = self._db.execute("SELECT holder, heartbeat FROM corevo_leases WHERE quota = ?"
-                                    " ORDER BY heartbeat", (self.quota,)).fetchall()
+        with self._locked() as db:
+            rows = db.execute("SELECT holder, heartbeat FROM corevo_leases WHERE quota = ?"
+                              " ORDER BY heartbeat", (self.quota,)).fetchall()
         return [(h, float(t)) for h, t in rows]
+
+    def now(self) -> float:
+        with self._locked() as db:
+            return float(db.execute(NOW_SQL).fetchone()[0])
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
 
 
-class SqliteLeaseStore(LeaseStore):
+class _SqliteOptions:
+    """Option handling shared by both SQLite stores."""
+
+    _rows: _SqliteLeases
+
+    def __init__(self, quota: str, path: str | Path, *, limit: int,
+                 busy_timeout: float = BUSY_TIMEOUT_MS / 1000, readonly: bool = False,
+                 **options: Any) -> None:
+        self._rows = _SqliteLeases(path, quota, _number(busy_timeout, "busy_timeout"),
+                                   readonly)
+        try:
+            super().__init__(quota, limit=limit, **options)  # type: ignore[call-arg]
+        except BaseException:
+            self._rows.close()
+            raise
+
+    def store_wait(self) -> tuple[float, str]:
+        return self._rows.busy, "SQLite busy timeout"
+
+
+class SqliteLeaseStore(_SqliteOptions, LeaseStore):
     """Blocking store on a SQLite file shared by the processes of one host.
 
-    ``busy_timeout`` (seconds) bounds how long a call queues for another process's write
-    lock before it fails (and is counted as an ``error``, fail-closed by default).
+    ``busy_timeout`` (seconds, default 5) bounds how long a call queues for another
+    process's write lock before it fails (counted as an ``error``, fail-closed by
+    default); the lease timeout must exceed it plus a heartbeat interval and the margin.
+    ``readonly=True`` opens the file with a ``mode=ro`` URI (audits): nothing is created.
 
     Example::
 
         store = SqliteLeaseStore("llm", "/var/lib/app/leases.db", limit=10, timeout=30)
     """
 
-    def __init__(self, quota: str, path: str | Path, *, limit: int,
-                 busy_timeout: float = BUSY_TIMEOUT_MS / 1000, **options: Any) -> None:
-        super().__init__(quota, limit=limit, **options)
-        self._rows = _SqliteLeases(path, quota, busy_timeout)
+    def _try_acquire(self, holder: str) -> AcquireResult:
+        return self._rows.try_acquire(holder, self.limit, self.timeout)
 
-    def _try_acquire(self, holder: str, now: float) -> AcquireResult:
-        return self._rows.try_acquire(holder, now, self.limit, self.timeout)
-
-    def _renew(self, holder: str, now: float) -> bool:
-        return self._rows.renew(holder, now)
+    def _renew(self, holder: str) -> bool:
+        return self._rows.renew(holder, self.timeout)
 
     def _remove(self, holder: str) -> bool:
         return self._rows.remove(holder)
@@ -150,32 +230,33 @@ class SqliteLeaseStore(LeaseStore):
     def holders(self) -> list[tuple[str, float]]:
         return self._rows.holders()
 
+    def server_time(self) -> float:
+        return self._rows.now()
+
     def close(self) -> None:
         self._rows.close()
 
 
-class AsyncSqliteLeaseStore(AsyncLeaseStore):
+class AsyncSqliteLeaseStore(_SqliteOptions, AsyncLeaseStore):
     """The SQLite store for asyncio: each transaction runs in the default thread pool,
     so a lock wait on a busy database never freezes the loop.
     """
 
-    def __init__(self, quota: str, path: str | Path, *, limit: int,
-                 busy_timeout: float = BUSY_TIMEOUT_MS / 1000, **options: Any) -> None:
-        super().__init__(quota, limit=limit, **options)
-        self._rows = _SqliteLeases(path, quota, busy_timeout)
-
-    async def _try_acquire(self, holder: str, now: float) -> AcquireResult:
-        return await asyncio.to_thread(self._rows.try_acquire, holder, now, self.limit,
+    async def _try_acquire(self, holder: str) -> AcquireResult:
+        return await asyncio.to_thread(self._rows.try_acquire, holder, self.limit,
                                        self.timeout)
 
-    async def _renew(self, holder: str, now: float) -> bool:
-        return await asyncio.to_thread(self._rows.renew, holder, now)
+    async def _renew(self, holder: str) -> bool:
+        return await asyncio.to_thread(self._rows.renew, holder, self.timeout)
 
     async def _remove(self, holder: str) -> bool:
         return await asyncio.to_thread(self._rows.remove, holder)
 
     async def holders(self) -> list[tuple[str, float]]:
         return await asyncio.to_thread(self._rows.holders)
+
+    async def server_time(self) -> float:
+        return await asyncio.to_thread(self._rows.now)
 
     async def close(self) -> None:
         await asyncio.to_thread(self._rows.close)

@@ -15,10 +15,12 @@ import sys
 import threading
 from typing import Any
 
+from lease_kit import store_for
+
 from corevo_obs.cancel import CommandInbox, Execution, SideEffectGate, execution_holder
 from corevo_obs.cancel.bus import CancelBus
 from corevo_obs.claims import JobStore, PostgresJobStore, SqliteJobStore
-from corevo_obs.leases import AsyncLeaseStore, AsyncSqliteLeaseStore
+from corevo_obs.leases import AsyncLeaseStore
 
 
 def emit(event: str, **fields: Any) -> None:
@@ -41,13 +43,13 @@ def backends(cfg: dict[str, Any]) -> tuple[CancelBus, AsyncLeaseStore]:
     opts = {"limit": 1, "timeout": cfg["lease_timeout"], "worker": cfg["worker"]}
     if cfg["backend"] == "redis":
         from corevo_obs.cancel.redis_bus import RedisCancelBus
-        from corevo_obs.leases.redis_store import AsyncRedisLeaseStore
 
         return (RedisCancelBus(cfg["redis_url"]),
-                AsyncRedisLeaseStore(cfg["quota"], cfg["redis_url"], **opts))
+                store_for(cfg["redis_url"], cfg["quota"], asynchronous=True, **opts))
     from corevo_obs.cancel import SqliteCancelBus
 
-    return SqliteCancelBus(cfg["db"]), AsyncSqliteLeaseStore(cfg["quota"], cfg["db"], **opts)
+    return SqliteCancelBus(cfg["db"]), store_for(cfg["db"], cfg["quota"], asynchronous=True,
+                                                 **opts)
 
 
 async def control(inbox: CommandInbox, lines: asyncio.Queue[str]) -> None:

@@ -15,6 +15,8 @@ import random
 import sys
 import time
 
+from lease_kit import store_for
+
 from corevo_obs import enable_multiprocess
 from corevo_obs.leases import AsyncRedisLeaseStore
 
@@ -34,7 +36,8 @@ async def holder_task(store: AsyncRedisLeaseStore, deadline: float, fd: int) -> 
 
 async def main(url: str, quota: str, limit: int, ttl: float, tasks: int,
                deadline: float, track: str) -> None:
-    store = AsyncRedisLeaseStore(quota, url, limit=limit, timeout=ttl)
+    store: AsyncRedisLeaseStore = store_for(url, quota, asynchronous=True, limit=limit,
+                                            timeout=ttl)
     await store.holders()  # connected
     fd = os.open(track, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     print("ready", flush=True)

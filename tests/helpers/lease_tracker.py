@@ -1,0 +1,49 @@
+"""The independent tracker's arithmetic: holder intervals → how many worked at once.
+
+Track files hold ``E holder t`` (grant, work starts) and ``X holder t`` (work ended)
+lines written by the holders themselves; nothing here reads the lease store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+Span = tuple[float, float]
+
+
+def read_spans(tracks: Iterable[Path]) -> tuple[list[Span], list[str]]:
+    """Closed intervals per holder, and holders that entered but never wrote an exit."""
+    times: dict[str, list[float]] = {}
+    for track in tracks:
+        if track.exists():
+            for line in track.read_text().splitlines():
+                _, holder, t = line.split()
+                times.setdefault(holder, []).append(float(t))
+    spans = [(ts[0], ts[1]) for ts in times.values() if len(ts) == 2]
+    return spans, [h for h, ts in times.items() if len(ts) != 2]
+
+
+def _edges(spans: Sequence[Span]) -> list[tuple[float, int]]:
+    # at equal times an enter sorts first: the stricter count
+    return sorted([(a, 0) for a, _ in spans] + [(b, 1) for _, b in spans])
+
+
+def max_overlap(spans: Sequence[Span], since: float = float("-inf")) -> int:
+    """Most intervals open at one instant at or after ``since``."""
+    best = cur = 0
+    for t, kind in _edges([s for s in spans if s[1] >= since]):
+        cur += 1 if kind == 0 else -1
+        if t >= since:
+            best = max(best, cur)
+    return best
+
+
+def first_at(spans: Sequence[Span], level: int, since: float) -> float | None:
+    """The first instant at or after ``since`` with at least ``level`` intervals open."""
+    cur = 0
+    for t, kind in _edges(spans):
+        cur += 1 if kind == 0 else -1
+        if t >= since and cur >= level:
+            return t
+    return None
