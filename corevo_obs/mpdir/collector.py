@@ -17,12 +17,10 @@ left out and the accumulators it would rename in are read from where they wait.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -33,7 +31,7 @@ from ..catalog import spec
 from ..errors import CorevoObsError
 from ..guard import absorb
 from .compactor import _CORRUPT, _why
-from .dbfile import Entries, read_db
+from .dbfile import Entries, parse_key, read_db
 from .journal import Plan, consistent_view, unlocked_plan
 from .layout import STATE_DIR, MetricFile, list_metric_files, parse_name
 from .lock import SCRAPE_WAIT, LockBusy
@@ -108,17 +106,11 @@ def _sources(fds: DirFds, files: list[MetricFile], plan: Plan | None) -> Iterato
 def _metrics(parsed: list[tuple[MetricFile, Entries]]) -> dict[str, Metric]:
     """prometheus_client 0.26 ``MultiProcessCollector._read_metrics``, from parsed files."""
     metrics: dict[str, Metric] = {}
-    key_cache: dict[str, tuple[str, str, dict[str, str], tuple[Any, ...], str]] = {}
     for mf, entries in parsed:
         mode = mf.gauge_mode
         typ = "gauge" if mode is not None else mf.prefix
         for key, (value, timestamp) in entries.items():
-            val = key_cache.get(key)
-            if val is None:
-                metric_name, name, labels, help_text = json.loads(key)
-                val = key_cache[key] = (metric_name, name, labels,
-                                        tuple(sorted(labels.items())), help_text)
-            metric_name, name, labels, labels_key, help_text = val
+            metric_name, name, labels_key, help_text = parse_key(key)
             metric = metrics.get(metric_name)
             if metric is None:
                 metric = metrics[metric_name] = Metric(metric_name, help_text, typ)

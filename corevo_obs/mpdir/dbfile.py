@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import struct
+from functools import lru_cache
 from typing import Final
 
 from .safe import open_regular, pread_all
@@ -36,6 +37,27 @@ def _padded_len(n: int) -> int:
     return n + (8 - (n + 4) % 8)
 
 
+Key = tuple[str, str, tuple[tuple[str, str], ...], str]  # metric, sample, labels, help
+
+
+@lru_cache(maxsize=1 << 16)
+def parse_key(key: str) -> Key:
+    """(metric name, sample name, sorted labels, help) of an entry key, or ``CorruptFile``.
+
+    Cached: every writer's file repeats the same keys, and a scrape parses them all.
+    """
+    try:
+        parsed = json.loads(key)
+    except ValueError:
+        parsed = None
+    if (not isinstance(parsed, list) or len(parsed) != 4
+            or not all(isinstance(p, str) for p in (parsed[0], parsed[1], parsed[3]))
+            or not isinstance(parsed[2], dict)
+            or not all(isinstance(v, str) for v in parsed[2].values())):
+        raise CorruptFile(f"unexpected key {key[:80]!r}")
+    return parsed[0], parsed[1], tuple(sorted(parsed[2].items())), parsed[3]
+
+
 def parse(data: bytes, used: int) -> Entries:
     """Entries of a file whose first ``used`` bytes are ``data``; raises ``CorruptFile``."""
     out: Entries = {}
@@ -47,17 +69,11 @@ def parse(data: bytes, used: int) -> Entries:
         end = pos + 4 + _padded_len(n) + 16
         if n <= 0 or end > used:
             raise CorruptFile(f"entry at byte {pos} has length {n}, beyond the used {used}")
-        raw = data[pos + 4:pos + 4 + n]
         try:
-            key = raw.decode("utf-8")
-            parsed = json.loads(key)
-        except ValueError:
-            raise CorruptFile(f"entry at byte {pos} is not a JSON key") from None
-        if (not isinstance(parsed, list) or len(parsed) != 4
-                or not all(isinstance(p, str) for p in (parsed[0], parsed[1], parsed[3]))
-                or not isinstance(parsed[2], dict)
-                or not all(isinstance(v, str) for v in parsed[2].values())):
-            raise CorruptFile(f"unexpected key {key[:80]!r}")
+            key = data[pos + 4:pos + 4 + n].decode("utf-8")
+        except UnicodeDecodeError:
+            raise CorruptFile(f"entry at byte {pos} is not UTF-8") from None
+        parse_key(key)
         out[key] = _TWO_DOUBLES.unpack_from(data, end - 16)
         pos = end
     return out
