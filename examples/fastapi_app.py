@@ -28,9 +28,9 @@ from prometheus_client import make_asgi_app
 
 from corevo_obs import enable_multiprocess, install_loop_health
 from corevo_obs.exposition import exposition_registry
-from corevo_obs.integrations.worker_slots import claim_worker_slot
 from corevo_obs.integrations.asgi import StagesMiddleware
 from corevo_obs.integrations.http_clients import httpx_async_hooks
+from corevo_obs.integrations.worker_slots import claim_worker_slot
 
 UPSTREAM = os.environ.get("UPSTREAM_URL", "http://127.0.0.1:9/")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import FrozenInstanceError, dataclass
+from typing import Any
 
 import pytest
 
@@ -43,7 +44,7 @@ def test_environment_parsed_by_annotation() -> None:
     ({}, {"mode": "medium"}, "'medium' is not one of fast, slow"),
     ({}, {"colour": "red"}, "unknown option 'colour'"),
 ])
-def test_bad_values_name_their_source(env: dict[str, str], kwargs: dict[str, object],
+def test_bad_values_name_their_source(env: dict[str, str], kwargs: dict[str, Any],
                                       needle: str) -> None:
     with pytest.raises(ConfigError) as err:
         resolve(Demo, "COREVO_DEMO", environ=env, **kwargs)
