@@ -47,7 +47,12 @@ def check_metrics_dir(path: str | os.PathLike[str]) -> Path:
         with tempfile.NamedTemporaryFile(dir=p, prefix=".corevo-probe-") as probe:
             # the room one metric file takes: a writer that finds none later dies of
             # SIGBUS inside prometheus_client's mmap, so refuse to start instead
-            os.posix_fallocate(probe.fileno(), 0, PROBE_BYTES)
+            try:
+                os.posix_fallocate(probe.fileno(), 0, PROBE_BYTES)
+            except OSError as exc:
+                if exc.errno not in (errno.EOPNOTSUPP, errno.ENOTSUP, errno.EINVAL):
+                    raise
+                os.write(probe.fileno(), bytes(PROBE_BYTES))  # no fallocate here (e.g. NFS)
     except OSError as exc:
         what = "has no room for metric files" if exc.errno == errno.ENOSPC else \
             "is not writable by this process"

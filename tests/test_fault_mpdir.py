@@ -188,6 +188,26 @@ def test_trash_symlinked_outside_is_never_followed(env, mpdir, tmp_path):
     assert local_errors(mpdir, "mpdir-unsafe") == 1  # the CLI's count, left in DIR
 
 
+def test_state_directory_symlinked_outside_is_refused(env, mpdir, tmp_path):
+    outside = tmp_path / "etc"
+    outside.mkdir()
+    (outside / "passwd").write_text("root:x:0:0")
+    writers(env, 2, inc=10)
+    shutil.rmtree(mpdir / ".corevo")
+    (mpdir / ".corevo").symlink_to(outside)
+
+    res = cli(env, "metrics", "compact", str(mpdir))
+    assert res.returncode == 2 and "symlink" in res.stderr, res.stderr
+    assert res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
+    started = subprocess.run(
+        [sys.executable, "-c", "import corevo_obs, sys\ntry:\n corevo_obs.enable_multiprocess()"
+         "\nexcept corevo_obs.MetricsDirError as e:\n print(e)\n sys.exit(7)"],
+        env=env, capture_output=True, text=True, timeout=60)
+    assert started.returncode == 7 and "symlink" in started.stdout, started
+    assert local_events(mpdir) == 20  # a scrape reads DIR without its state
+    assert sorted(os.listdir(outside)) == ["passwd"]  # no lock, record or trash made there
+
+
 def test_planted_journal_paths_are_refused_by_a_scrape_and_the_cli(env, mpdir, tmp_path,
                                                                    serve):
     victim = tmp_path / "victim"

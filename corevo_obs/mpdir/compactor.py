@@ -132,11 +132,13 @@ def compact(
     blocking: bool = True,
     max_writers: int = DEFAULT_MAX_WRITERS,
     wait: float = COMPACT_WAIT,
+    commit_wait: float = COMMIT_WAIT,
 ) -> CompactionResult:
     """Compact the files of up to ``max_writers`` proven-dead writers in ``directory``.
 
     It waits up to ``wait`` seconds for another compaction (``blocking=False``: not at
-    all), then raises ``LockBusy``. Live writers' files are never opened for writing,
+    all) and ``commit_wait`` for readers to let go of the commit lock, then raises
+    ``LockBusy``. Live writers' files are never opened for writing,
     renamed or removed; files it cannot read safely are left in place and named in
     ``result.unreadable``, and so is every dead file of a type whose accumulator is
     unreadable (it is never replaced: no counter goes backwards). Scrapes wait only for
@@ -149,7 +151,7 @@ def compact(
     d = check_directory(directory)
     t0 = time.perf_counter()
     with dir_lock(d, exclusive=True, timeout=wait if blocking else 0.0, compactor=True):
-        with dir_lock(d, exclusive=True, timeout=COMMIT_WAIT):
+        with dir_lock(d, exclusive=True, timeout=commit_wait):
             result = CompactionResult(recovered=roll_forward(d))
             remove_debris(d)
         files, irregular = list_metric_files(d)
@@ -169,7 +171,7 @@ def compact(
                     f"{STATE_DIR}/{WRITERS_DIR}/{pid}" for pid in result.dead_writers
                     if pid not in kept and exists_at(records, str(pid))
                 ]
-                committed = bool(remove) and _commit(d, result, renames, remove)
+                committed = bool(remove) and _commit(d, result, renames, remove, commit_wait)
             except BaseException:
                 for tmp, _target in renames:
                     unlink_quiet(fds.state, Path(tmp).name)
@@ -214,7 +216,8 @@ def _running(pids: Iterable[int]) -> list[int]:
 
 
 def _commit(
-    d: Path, result: CompactionResult, renames: list[tuple[str, str]], remove: list[str]
+    d: Path, result: CompactionResult, renames: list[tuple[str, str]], remove: list[str],
+    wait: float,
 ) -> bool:
     """Swap accumulators in and dead files out, atomically for lock-holding readers.
 
@@ -222,7 +225,7 @@ def _commit(
     under the exclusive lock catches a pid that a new writer took since we judged it;
     then nothing is committed and the next compaction starts over.
     """
-    with dir_lock(d, exclusive=True, timeout=COMMIT_WAIT):
+    with dir_lock(d, exclusive=True, timeout=wait):
         if any(not liveness(d, pid).dead for pid in _running(result.dead_writers)):
             with DirFds(d) as fds:
                 for tmp, _target in renames:

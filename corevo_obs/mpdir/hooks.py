@@ -22,6 +22,8 @@ from .writers import record_writer
 
 THRESHOLD_ENV: Final = "COREVO_COMPACT_AT_EXIT"
 DEFAULT_THRESHOLD: Final = 16
+#: an exiting worker gives up on compacting after this long behind a lock holder
+EXIT_COMMIT_WAIT: Final = 1.0
 
 _state: dict[str, object] = {}
 
@@ -41,7 +43,7 @@ def compact_at_exit(directory: Path, threshold: int) -> None:
         return
     try:
         if len(scan(directory).dead_writers) >= threshold:
-            compact(directory, blocking=False)
+            compact(directory, blocking=False, commit_wait=EXIT_COMMIT_WAIT)
     except LockBusy:
         pass
     except Exception as exc:  # noqa: BLE001 - never fail a worker's exit

@@ -35,7 +35,7 @@ REGISTER_WAIT: Final = 2.0
 COMMIT_WAIT: Final = 10.0
 #: ``corevo-obs metrics compact`` waits this long for another compactor
 COMPACT_WAIT: Final = 60.0
-_POLL_MAX: Final = 0.01
+_POLL_MAX: Final = 0.002  # short: a waiter must catch the gaps between shared holders
 
 
 class LockBusy(Exception):
