@@ -113,14 +113,17 @@ def read_regular(dir_fd: int, name: str, where: str, *, limit: int = MAX_FILE_BY
         os.close(fd)
 
 
-def write_new(dir_fd: int, name: str, data: bytes, where: str, *, mode: int = 0o644) -> None:
+def write_new(dir_fd: int, name: str, data: bytes, where: str, *, mode: int = 0o666) -> None:
     """Create ``name`` (it must not exist), write ``data`` with ``write(2)`` and fsync.
 
     No mmap: on a full disk this raises ``ENOSPC`` instead of the SIGBUS that a store into
     an unbacked mmap page gets. A partial file is removed before the error propagates.
     """
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(name, flags, mode, dir_fd=dir_fd)
+    try:
+        fd = os.open(name, flags, mode, dir_fd=dir_fd)  # mode less the umask, like the writers'
+    except OSError as exc:
+        raise type(exc)(exc.errno, exc.strerror, where) from None
     try:
         view = memoryview(data)
         while view:
@@ -182,7 +185,7 @@ def ensure_subdir(parent_fd: int, name: str, where: str) -> int:
                 pass
             absorb("mpdir-unsafe", UnsafeEntry.at(where, f"{exc.strerror}; renamed to {aside}"))
         try:
-            os.mkdir(name, 0o755, dir_fd=parent_fd)
+            os.mkdir(name, 0o777, dir_fd=parent_fd)
         except FileExistsError:
             pass
     raise UnsafeEntry.at(where, "keeps being replaced by something else; refused")
@@ -221,7 +224,7 @@ class DirFds:
                 if not self._create:
                     raise
                 try:
-                    os.mkdir(self._state_name, 0o755, dir_fd=self.top)
+                    os.mkdir(self._state_name, 0o777, dir_fd=self.top)
                 except FileExistsError:
                     pass
                 fd = open_dir_at(self.top, self._state_name, where)
