@@ -58,3 +58,51 @@ def test_audit_of_a_missing_or_foreign_sqlite_file_is_one_line_and_creates_nothi
         assert words in done.stderr and "Traceback" not in done.stderr
     assert not absent.exists() and not missing.parent.exists()
     assert foreign.read_text() == "not a database\n"
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--limit", "0"], "--limit must be an integer >= 1, got '0'"),
+    (["--limit", "-3"], "--limit must be an integer >= 1"),
+    (["--limit", "x"], "--limit must be an integer >= 1"),
+    (["--timeout", "nan"], "--timeout must be a finite number of seconds > 0, got 'nan'"),
+    (["--timeout", "inf"], "--timeout must be a finite number"),
+    (["--timeout", "0"], "--timeout must be a finite number"),
+    (["--timeout", "soon"], "--timeout must be a finite number"),
+])
+def test_bad_numbers_are_one_line_and_exit_2(tmp_path, args, words):
+    db = tmp_path / "l.db"
+    subprocess.run([sys.executable, "-c", GHOST, str(db)], check=True, capture_output=True)
+    done = cli("q", "--sqlite", str(db), *args)
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and words in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_audit_opens_sqlite_read_only_and_changes_nothing(tmp_path):
+    """A rollback-journal file stays one: no table is created, the journal mode is kept,
+    and the file's bytes are the same afterwards."""
+    import sqlite3
+
+    db = tmp_path / "app.db"
+    setup = sqlite3.connect(db, isolation_level=None)
+    setup.execute("CREATE TABLE corevo_leases (quota TEXT, holder TEXT, heartbeat REAL,"
+                  " PRIMARY KEY (quota, holder)) WITHOUT ROWID")
+    setup.execute("INSERT INTO corevo_leases VALUES ('q', 'someone-else', 1.0)")
+    setup.close()
+    before = db.read_bytes()
+    done = cli("q", "--sqlite", str(db), "--json", "--timeout", "0.5")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["held"] == 1 and report["expired"] == ["someone-else"]
+    assert db.read_bytes() == before
+    check = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    assert check.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    tables = {r[0] for r in check.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert tables == {"corevo_leases"}                  # no token table was created
+    check.close()
+    read_only = tmp_path / "ro"
+    read_only.mkdir()
+    (read_only / "l.db").write_bytes(before)
+    (read_only / "l.db").chmod(0o444)
+    done = cli("q", "--sqlite", str(read_only / "l.db"))
+    assert done.returncode == 0 and "1 held" in done.stdout, done.stderr

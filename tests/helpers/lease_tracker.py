@@ -1,7 +1,7 @@
 """The independent tracker's arithmetic: holder intervals → how many worked at once.
 
-Track files hold ``E holder t`` (grant, work starts) and ``X holder t`` (work ended)
-lines written by the holders themselves; nothing here reads the lease store.
+Track files hold ``E holder t [planned]`` (grant, work starts) and ``X holder t`` (work
+ended) lines written by the holders themselves; nothing here reads the lease store.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ def read_spans(tracks: Iterable[Path]) -> tuple[list[Span], list[str]]:
     for track in tracks:
         if track.exists():
             for line in track.read_text().splitlines():
-                _, holder, t = line.split()
+                _, holder, t = line.split()[:3]
                 times.setdefault(holder, []).append(float(t))
     spans = [(ts[0], ts[1]) for ts in times.values() if len(ts) == 2]
     return spans, [h for h, ts in times.items() if len(ts) != 2]
@@ -47,3 +47,18 @@ def first_at(spans: Sequence[Span], level: int, since: float) -> float | None:
         if t >= since and cur >= level:
             return t
     return None
+
+
+def long_hold_open(tracks: Iterable[Path], now: float, remaining: float) -> bool:
+    """Whether some hold is at work now and plans to work ``remaining`` s longer: the
+    moment to inject a fault that must cut it."""
+    entered: dict[str, float] = {}
+    for track in tracks:
+        if track.exists():
+            for line in track.read_text().splitlines():
+                fields = line.split()
+                if fields[0] == "E" and len(fields) == 4:
+                    entered[fields[1]] = float(fields[2]) + float(fields[3])
+                elif fields[0] == "X":
+                    entered.pop(fields[1], None)
+    return any(end - now >= remaining for end in entered.values())

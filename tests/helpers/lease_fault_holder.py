@@ -1,0 +1,69 @@
+"""One process of loss-aware lease holders for the fault suite (tests/test_fault_leases.py).
+
+Usage: lease_fault_holder.py CONFIG_JSON
+
+Each of ``holders`` asyncio tasks loops until ``until`` (a ``time.monotonic()`` value;
+system-wide on Linux, so the parent can compare): ``async with store.hold()``, then work
+for a random time — with probability ``p_long`` a ``long`` one, longer than the lease
+timeout, so holds span the faults. The tracker is independent of the store: right after
+the grant the task appends ``E holder t planned`` (enter, planned work) to this
+process's own file, and in the body's ``finally`` —
+reached also when the lease is lost and the body cancelled — ``X holder t`` (exit). The
+parent reads only these files. ``skew`` shifts the store's client clock (``clock=``) by
+that many seconds. At exit one JSON line on stdout: holds, and losses by reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import sys
+import time
+from collections import Counter
+from typing import Any
+
+from lease_kit import store_for
+
+from corevo_obs.errors import LeaseLost, LeaseRejected
+
+
+async def holder(store: Any, cfg: dict[str, Any], fd: int, seed: int, stats: Counter[str]
+                 ) -> None:
+    rng = random.Random(seed)
+    while time.monotonic() < cfg["until"]:
+        lo, hi = cfg["long"] if rng.random() < cfg["p_long"] else cfg["short"]
+        work = rng.uniform(lo, hi)
+        try:
+            async with store.hold(wait=cfg["wait"], poll=cfg["poll"]) as lease:
+                os.write(fd, f"E {lease.holder} {time.monotonic()!r} {work!r}\n".encode())
+                try:
+                    await asyncio.sleep(work)
+                finally:
+                    os.write(fd, f"X {lease.holder} {time.monotonic()!r}\n".encode())
+            stats["completed"] += 1
+        except LeaseLost as exc:
+            stats[f"lost_{exc.reason}"] += 1
+        except LeaseRejected:
+            stats["rejected_waits"] += 1
+
+
+async def main(cfg: dict[str, Any]) -> None:
+    skew = float(cfg.get("skew", 0.0))
+    store = store_for(cfg["where"], cfg["quota"], asynchronous=True, limit=cfg["limit"],
+                      timeout=cfg["timeout"], heartbeat_interval=cfg["interval"],
+                      margin=cfg["margin"], worker=cfg["worker"],
+                      clock=lambda: time.time() + skew, **cfg.get("waits", {}))
+    fd = os.open(cfg["track"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    stats: Counter[str] = Counter()
+    print("ready", flush=True)
+    await asyncio.gather(*(holder(store, cfg, fd, cfg["seed"] * 100 + i, stats)
+                           for i in range(cfg["holders"])))
+    os.close(fd)
+    await store.close()
+    print(json.dumps(dict(stats)), flush=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(main(json.loads(sys.argv[1])))
