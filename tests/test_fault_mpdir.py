@@ -153,6 +153,24 @@ def local_errors(d: Path, component: str) -> float:
                and s.labels.get("component") == component)
 
 
+START_CATCHING = """
+import sys
+import corevo_obs
+from corevo_obs.errors import MetricsDirError
+try:
+    corevo_obs.enable_multiprocess()
+except MetricsDirError as exc:
+    print(exc)
+    sys.exit(7)
+"""
+
+
+def start_worker(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """A new worker's start; exit 7 and the message when it raises ``MetricsDirError``."""
+    return subprocess.run([sys.executable, "-c", START_CATCHING], env=env,
+                          capture_output=True, text=True, timeout=60)
+
+
 def need_tool(name: str) -> None:
     if shutil.which(name) is None:
         _need(f"{name} not installed (util-linux)")
@@ -199,10 +217,7 @@ def test_state_directory_symlinked_outside_is_refused(env, mpdir, tmp_path):
     res = cli(env, "metrics", "compact", str(mpdir))
     assert res.returncode == 2 and "symlink" in res.stderr, res.stderr
     assert res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
-    started = subprocess.run(
-        [sys.executable, "-c", "import corevo_obs, sys\ntry:\n corevo_obs.enable_multiprocess()"
-         "\nexcept corevo_obs.MetricsDirError as e:\n print(e)\n sys.exit(7)"],
-        env=env, capture_output=True, text=True, timeout=60)
+    started = start_worker(env)
     assert started.returncode == 7 and "symlink" in started.stdout, started
     assert local_events(mpdir) == 20  # a scrape reads DIR without its state
     assert sorted(os.listdir(outside)) == ["passwd"]  # no lock, record or trash made there
@@ -485,10 +500,7 @@ def test_full_disk_no_sigbus_counted_errors_and_a_clear_start_error(env, small_t
     res = cli(env, "metrics", "compact", str(d))
     assert res.returncode == 2, (res.returncode, res.stderr)  # -7 would be SIGBUS
     assert "No space left on device" in res.stderr and res.stderr.count("\n") == 1
-    started = subprocess.run(
-        [sys.executable, "-c", "import corevo_obs, sys\ntry:\n corevo_obs.enable_multiprocess()"
-         "\nexcept corevo_obs.MetricsDirError as e:\n print(e)\n sys.exit(7)"],
-        env=env, capture_output=True, text=True, timeout=60)
+    started = start_worker(env)
     assert started.returncode == 7, started.stderr
     assert "no room" in started.stdout or "No space" in started.stdout, started.stdout
     assert server.events() == before
