@@ -40,5 +40,6 @@ def __getattr__(name: str) -> Any:
     if name == "RedisCancelBus":
         from .redis_bus import RedisCancelBus
 
+        globals()[name] = RedisCancelBus  # resolved once (and visible to doc tools)
         return RedisCancelBus
-    raise AttributeError(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
