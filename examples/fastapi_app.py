@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import httpx
-from fastapi import FastAPI, WebSocket
+from fastapi import FastAPI, Request, WebSocket
 from fastapi.responses import StreamingResponse
 from prometheus_client import make_asgi_app
 
@@ -92,3 +92,28 @@ async def events(ws: WebSocket, delay: float = 0.15) -> None:
     for i in range(3):
         await ws.send_text(f"event {i}")
     await ws.close()
+
+
+@app.post("/upload")
+async def upload(request: Request) -> dict[str, int]:
+    size = 0
+    async for chunk in request.stream():  # a long upload, read as it arrives
+        size += len(chunk)
+    return {"bytes": size}
+
+
+_jobs: set[asyncio.Task[None]] = set()
+
+
+async def _job() -> None:
+    await asyncio.sleep(0.2)
+    await app.state.upstream.get(UPSTREAM)
+
+
+@app.post("/jobs", status_code=202)
+async def start_job() -> dict[str, int]:
+    """A background job: the response goes out at once, the job calls the upstream later."""
+    task = asyncio.create_task(_job())
+    _jobs.add(task)
+    task.add_done_callback(_jobs.discard)
+    return {"running": len(_jobs)}

@@ -30,6 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "corevo_obs.cli.debt_cmd",
     "corevo_obs.cli.leases_cmd",
     "corevo_obs.cli.export_cmd",
+    "corevo_obs.cli.loadtest_cmd",
 )
 
 

@@ -1,0 +1,325 @@
+"""The app under test: served by the tool in worker processes, or already running here.
+
+An import path (``pkg.module:app``) is served the way users run it in production:
+an ASGI app under ``uvicorn --workers N`` with ``$PROMETHEUS_MULTIPROC_DIR`` set to a
+fresh directory and ``corevo-obs metrics serve`` beside it (one endpoint, every worker
+once); an aiohttp app (an ``Application`` or a factory returning one) under gunicorn's
+aiohttp worker with the suite's hooks. Worker output is kept in ``server.log`` and read
+while it is written, for the watchdog's stall lines ("event loop of worker w1 stalled
+0.401s at app.py:70:report"), which carry the blocking line the metrics cannot.
+
+A URL must name a loopback host: the tool never sends load anywhere else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from .workload import WorkloadError
+
+_STALL = re.compile(
+    r"event loop of worker (?P<worker>\S+) stalled (?P<duration>[0-9.]+)s at (?P<where>.+?)"
+    r"(?: \((?P<more>\d+) more since the last report\))?\s*$")
+_DETECT = r"""
+import importlib, inspect, os, sys
+sys.path.insert(0, os.getcwd())
+mod, _, attr = sys.argv[1].partition(":")
+obj = importlib.import_module(mod)
+for part in (attr or "app").split("."):
+    obj = getattr(obj, part)
+kind = "asgi"
+try:
+    from aiohttp import web
+    if isinstance(obj, web.Application):
+        kind = "aiohttp"
+    elif callable(obj) and not isinstance(obj, type):
+        params = [p for p in inspect.signature(obj).parameters.values()
+                  if p.default is p.empty
+                  and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        if not params and not inspect.iscoroutinefunction(obj):
+            kind = "aiohttp-factory" if isinstance(obj(), web.Application) else "asgi"
+except ImportError:
+    pass
+print("KIND", kind)
+"""
+
+
+@dataclass(frozen=True)
+class StallLine:
+    """One stall as the worker logged it; ``cause`` stays None until lag attribution lands."""
+
+    at: float  # seconds since the run started, when the tool read the line
+    worker: str
+    duration: float
+    file: str | None
+    line: int | None
+    function: str | None
+    suppressed: int = 0
+    cause: str | None = None
+
+    @property
+    def where(self) -> str:
+        if self.file is None:
+            return "no project frame"
+        return f"{_short(self.file)}:{self.line}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"at_seconds": round(self.at, 3), "worker": self.worker,
+                "duration_seconds": self.duration, "file": self.file, "line": self.line,
+                "function": self.function, "where": self.where,
+                "suppressed_before": self.suppressed, "cause": self.cause}
+
+
+def parse_stall_line(text: str, at: float) -> StallLine | None:
+    m = _STALL.search(text)
+    if m is None:
+        return None
+    where = m["where"]
+    file = line = function = None
+    parts = where.rsplit(":", 2)
+    if len(parts) == 3 and parts[1].isdigit():
+        file, line, function = parts[0], int(parts[1]), parts[2]
+    return StallLine(at, m["worker"], float(m["duration"]), file, line, function,
+                     int(m["more"] or 0))
+
+
+def _short(path: str) -> str:
+    """A path relative to the working directory when it is under it (as users read it)."""
+    with contextlib.suppress(ValueError):
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    return path
+
+
+def check_loopback(url: str, what: str) -> str:
+    """The URL without a trailing slash; anything but a loopback host is refused."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise WorkloadError(f"not an http(s) URL: {url!r}", source=what)
+    host = parts.hostname
+    if host != "localhost":
+        try:
+            loopback = ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            loopback = False
+        if not loopback:
+            raise WorkloadError(f"refusing non-loopback host {host!r}: the load test only "
+                                "drives apps on this machine (127.0.0.0/8, ::1, localhost)",
+                                source=what)
+    return url.rstrip("/")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class LogTail:
+    """Reads a process's output line by line into a file, picking out stall lines."""
+
+    def __init__(self, stream: IO[bytes], path: Path, clock: Callable[[], float]) -> None:
+        self.path = path
+        self.stalls: list[StallLine] = []
+        self.tail: list[str] = []
+        self._clock = clock
+        self._stream = stream
+        self._thread = threading.Thread(target=self._run, name="corevo-loadtest-log",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        with open(self.path, "ab") as out:
+            for raw in iter(self._stream.readline, b""):
+                out.write(raw)
+                out.flush()
+                text = raw.decode(errors="replace").rstrip("\n")
+                self.tail = (self.tail + [text])[-40:]
+                found = parse_stall_line(text, self._clock())
+                if found is not None and len(self.stalls) < 10_000:
+                    self.stalls.append(found)
+
+    def join(self, timeout: float = 5.0) -> None:
+        self._thread.join(timeout)
+
+
+@dataclass
+class Target:
+    """Where the load goes and where its effects are read."""
+
+    base_url: str
+    metrics_url: str
+    served: bool
+    kind: str = "url"
+    workers: int = 0
+    mp_dir: Path | None = None
+    log: LogTail | None = None
+    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+
+    @property
+    def supervisor(self) -> subprocess.Popen[bytes] | None:
+        return self.procs[0] if self.served and self.procs else None
+
+    def worker_pids(self) -> list[int]:
+        sup = self.supervisor
+        return [] if sup is None else _worker_children(sup.pid)
+
+    def worker_of(self, pid: int) -> str | None:
+        """The ``worker`` label a process writes, read from its own metric files."""
+        if self.mp_dir is None:
+            return None
+        from ..mpdir.dbfile import CorruptFile, parse_key, read_db
+
+        fd = os.open(self.mp_dir, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            for name in sorted(os.listdir(fd)):
+                if not name.endswith(f"_{pid}.db"):
+                    continue
+                try:
+                    entries = read_db(fd, name, str(self.mp_dir / name), accumulator=False)
+                except (OSError, CorruptFile):
+                    continue
+                for key in entries:
+                    labels = dict(parse_key(key)[2])
+                    if "worker" in labels:
+                        return labels["worker"]
+        finally:
+            os.close(fd)
+        return None
+
+    def stop(self) -> None:
+        for proc in reversed(self.procs):
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in reversed(self.procs):
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if self.log is not None:
+            self.log.join()
+
+
+def _worker_children(pid: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            if ppid != pid:
+                continue
+            cmd = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except (OSError, ValueError, IndexError):
+            continue
+        if b"resource_tracker" not in cmd:
+            out.append(int(entry))
+    return sorted(out)
+
+
+def detect_kind(app: str, env: dict[str, str]) -> str:
+    """``asgi``, ``aiohttp`` or ``aiohttp-factory``, by importing APP in a subprocess."""
+    if not re.fullmatch(r"[A-Za-z_][\w.]*(:[A-Za-z_][\w.]*)?", app):
+        raise WorkloadError(f"not an import path (pkg.module:app) or a URL: {app!r}",
+                            source="APP")
+    clean = {k: v for k, v in env.items() if k not in ("PROMETHEUS_MULTIPROC_DIR",
+                                                        "COREVO_WORKER")}
+    try:
+        done = subprocess.run([sys.executable, "-c", _DETECT, app], env=clean,
+                              capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        raise WorkloadError(f"importing {app} took more than 60 s", source="APP") from None
+    for line in done.stdout.splitlines():
+        if line.startswith("KIND "):
+            return line.split()[1]
+    said = done.stderr.strip().splitlines()
+    raise WorkloadError(f"cannot import {app}: {said[-1] if said else 'no output'}",
+                        source="APP")
+
+
+def serve_app(app: str, *, workers: int, env: dict[str, str], out_dir: Path,
+              clock: Callable[[], float], ready_timeout: float = 60.0) -> Target:
+    """Start APP in ``workers`` processes plus its metrics endpoint; wait until both answer."""
+    kind = detect_kind(app, env)
+    mp = Path(tempfile.mkdtemp(prefix="corevo-loadtest-mp-"))
+    port, metrics_port = _free_port(), _free_port()
+    env = {**env, "PROMETHEUS_MULTIPROC_DIR": str(mp), "PYTHONUNBUFFERED": "1",
+           "COREVO_LOOP_LOG_INTERVAL": "0"}  # every stall logged with its line
+    env.pop("COREVO_WORKER", None)
+    if kind == "asgi":
+        cmd = [sys.executable, "-m", "uvicorn", app, "--workers", str(workers),
+               "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
+               "--no-access-log"]
+        side = [sys.executable, "-m", "corevo_obs.cli.main", "metrics", "serve", str(mp),
+                "--port", str(metrics_port), "--compact-every", "2"]
+    else:
+        target = app if kind == "aiohttp" else f"{app}()"
+        cmd = [sys.executable, "-m", "gunicorn", "-c", "python:corevo_obs.loadtest.gunicorn_conf",
+               "-k", "aiohttp.GunicornWebWorker", "-w", str(workers),
+               "-b", f"127.0.0.1:{port}", "--log-level", "warning", target]
+        env.update(COREVO_METRICS_PORT=str(metrics_port), COREVO_COMPACT_EVERY="2")
+        side = []
+    procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              start_new_session=True)]
+    assert procs[0].stdout is not None
+    tail = LogTail(procs[0].stdout, out_dir / "server.log", clock)
+    if side:
+        with open(out_dir / "metrics-serve.log", "wb") as log:
+            procs.append(subprocess.Popen(side, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                          start_new_session=True))
+    target_ = Target(f"http://127.0.0.1:{port}", f"http://127.0.0.1:{metrics_port}/metrics",
+                     served=True, kind=kind, workers=workers, mp_dir=mp, log=tail, procs=procs)
+    try:
+        _wait_ready(target_, ready_timeout)
+    except BaseException:
+        target_.stop()
+        raise
+    return target_
+
+
+def _wait_ready(target: Target, timeout: float) -> None:
+    """Both ports answer and every worker has written a heartbeat."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for proc in target.procs:
+            if proc.poll() is not None:
+                said = target.log.tail[-3:] if target.log else []
+                raise WorkloadError(f"the server exited with {proc.returncode} before it was "
+                                    f"ready: {' | '.join(said) or 'no output'}", source="APP")
+        if len(workers_reporting(target.metrics_url)) >= target.workers:
+            with contextlib.suppress(OSError), urllib.request.urlopen(
+                    target.base_url + "/", timeout=2):
+                pass
+            return
+        time.sleep(0.2)
+    raise WorkloadError(f"{target.workers} workers did not report a heartbeat within "
+                        f"{timeout:.0f} s (is install_loop_health running in the app?)",
+                        source="APP")
+
+
+def workers_reporting(metrics_url: str) -> set[str]:
+    """Workers whose heartbeat gauge the endpoint serves (empty when it does not answer)."""
+    try:
+        with urllib.request.urlopen(metrics_url, timeout=2) as reply:
+            text = reply.read().decode(errors="replace")
+    except OSError:
+        return set()
+    return set(re.findall(
+        r'^corevo_event_loop_heartbeat_timestamp_seconds\{[^}]*worker="([^"]+)"', text, re.M))
