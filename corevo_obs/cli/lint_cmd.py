@@ -15,6 +15,7 @@ from typing import Any
 from .. import __version__
 from ..lint import lint_paths, load_catalog, load_config
 from ..lint.baseline import apply_baseline, load_baseline, write_baseline
+from ..lint.cache import ENV, LintCache
 from ..lint.formats import as_json, as_sarif, as_text
 from ..lint.model import Finding
 from ..lint.rules import message, meta
@@ -31,6 +32,17 @@ def _jobs(value: str) -> int:
     return n
 
 
+def _cache(args: argparse.Namespace) -> LintCache | None:
+    """--no-cache, else --cache-dir, else $COREVO_LINT_CACHE_DIR, else the project's."""
+    if args.no_cache:
+        return None
+    chosen = args.cache_dir or os.environ.get(ENV)
+    if chosen:
+        return LintCache.at(chosen)
+    root = os.path.dirname(os.path.abspath(args.config)) if args.config else os.getcwd()
+    return LintCache.for_project(root)
+
+
 def register(sub: Any) -> None:
     p = sub.add_parser("lint", help="flag blocking calls inside async def")
     p.add_argument("paths", nargs="+", metavar="PATH", help="files or directories")
@@ -43,6 +55,11 @@ def register(sub: Any) -> None:
                    help="pyproject.toml with [tool.corevo-obs.lint] (default: ./pyproject.toml)")
     p.add_argument("--jobs", type=_jobs, metavar="N",
                    help="worker processes, at most the CPUs available (default: all)")
+    p.add_argument("--cache-dir", metavar="DIR",
+                   help=f"where unchanged files' summaries are kept (default: ${ENV}, else "
+                   "./.corevo-cache/lint beside the config)")
+    p.add_argument("--no-cache", action="store_true",
+                   help="parse every file, read and write no cache")
     p.set_defaults(func=run)
 
 
@@ -52,7 +69,10 @@ def run(args: argparse.Namespace) -> int:
     if args.jobs is not None and args.jobs > max_jobs():
         print(f"corevo-obs: note: --jobs {args.jobs} capped at {max_jobs()} (the CPUs "
               "available)", file=sys.stderr)
-    result = lint_paths(args.paths, config, jobs=args.jobs, catalog=catalog)
+    cache = _cache(args)
+    result = lint_paths(args.paths, config, jobs=args.jobs, catalog=catalog, cache=cache)
+    if cache is not None and cache.note:
+        print(f"corevo-obs: note: {cache.note}", file=sys.stderr)
     findings = result.findings
     baseline_path = args.baseline or config.baseline
     if args.write_baseline:
@@ -78,8 +98,12 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(as_sarif(shown, __version__))
     else:
         sys.stdout.write(as_text(shown))
+        cached = ""
+        if cache is not None:
+            cached = (", none changed (cache)" if cache.stats.trees
+                      else f", {cache.stats.hits} unchanged (cache)")
         print(f"{len(findings)} finding(s), {len(result.errors)} unparsable, "
-              f"{result.files} file(s) checked", file=sys.stderr)
+              f"{result.files} file(s) checked{cached}", file=sys.stderr)
     if result.errors:
         return 2
     return 1 if findings else 0

@@ -24,6 +24,7 @@ Value = tuple[str, object]
 UNKNOWN: Value = ("?", None)
 _NEGATE = {"==": "!=", "!=": "==", "in": "not in", "not in": "in", "truthy": "falsy",
            "falsy": "truthy", "is None": "is not None", "is not None": "is None"}
+OPS = frozenset(_NEGATE)
 _MISSING = object()
 
 

@@ -79,3 +79,4 @@ class FileResult:
     constants: dict[str, object] = field(default_factory=dict)  # mod.NAME -> module constant
     error: Finding | None = None
     deferred: bool = False  # no ``async`` in it: read, not parsed, unless a chain leads here
+    content: str = ""  # hash of the bytes summarised (set when a cache is in use)

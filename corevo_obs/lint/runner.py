@@ -11,9 +11,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
+from typing import Any
 
 from ..errors import ConfigError
 from ..fileio import read_regular
+from .cache import LintCache, digest, fingerprint
 from .catalog import Catalog, load_catalog
 from .config import LintConfig
 from .model import FileResult, Finding
@@ -101,18 +103,20 @@ def module_name(path: str) -> tuple[str, bool]:
     return (f"{package}.{p.stem}" if package else p.stem), False
 
 
-_WORKER: tuple[Catalog, bool] | None = None
+_WORKER: tuple[Catalog, bool, LintCache | None] | None = None
 
 
-def _init_worker(catalog: Catalog, bare_noqa: bool) -> None:
+def _init_worker(catalog: Catalog, bare_noqa: bool, cache: LintCache | None) -> None:
     global _WORKER
-    _WORKER = (catalog, bare_noqa)
+    _WORKER = (catalog, bare_noqa, cache)
 
 
-def _scan_path(task: tuple[str, bool]) -> FileResult:
+def _scan_path(task: tuple[str, bool], *, scan: bool = True) -> FileResult | None:
+    """The file's summary: from the cache when it holds one, else scanned (and stored).
+    With ``scan=False`` a file that would need parsing gives None instead."""
     path, full = task
     assert _WORKER is not None
-    catalog, bare_noqa = _WORKER
+    catalog, bare_noqa, cache = _WORKER
     try:
         source = read_regular(path)  # a FIFO named a.py must not hang the run
     except OSError as exc:
@@ -121,30 +125,67 @@ def _scan_path(task: tuple[str, bool]) -> FileResult:
                                message(meta.PARSE, error=str(exc.strerror or exc)))
         return result
     module, is_package = module_name(path)
+    content = digest(source) if cache is not None else ""
     if not full and b"async" not in source:  # cannot hold a finding; parsed if a chain needs it
-        return FileResult(path=path, module=module, deferred=True)
-    return scan_source(path, module, source, catalog, is_package=is_package,
-                       bare_noqa=bare_noqa)
+        return FileResult(path=path, module=module, deferred=True, content=content)
+    key = ""
+    if cache is not None:
+        key = cache.key(path, module, is_package, content)
+        hit = cache.load(key, path, module, content)
+        if hit is not None:
+            return hit
+    if not scan:
+        return None
+    result = scan_source(path, module, source, catalog, is_package=is_package,
+                         bare_noqa=bare_noqa)
+    if cache is not None:
+        result.content = content
+        cache.store(key, result, content)
+    return result
+
+
+def _scan_one(task: tuple[str, bool]) -> FileResult:
+    result = _scan_path(task)
+    assert result is not None
+    return result
 
 
 class _Pool:
-    """Scans files in worker processes when the tree is large enough to pay for them."""
+    """Scans files in worker processes when the tree is large enough to pay for them.
 
-    def __init__(self, catalog: Catalog, bare_noqa: bool, jobs: int, files: int) -> None:
-        self._pool = None
+    With a cache, this process first takes every summary the cache holds and hands only
+    the misses to the workers, which are started only when there are enough of them: a
+    warm run never forks.
+    """
+
+    def __init__(self, catalog: Catalog, bare_noqa: bool, jobs: int, files: int,
+                 cache: LintCache | None = None) -> None:
+        self._pool: Any = None
         self._jobs = jobs
-        _init_worker(catalog, bare_noqa)  # small batches run in this process
-        if jobs > 1 and files >= PARALLEL_MIN_FILES:
-            ctx = get_context("fork") if hasattr(os, "fork") else get_context()
-            self._pool = ctx.Pool(jobs, initializer=_init_worker,
-                                  initargs=(catalog, bare_noqa))
+        self._cache = cache
+        self._args = (catalog, bare_noqa, cache)
+        self._parallel = jobs > 1 and files >= PARALLEL_MIN_FILES
+        _init_worker(catalog, bare_noqa, cache)  # small batches run in this process
 
     def scan(self, files: Sequence[str], *, full: bool) -> list[FileResult]:
         tasks = [(f, full) for f in files]
-        if self._pool is None or len(tasks) < PARALLEL_MIN_FILES // 4:
-            return [_scan_path(t) for t in tasks]
+        done: list[FileResult] = []
+        if self._cache is not None and self._parallel:
+            todo = []
+            for task in tasks:
+                result = _scan_path(task, scan=False)
+                if result is None:
+                    todo.append(task)
+                else:
+                    done.append(result)
+            tasks = todo
+        if not self._parallel or len(tasks) < PARALLEL_MIN_FILES // 4:
+            return done + [_scan_one(t) for t in tasks]
+        if self._pool is None:
+            ctx = get_context("fork") if hasattr(os, "fork") else get_context()
+            self._pool = ctx.Pool(self._jobs, initializer=_init_worker, initargs=self._args)
         chunk = max(4, len(tasks) // (self._jobs * 16))
-        return list(self._pool.imap_unordered(_scan_path, tasks, chunksize=chunk))
+        return done + list(self._pool.imap_unordered(_scan_one, tasks, chunksize=chunk))
 
     def close(self) -> None:
         if self._pool is not None:
@@ -162,9 +203,9 @@ def _owner_module(name: str, modules: dict[str, list[str]]) -> str | None:
 
 
 def _scan_tree(files: list[str], catalog: Catalog, bare_noqa: bool,
-               jobs: int) -> list[FileResult]:
+               jobs: int, cache: LintCache | None = None) -> list[FileResult]:
     """Visit files with async code, then only the deferred modules a call chain reaches."""
-    pool = _Pool(catalog, bare_noqa, jobs, len(files))
+    pool = _Pool(catalog, bare_noqa, jobs, len(files), cache)
     try:
         results = pool.scan(files, full=False)
         deferred: dict[str, list[str]] = {}
@@ -216,8 +257,12 @@ def _scan_tree(files: list[str], catalog: Catalog, bare_noqa: bool,
 
 
 def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
-               jobs: int | None = None, catalog: Catalog | None = None) -> LintResult:
+               jobs: int | None = None, catalog: Catalog | None = None,
+               cache: LintCache | None = None) -> LintResult:
     """Lint every Python file under ``paths``; findings sorted by path, line, column.
+
+    With ``cache`` (``LintCache.for_project(root)``), unchanged files are not parsed again
+    (``cache.py``); the findings are the same as without it.
 
     Example::
 
@@ -230,8 +275,24 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
     unreadable: list[tuple[str, str]] = []
     files = list(dict.fromkeys(iter_files(paths, config.exclude, unreadable)))
     workers = min(jobs, max_jobs()) if jobs is not None else max_jobs()
-    results = _scan_tree(files, catalog, config.bare_noqa, max(1, workers))
-
+    tree: dict[str, str] | None = None
+    tree_key = ""
+    if cache is not None:
+        cache.fingerprint = fingerprint(catalog, config.bare_noqa)
+        tree = _contents(files)
+        if tree is not None and not unreadable:
+            tree_key = cache.tree_key((f, *module_name(f), tree[f]) for f in files)
+            findings = cache.load_tree(tree_key)
+            if findings is not None:
+                cache.close()
+                return LintResult(findings=findings, files=len(files))
+    try:
+        results = _scan_tree(files, catalog, config.bare_noqa, max(1, workers), cache)
+        if cache is not None:
+            cache.prune()
+    finally:
+        if cache is not None:
+            cache.close()
     out = LintResult(files=len(files))
     out.errors += [Finding(d, 1, 1, meta.PARSE, message(
         meta.PARSE, error=f"cannot list directory ({reason}): its files were not checked"))
@@ -255,4 +316,19 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
                                         message(code, **fields), site.context, site.snippet))
     out.findings.sort()
     out.errors.sort()
+    if (cache is not None and tree is not None and tree_key and not out.errors
+            and all(r.content == tree[r.path] for r in results)):
+        cache.store_tree(tree_key, out.findings)  # no file changed while it was read
+        cache.close()
+    return out
+
+
+def _contents(files: Sequence[str]) -> dict[str, str] | None:
+    """Each file's content hash, or None when one cannot be read (its error is the scan's)."""
+    out: dict[str, str] = {}
+    for path in files:
+        try:
+            out[path] = digest(read_regular(path))
+        except OSError:
+            return None
     return out

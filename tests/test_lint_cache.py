@@ -1,0 +1,269 @@
+"""Warm runs (corevo_obs/lint/cache.py): the same findings as a cold run, a changed helper
+changes its callers' findings although they come from the cache, and a cache directory
+written by someone else (corrupt, truncated, forged shape, symlinks, FIFOs) is a miss,
+never a crash or a wrong finding."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from corevo_obs.lint import LintConfig, lint_paths, load_catalog, load_config
+from corevo_obs.lint.cache import LintCache, decode, encode
+from corevo_obs.lint.runner import iter_files, module_name
+from corevo_obs.lint.scan import scan_source
+
+TESTS = Path(__file__).parent
+TREES = [(TESTS / "lint_corpus", load_config(TESTS / "lint_corpus" / "pyproject.toml")),
+         (TESTS / "lint_eval", LintConfig(offload_methods={"submit_blocking": 0}))]
+
+HELPER_BLOCKS = "import time\n\ndef pause(s):\n    time.sleep(s)\n"
+HELPER_CLEAN = "def pause(s):\n    return s\n"
+CALLER = "from pkg.helpers import pause\n\nasync def handler():\n    pause(1)\n"
+
+
+def tree(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def entries(cache_dir: Path) -> list[Path]:
+    return sorted(cache_dir.glob("*.json"))
+
+
+def run(paths: list[str], config: LintConfig, cache: LintCache | None) -> list[object]:
+    result = lint_paths(paths, config, jobs=1, cache=cache)
+    return [*result.findings, *result.errors]
+
+
+@pytest.mark.parametrize(("root", "config"), TREES, ids=["corpus", "eval"])
+def test_every_summary_survives_the_round_trip(root: Path, config: LintConfig) -> None:
+    """encode -> JSON -> decode gives back an equal FileResult for every labelled file:
+    guards, arguments, bytes and tuple constants, noqa sets, re-exports."""
+    catalog = load_catalog(config)
+    checked = 0
+    for path in iter_files([str(root)]):
+        module, is_package = module_name(path)
+        result = scan_source(path, module, Path(path).read_bytes(), catalog,
+                             is_package=is_package)
+        again = decode(json.loads(json.dumps(encode(result))), path, module)
+        assert again == result, path
+        checked += 1
+    assert checked >= 10
+
+
+@pytest.mark.parametrize(("root", "config"), TREES, ids=["corpus", "eval"])
+def test_cold_and_warm_runs_report_the_same(tmp_path: Path, root: Path,
+                                            config: LintConfig) -> None:
+    paths = [str(root)]
+    plain = run(paths, config, None)
+    assert plain  # the trees are labelled with findings
+    cache_dir = tmp_path / "cache"
+    cold = LintCache.at(cache_dir)
+    assert run(paths, config, cold) == plain
+    assert cold.stats.hits == 0 and cold.stats.stored > 0
+    whole = LintCache.at(cache_dir)
+    assert run(paths, config, whole) == plain
+    assert whole.stats.trees == 1  # nothing changed: the run's findings in one entry
+    # without the run entry, every file's summary comes from its own entry
+    stored = {p.name for p in entries(cache_dir)}
+    for p in entries(cache_dir):
+        if b'"tree":true' in p.read_bytes():
+            p.unlink()
+    per_file = LintCache.at(cache_dir)
+    assert run(paths, config, per_file) == plain
+    assert per_file.stats.hits == cold.stats.stored - 1 and per_file.stats.trees == 0
+    assert {p.name for p in entries(cache_dir)} == stored
+
+
+def test_a_changed_helper_changes_its_unchanged_callers_findings(tmp_path: Path) -> None:
+    root = tree(tmp_path / "src", {"pkg/__init__.py": "", "pkg/helpers.py": HELPER_BLOCKS,
+                                   "pkg/app.py": CALLER})
+    cache_dir = tmp_path / "cache"
+    first = run([str(root)], LintConfig(), LintCache.at(cache_dir))
+    assert [f.code for f in first] == ["COB110"]  # type: ignore[attr-defined]
+
+    (root / "pkg" / "helpers.py").write_text(HELPER_CLEAN)
+    warm = LintCache.at(cache_dir)
+    assert run([str(root)], LintConfig(), warm) == []
+    assert warm.stats.hits == 1  # app.py was not parsed again, its site re-classified
+
+    (root / "pkg" / "helpers.py").write_text(HELPER_BLOCKS + "\n# touched\n")
+    again = LintCache.at(cache_dir)
+    assert [f.code for f in run([str(root)], LintConfig(), again)] == ["COB110"]  # type: ignore[attr-defined]
+    assert again.stats.hits == 1
+
+
+def test_a_changed_config_or_catalog_misses_every_entry(tmp_path: Path) -> None:
+    root = tree(tmp_path / "src", {"app.py": "import time\n\nasync def h():\n    time.sleep(1)\n"})
+    cache_dir = tmp_path / "cache"
+    assert len(run([str(root)], LintConfig(), LintCache.at(cache_dir))) == 1
+    ignored = LintCache.at(cache_dir)
+    assert run([str(root)], LintConfig(ignore=("COB104",)), ignored) == []
+    assert ignored.stats.hits == 0 and ignored.stats.trees == 0
+    extended = LintCache.at(cache_dir)
+    config = LintConfig(extend_calls={"COB100": ("json.dumps",)})
+    assert len(run([str(root)], config, extended)) == 1
+    assert extended.stats.hits == 0
+
+
+def _garbage(entry: Path) -> dict[str, bytes]:
+    good = entry.read_bytes()
+    head, _, body = good.partition(b"\n")
+    shape = json.loads(body)
+    shape.get("result", shape)["findings"] = [["not", "a", "finding"]]
+    forged = json.dumps(shape).encode()
+    from corevo_obs.lint.cache import FORMAT, MAGIC, digest
+    return {
+        "empty": b"",
+        "truncated": good[: len(good) // 2],
+        "flipped": good[:-20] + bytes([good[-20] ^ 1]) + good[-19:],
+        "binary": os.urandom(4096),
+        "huge-numbers": head + b"\n" + b"[" * 100_000,
+        "wrong shape, right checksum": b"%s %d %s\n%s" % (MAGIC, FORMAT,
+                                                          digest(forged).encode(), forged),
+    }
+
+
+@pytest.mark.parametrize("kind", ["empty", "truncated", "flipped", "binary", "huge-numbers",
+                                  "wrong shape, right checksum"])
+def test_a_corrupt_entry_is_a_miss_and_is_rewritten(tmp_path: Path, kind: str) -> None:
+    root = tree(tmp_path / "src", {"pkg/__init__.py": "", "pkg/helpers.py": HELPER_BLOCKS,
+                                   "pkg/app.py": CALLER})
+    cache_dir = tmp_path / "cache"
+    want = run([str(root)], LintConfig(), LintCache.at(cache_dir))
+    good = {p: p.read_bytes() for p in entries(cache_dir)}
+    for path in good:
+        path.write_bytes(_garbage(path)[kind])
+    cache = LintCache.at(cache_dir)
+    assert run([str(root)], LintConfig(), cache) == want
+    assert len(good) == 3  # the run, app.py, and helpers.py (parsed: a chain reaches it)
+    assert cache.stats.rejected == 3
+    assert cache.stats.hits == 0
+    assert {p: p.read_bytes() for p in entries(cache_dir)} == good  # rewritten whole
+
+
+def test_symlinks_fifos_and_foreign_entries_are_never_trusted_or_followed(
+        tmp_path: Path) -> None:
+    root = tree(tmp_path / "src", {"app.py": CALLER.replace("pkg.helpers", "helpers"),
+                                   "helpers.py": HELPER_BLOCKS})
+    cache_dir = tmp_path / "cache"
+    want = run([str(root)], LintConfig(), LintCache.at(cache_dir))
+    outside = tmp_path / "outside.json"
+    names = [p.name for p in entries(cache_dir)]
+    assert len(names) == 3  # the run, app.py, helpers.py
+    for p in entries(cache_dir):
+        outside.write_bytes(p.read_bytes())  # a valid entry, reached through a link
+        p.unlink()
+        p.symlink_to(outside)
+    before = outside.read_bytes()
+    cache = LintCache.at(cache_dir)
+    assert run([str(root)], LintConfig(), cache) == want
+    assert cache.stats.rejected == 3 and cache.stats.hits == 0
+    assert all(not (cache_dir / n).is_symlink() for n in names)  # replaced by real entries
+    assert outside.read_bytes() == before  # never written through the link
+
+    for name in names:  # FIFOs: opened without blocking, refused
+        (cache_dir / name).unlink()
+        os.mkfifo(cache_dir / name)
+    cache = LintCache.at(cache_dir)
+    assert run([str(root)], LintConfig(), cache) == want
+    assert cache.stats.rejected == 3
+
+    for p in entries(cache_dir):  # writable by others: refused
+        p.chmod(0o666)
+    cache = LintCache.at(cache_dir)
+    assert run([str(root)], LintConfig(), cache) == want
+    assert cache.stats.rejected == 3 and cache.stats.hits == 0
+    if os.geteuid() == 0:  # owned by another user: refused
+        for p in entries(cache_dir):
+            os.chown(p, 65534, -1)
+        cache = LintCache.at(cache_dir)
+        assert run([str(root)], LintConfig(), cache) == want
+        assert cache.stats.rejected == 3 and cache.stats.hits == 0
+
+
+def test_a_cache_dir_that_is_a_symlink_or_a_file_is_not_used(tmp_path: Path) -> None:
+    root = tree(tmp_path / "src", {"app.py": "import time\n\nasync def h():\n    time.sleep(1)\n"})
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "elsewhere")
+    cache = LintCache.at(tmp_path / "link")
+    assert len(run([str(root)], LintConfig(), cache)) == 1
+    assert "symlink" in cache.note
+    assert list((tmp_path / "elsewhere").iterdir()) == []
+
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / ".corevo-cache").symlink_to(tmp_path / "elsewhere")
+    cache = LintCache.for_project(tmp_path / "project")
+    assert len(run([str(root)], LintConfig(), cache)) == 1
+    assert "symlink" in cache.note and list((tmp_path / "elsewhere").iterdir()) == []
+
+    (tmp_path / "file").write_text("x")
+    cache = LintCache.at(tmp_path / "file" / "cache")
+    assert len(run([str(root)], LintConfig(), cache)) == 1
+    assert cache.note
+
+
+def test_prune_keeps_this_runs_entries_and_drops_stale_temps(tmp_path: Path) -> None:
+    root = tree(tmp_path / "src", {"app.py": "import time\n\nasync def h():\n    time.sleep(1)\n"})
+    cache_dir = tmp_path / "cache"
+    run([str(root)], LintConfig(), LintCache.at(cache_dir))
+    kept = {p.name for p in entries(cache_dir)}
+    old = 1_000_000_000.0
+    for i in range(2100):  # entries of files long gone
+        stale = cache_dir / f"{i:064x}.json"
+        stale.write_text("{}")
+        os.utime(stale, (old, old))
+    temp = cache_dir / f".{'a' * 64}.json.123.deadbeef.tmp"
+    temp.write_text("half")
+    os.utime(temp, (old, old))
+    fresh_temp = cache_dir / f".{'b' * 64}.json.124.deadbeef.tmp"
+    fresh_temp.write_text("being written")
+    unrelated = cache_dir / "notes.txt"
+    unrelated.write_text("not ours")
+    for p in entries(cache_dir):  # a run answered whole does not prune: make it re-read
+        if b'"tree":true' in p.read_bytes():
+            p.unlink()
+    run([str(root)], LintConfig(), LintCache.at(cache_dir))
+    assert {p.name for p in entries(cache_dir)} == kept
+    assert not temp.exists() and fresh_temp.exists() and unrelated.exists()
+
+
+def _cli(cwd: Path, *args: str, env: dict[str, str] | None = None
+         ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "corevo_obs.cli.main", "lint", *args],
+                          cwd=cwd, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **(env or {})})
+
+
+def test_cli_cache_flags_and_environment(tmp_path: Path) -> None:
+    tree(tmp_path, {"app.py": "import time\n\nasync def h():\n    time.sleep(1)\n"})
+    first = _cli(tmp_path, ".")
+    assert first.returncode == 1 and "0 unchanged (cache)" in first.stderr
+    assert entries(tmp_path / ".corevo-cache" / "lint")
+    assert (tmp_path / ".corevo-cache" / "lint" / ".gitignore").read_text().endswith("*\n")
+    second = _cli(tmp_path, ".")
+    assert second.stdout == first.stdout and "none changed (cache)" in second.stderr
+
+    off = _cli(tmp_path, ".", "--no-cache")
+    assert off.stdout == first.stdout and "cache" not in off.stderr
+
+    chosen = tmp_path / "chosen"
+    _cli(tmp_path, "app.py", "--cache-dir", str(chosen))
+    assert entries(chosen)
+    env_dir = tmp_path / "from-env"
+    by_env = _cli(tmp_path, "app.py", env={"COREVO_LINT_CACHE_DIR": str(env_dir)})
+    assert by_env.stdout == first.stdout and entries(env_dir)
+
+    (tmp_path / "blocked").write_text("a file where the cache dir should be")
+    bad = _cli(tmp_path, ".", "--cache-dir", str(tmp_path / "blocked" / "c"))
+    assert bad.returncode == 1 and bad.stdout == first.stdout
+    assert "note: cache" in bad.stderr and "Traceback" not in bad.stderr
