@@ -7,45 +7,23 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from corevo_obs.demo.slow_upstream import SlowUpstream
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-class _Slow(BaseHTTPRequestHandler):
-    latency = 0.1
-
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-        time.sleep(self.latency)
-        body = b"ok"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
 
 
 @contextlib.contextmanager
 def upstream(latency: float = 0.1) -> Iterator[str]:
     """A fixed-latency HTTP upstream on loopback; yields its URL."""
-    handler = type("Slow", (_Slow,), {"latency": latency})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}/"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with SlowUpstream(latency) as server:
+        yield server.url
 
 
 def app_env(**extra: str) -> dict[str, str]:

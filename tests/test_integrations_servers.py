@@ -63,7 +63,9 @@ def test_gunicorn_three_workers_one_target(tmp_path: Path, need_prometheus: None
     with upstream(0.05) as up:
         env = app_env(PROMETHEUS_MULTIPROC_DIR=str(mp), EXAMPLE_BLOCKING="1", UPSTREAM_URL=up,
                       BIND=f"127.0.0.1:{app_port}", WORKERS="3",
-                      COREVO_METRICS_PORT=str(metrics_port), COREVO_COMPACT_EVERY="1")
+                      COREVO_METRICS_PORT=str(metrics_port), COREVO_COMPACT_EVERY="1",
+                      # the planted stall is 0.4 s; a busy CI box must not add stalls of its own
+                      COREVO_LOOP_STALL_THRESHOLD="0.25")
         cmd = python("-m", "gunicorn", "-c", "examples/gunicorn_conf.py",
                      "examples.fastapi_app:app")
         with serve(cmd, app_port, env, log) as master, \

@@ -159,16 +159,45 @@ class StagesMiddleware:
         return None if routes is None else starlette_route(scope, routes)
 
 
-class _HttpCall:
-    """One HTTP request's marks, driven by the messages the app sends and receives."""
+class _Call:
+    """Marks of one connection: the app runs with its tracker current, and whatever way
+    it ends (a final send seen by a subclass, an exception, a plain return) finishes the
+    task exactly once."""
 
-    __slots__ = ("stages", "status", "first", "done")
+    __slots__ = ("stages", "first", "done")
+    returned_outcome = "completed"
 
     def __init__(self, stages: TaskStages) -> None:
         self.stages = stages
-        self.status = 0
         self.first = False
         self.done = False
+
+    def end(self, outcome: str) -> None:
+        if not self.done:
+            self.done = True
+            self.stages.finish(outcome)
+
+    async def drive(self, app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
+        with self.stages.activate():
+            try:
+                await app(scope, receive, send)
+            except BaseException as exc:
+                if not self.done:
+                    self.done = True
+                    self.stages.finish_from(exc)
+                raise
+        self.end(self.returned_outcome)
+
+
+class _HttpCall(_Call):
+    """One HTTP request's marks, driven by the messages the app sends and receives."""
+
+    __slots__ = ("status",)
+    returned_outcome = "failed"  # the app returned without finishing its response
+
+    def __init__(self, stages: TaskStages) -> None:
+        super().__init__(stages)
+        self.status = 0
 
     async def run(self, app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
         stages = self.stages
@@ -181,9 +210,8 @@ class _HttpCall:
                 if not self.first and (message.get("body") or not more):
                     self.first = True
                     stages.first_event()
-                if not more and not self.done:
-                    self.done = True
-                    stages.finish("failed" if self.status >= 500 else "completed")
+                if not more:
+                    self.end("failed" if self.status >= 500 else "completed")
                 return
             if kind == "http.response.start":
                 self.status = message.get("status", 0)
@@ -191,33 +219,17 @@ class _HttpCall:
 
         async def tracked_receive() -> Message:
             message = await receive()
-            if message["type"] == "http.disconnect" and not self.done:
-                self.done = True
-                stages.finish("cancelled")
+            if message["type"] == "http.disconnect":
+                self.end("cancelled")
             return message
 
-        with stages.activate():
-            try:
-                await app(scope, tracked_receive, tracked_send)
-            except BaseException as exc:
-                if not self.done:
-                    self.done = True
-                    stages.finish_from(exc)
-                raise
-        if not self.done:  # the app returned without finishing its response
-            self.done = True
-            stages.finish("failed")
+        await self.drive(app, scope, tracked_receive, tracked_send)
 
 
-class _SocketCall:
+class _SocketCall(_Call):
     """One WebSocket's marks: first ``websocket.send``, then close or disconnect."""
 
-    __slots__ = ("stages", "first", "done")
-
-    def __init__(self, stages: TaskStages) -> None:
-        self.stages = stages
-        self.first = False
-        self.done = False
+    __slots__ = ()
 
     async def run(self, app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
         stages = self.stages
@@ -228,26 +240,14 @@ class _SocketCall:
             if kind == "websocket.send" and not self.first:
                 self.first = True
                 stages.first_event()
-            elif kind == "websocket.close" and not self.done:
-                self.done = True
-                stages.finish("completed")
+            elif kind == "websocket.close":
+                self.end("completed")
 
         async def tracked_receive() -> Message:
             message = await receive()
-            if message["type"] == "websocket.disconnect" and not self.done:
-                self.done = True
+            if message["type"] == "websocket.disconnect":
                 normal = message.get("code", 1000) in _NORMAL_CLOSE
-                stages.finish("completed" if normal else "cancelled")
+                self.end("completed" if normal else "cancelled")
             return message
 
-        with stages.activate():
-            try:
-                await app(scope, tracked_receive, tracked_send)
-            except BaseException as exc:
-                if not self.done:
-                    self.done = True
-                    stages.finish_from(exc)
-                raise
-        if not self.done:
-            self.done = True
-            stages.finish("completed")
+        await self.drive(app, scope, tracked_receive, tracked_send)
