@@ -135,8 +135,9 @@ class CommandGateway:
             if job is None or job.state in TERMINAL:
                 return Stopped(job.state if job else "gone")
             beat = dict(await leases.holders()).get(holder)
-            now = self.clock()
-            if beat is None or now - beat > leases.timeout:
+            # heartbeats carry the backend's clock: judge their age by it, not by ours
+            if beat is None or await leases.server_time() - beat > leases.timeout:
+                now = self.clock()
                 job = await asyncio.to_thread(self.jobs.get, command.job_id)
                 if job is None or job.state in TERMINAL:  # it finished and released meanwhile
                     return Stopped(job.state if job else "gone")

@@ -42,5 +42,6 @@ def __getattr__(name: str) -> Any:
     if name in {"RedisLeaseStore", "AsyncRedisLeaseStore"}:
         from . import redis_store
 
-        return getattr(redis_store, name)
-    raise AttributeError(name)
+        value = globals()[name] = getattr(redis_store, name)  # resolved once
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
