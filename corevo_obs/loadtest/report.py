@@ -116,6 +116,19 @@ def _finite(x: Any) -> Any:
 
 
 # --- HTML --------------------------------------------------------------------------
+# The page's only script: a legend entry hides or shows its series (no data, no network).
+_JS = """
+document.querySelectorAll("[data-series]").forEach(function (item) {
+  item.style.cursor = "pointer";
+  item.addEventListener("click", function () {
+    var off = item.getAttribute("opacity") === "0.35";
+    item.setAttribute("opacity", off ? "1" : "0.35");
+    document.querySelectorAll("." + item.getAttribute("data-series")).forEach(function (el) {
+      el.style.display = off ? "" : "none";
+    });
+  });
+});
+"""
 _CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1180px}
 h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px}
@@ -159,7 +172,8 @@ def render_html(r: dict[str, Any]) -> str:
     return ("<!doctype html><html lang=en><head><meta charset=utf-8>"
             "<meta name=viewport content='width=device-width'>"
             f"<title>load test: {e(r['app'])}</title>"
-            f"<style>{_CSS}</style></head><body>{''.join(parts)}</body></html>\n")
+            f"<style>{_CSS}</style></head><body>{''.join(parts)}<script>{_JS}</script>"
+            "</body></html>\n")
 
 
 class _Chart:
@@ -211,13 +225,13 @@ class _Chart:
                  f"{(self.top + self.h - self.bottom) / 2:.0f})'>{html.escape(self.ylabel)}"
                  "</text>")
 
-    def vline(self, at: float, label: str, color: str = "#555") -> None:
+    def vline(self, at: float, label: str, color: str = "#555", row: int = 0) -> None:
         if not self.x0 <= at <= self.x1:
             return
         xx = self.x(at)
         self.parts.append(f"<line x1={xx:.1f} x2={xx:.1f} y1={self.top} "
                           f"y2={self.h - self.bottom} stroke='{color}' stroke-dasharray='4 3'/>")
-        self.parts.append(f"<text x={xx + 3:.1f} y={self.top + 11} font-size=11 "
+        self.parts.append(f"<text x={xx + 3:.1f} y={self.top + 11 + 13 * row} font-size=11 "
                           f"fill='{color}'>{html.escape(label)}</text>")
 
     def shade(self, a: float, b: float, label: str) -> None:
@@ -230,33 +244,37 @@ class _Chart:
                           f"fill='#888'>{html.escape(label)}</text>")
 
     def line(self, pts: Sequence[tuple[float, float]], color: str, title: str,
-             width: float = 1.8, dash: str = "") -> None:
+             width: float = 1.8, dash: str = "", series: str = "") -> None:
         if not pts:
             return
         d = " ".join(f"{self.x(x):.1f},{self.y(y):.1f}" for x, y in pts)
         extra = f" stroke-dasharray='{dash}'" if dash else ""
+        extra += f" class='{series}'" if series else ""
         self.parts.append(f"<polyline points='{d}' fill=none stroke='{color}' "
                           f"stroke-width={width}{extra}><title>{html.escape(title)}</title>"
                           "</polyline>")
 
     def dot(self, x: float, y: float, color: str, title: str, r: float = 2.5,
-            shape: str = "circle") -> None:
+            shape: str = "circle", series: str = "") -> None:
         xx, yy = self.x(x), self.y(y)
         t = f"<title>{html.escape(title)}</title>"
+        cls = f" class='{series}'" if series else ""
         if shape == "triangle":
             self.parts.append(f"<polygon points='{xx:.1f},{yy - 6:.1f} {xx - 5:.1f},"
-                              f"{yy + 4:.1f} {xx + 5:.1f},{yy + 4:.1f}' fill='{color}'>{t}"
-                              "</polygon>")
+                              f"{yy + 4:.1f} {xx + 5:.1f},{yy + 4:.1f}' fill='{color}'{cls}>"
+                              f"{t}</polygon>")
         else:
-            self.parts.append(f"<circle cx={xx:.1f} cy={yy:.1f} r={r} fill='{color}'>{t}"
+            self.parts.append(f"<circle cx={xx:.1f} cy={yy:.1f} r={r} fill='{color}'{cls}>{t}"
                               "</circle>")
 
-    def legend(self, items: Sequence[tuple[str, str]]) -> None:
+    def legend(self, items: Sequence[tuple[str, str]], series: Sequence[str] = ()) -> None:
+        """Entries at the top left; with ``series`` (CSS classes) a click toggles each."""
         x = self.left + 8
-        for label, color in items:
-            self.parts.append(f"<rect x={x} y={self.top + 18} width=10 height=10 "
+        for i, (label, color) in enumerate(items):
+            toggle = f" data-series='{series[i]}'" if i < len(series) and series[i] else ""
+            self.parts.append(f"<g{toggle}><rect x={x} y={self.top + 18} width=10 height=10 "
                               f"fill='{color}'/><text x={x + 14} y={self.top + 27} "
-                              f"font-size=11>{html.escape(label)}</text>")
+                              f"font-size=11>{html.escape(label)}</text></g>")
             x += 18 + 7 * len(label)
 
     def svg(self, label: str) -> str:
@@ -290,7 +308,7 @@ def _common(c: _Chart, r: dict[str, Any]) -> None:
     if kill.get("at") is not None and kill.get("killed_pid"):
         c.vline(kill["at"], f"SIGKILL {kill.get('worker') or ''}", STALL_COLOR)
         if kill.get("replaced_at") is not None:
-            c.vline(kill["replaced_at"], "replaced", "#2ca02c")
+            c.vline(kill["replaced_at"], "replaced", "#2ca02c", row=1)
 
 
 def _lag_chart(r: dict[str, Any]) -> str:
@@ -299,24 +317,26 @@ def _lag_chart(r: dict[str, Any]) -> str:
                ylabel="loop lag (s, log)")
     _common(c, r)
     c.axes(_LAG_TICKS)
-    legend = []
+    legend, classes = [], []
     for i, (worker, rows) in enumerate(sorted(r["lag_timeline"].items())):
-        color = PALETTE[i % len(PALETTE)]
-        legend.append((f"{worker} p99", color))
+        color, cls = PALETTE[i % len(PALETTE)], f"w{i}"
+        legend.append((f"{worker} p99 (dot: max bucket)", color))
+        classes.append(cls)
         pts = [(row["at"], row["p99_seconds"]) for row in rows if row["p99_seconds"] is not None]
-        c.line(pts, color, f"{worker}: lag p99 per scrape interval")
+        c.line(pts, color, f"{worker}: lag p99 per scrape interval", series=cls)
         for row in rows:
             if row["max_over_seconds"] and row["max_over_seconds"] >= 0.05:
                 hi = row["max_at_most_seconds"] or 3.0
                 c.dot(row["at"], hi, color, f"{worker} at {row['at']} s: max lag in "
-                      f"({row['max_over_seconds']}, {hi}] s", r=3)
+                      f"({row['max_over_seconds']}, {hi}] s", r=3, series=cls)
     for s in r["stalls"]:
         cause = s.get("cause") or "cause not attributed"
         c.dot(s["at_seconds"], s["duration_seconds"], STALL_COLOR,
               f"stall {s['worker']} {s['duration_seconds']:.3f} s at {s['where']} "
-              f"({s['function'] or '?'}); {cause}", shape="triangle")
+              f"({s['function'] or '?'}); {cause}", shape="triangle", series="stall")
     legend.append(("stall (hover: line, cause)", STALL_COLOR))
-    c.legend(legend)
+    classes.append("stall")
+    c.legend(legend, classes)
     if not r["lag_timeline"]:
         c.parts.append("<text x=300 y=150 font-size=14 fill='#888'>no lag samples were read"
                        "</text>")

@@ -1,0 +1,264 @@
+"""``corevo-obs loadtest`` against the examples' FastAPI app, on real processes.
+
+Served under ``uvicorn --workers 2`` beside ``corevo-obs metrics serve``, with the tool's
+own fixed-latency upstream, a seeded mix (uploads, streams, WebSockets, cancels,
+timeouts, background jobs) and one worker SIGKILLed mid-run: healthy it exits 0; with
+the planted ``time.sleep(0.4)`` it exits 1 naming the worker, the line and how far the
+heartbeat moved. Bad input is one line and exit 2; a non-loopback URL is refused before
+anything starts. The HTML report is opened in headless Chromium: the screenshot shows
+the plots (their colours are counted in the decoded pixels) and the page logs no console
+error (a page that does log one is caught by the same check).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from corevo_obs.loadtest.driver import plan, plan_digest
+from corevo_obs.loadtest.server import check_loopback, parse_stall_line
+from corevo_obs.loadtest.workload import WorkloadError, load_workload, parse_workload
+from tests.apps import ROOT, app_env
+from tests.conftest import _need
+
+WORKLOAD = ROOT / "examples" / "loadtest.toml"
+SLEEP_LINE = next(i for i, line in enumerate(
+    (ROOT / "examples" / "fastapi_app.py").read_text().splitlines(), 1)
+    if "time.sleep(0.4)" in line)
+_runs: dict[str, tuple[subprocess.CompletedProcess[str], Path]] = {}
+
+
+def _cli(*args: str, env: dict[str, str] | None = None,
+         timeout: float = 90) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "corevo_obs.cli.main", *args], cwd=ROOT,
+                          env=env or app_env(), capture_output=True, text=True, timeout=timeout)
+
+
+def _run(name: str, tmp: Path, **env: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """One load test per variant per session (the Chromium test reuses a report)."""
+    if name not in _runs:
+        out = tmp / name
+        done = _cli("loadtest", "examples.fastapi_app:app", "--workload", str(WORKLOAD),
+                    "--workers", "2", "--out", str(out), env=app_env(**env))
+        _runs[name] = (done, out)
+    return _runs[name]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("loadtest")
+
+
+def _verdicts(out: Path) -> dict[str, dict[str, Any]]:
+    report = json.loads((out / "report.json").read_text())
+    return {v["name"]: v for v in report["verdicts"]}
+
+
+@pytest.mark.timeout(120)
+def test_healthy_app_holds_every_budget(run_dir: Path) -> None:
+    done, out = _run("healthy", run_dir)
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads((out / "report.json").read_text())
+    v = {x["name"]: x for x in report["verdicts"]}
+    assert v["loop_lag"]["status"] == "passed" and set(v["loop_lag"]["measured"]) == {"w0", "w1"}
+    assert v["heartbeat"]["status"] == "passed"
+    assert report["probes"]["heartbeat"], "the heartbeat ran beside the load"
+    assert {p["phase"] for p in report["probes"]["heartbeat"]} >= {"baseline", "load"}
+    assert v["upstream"]["status"] == "passed" and v["upstream"]["measured"]["requests"] > 10
+    # honest gaps: the example has no offload adapter, cancel acks or claims
+    assert v["offload"]["status"] == v["late_side_effects"]["status"] == "not exercised"
+    kill = report["kill"]
+    assert kill["killed_pid"] and kill["worker"] in ("w0", "w1")
+    assert kill["new_worker"] == kill["worker"], "the replacement takes the dead one's slot"
+    assert 0 < kill["replaced_after_seconds"] < 20
+    assert v["restart"]["status"] == "not exercised" and "SIGKILL" in v["restart"]["message"]
+    outcomes = {name: m["outcomes"] for name, m in report["mix"].items()}
+    assert outcomes["timeouts"].get("timeout", 0) >= 1, outcomes
+    assert outcomes["stream"].get("cancelled", 0) >= 1, outcomes
+    assert outcomes["upload"].get("ok", 0) >= 1 and outcomes["jobs"].get("ok", 0) >= 1
+    # the stage histograms came from the app's own metrics during the load
+    assert report["stages"]["first_event"]["summary"]["count"] > 100
+    assert report["stages"]["external"]["summary"]["count"] > 10
+    # the plan is the seed's: same file and seed, same digest
+    assert report["workload"]["plan_digest"] == plan_digest(plan(load_workload(WORKLOAD)))
+
+
+@pytest.mark.timeout(120)
+def test_blocking_handler_breaks_the_budget_naming_worker_line_and_heartbeat(
+        run_dir: Path) -> None:
+    done, out = _run("blocking", run_dir, EXAMPLE_BLOCKING="1")
+    assert done.returncode == 1, done.stdout + done.stderr
+    line = f"fastapi_app.py:{SLEEP_LINE}"
+    err = done.stderr.strip()
+    assert len(err.splitlines()) == 1, err
+    assert "worker w" in err and line in err and "heartbeat /items/1 p99 moved" in err, err
+    v = _verdicts(out)
+    assert v["stalls"]["status"] == "failed" and v["stalls"]["where"].endswith(line)
+    assert v["stalls"]["worker"] in ("w0", "w1")
+    assert v["loop_lag"]["status"] == "failed"
+    assert v["heartbeat"]["status"] == "failed"
+    moved = v["heartbeat"]["measured"]["p99_increase_seconds"]
+    assert moved > 0.1, v["heartbeat"]
+    assert all("cause" in x for x in v.values()), "the attribution slot is in every verdict"
+
+
+def test_bad_workload_is_one_line_naming_the_key(tmp_path: Path) -> None:
+    bad = tmp_path / "w.toml"
+    bad.write_text("seed = 1\nduration_seconds = 900\nmax_requests = 10\n"
+                   "[[mix]]\nkind = 'short'\npath = '/x'\nrate = 0\n")
+    done = _cli("loadtest", "examples.fastapi_app:app", "--workload", str(bad), timeout=30)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "duration_seconds" in lines[0] and "mix[0].rate" in lines[0], lines[0]
+
+
+@pytest.mark.parametrize(("doc", "key"), [
+    ({"seed": 1, "duration_seconds": 5}, "max_requests: is required"),
+    ({"seed": 1, "duration_seconds": 5, "max_requests": 5, "mix": [
+        {"kind": "upload", "path": "/u", "rate": 1}]}, "mix[0].upload_bytes"),
+    ({"seed": 1, "duration_seconds": 5, "max_requests": 5, "mix": [
+        {"kind": "short", "path": "/u", "rate": 1, "colour": "red"}]}, "mix[0].colour: unknown"),
+    ({"seed": 1, "duration_seconds": 5, "max_requests": 5, "kill_worker_at_seconds": 9,
+      "mix": [{"kind": "short", "path": "/u", "rate": 1}]}, "kill_worker_at_seconds"),
+    ({"seed": 1, "duration_seconds": 5, "max_requests": 5, "budgets": {"lag_p99_seconds": -1},
+      "mix": [{"kind": "short", "path": "/u", "rate": 1}]}, "budgets.lag_p99_seconds"),
+])
+def test_workload_errors_name_their_key(doc: dict[str, Any], key: str) -> None:
+    with pytest.raises(WorkloadError, match=key.replace("[", r"\[").replace("]", r"\]")):
+        parse_workload(doc, "w.toml")
+
+
+def test_plan_is_bounded_and_repeats_by_seed() -> None:
+    w = load_workload(WORKLOAD)
+    items = plan(w)
+    assert plan_digest(items) == plan_digest(plan(w))
+    assert plan_digest(plan(w.with_overrides(seed=w.seed + 1))) != plan_digest(items)
+    assert len(items) <= w.max_requests and all(0 < p.at < w.duration_seconds for p in items)
+    capped = plan(type(w)(**{**vars(w), "max_requests": 7}))
+    assert len(capped) == 7
+
+
+def test_non_loopback_url_refused() -> None:
+    done = _cli("loadtest", "http://example.com:8000", "--workload", str(WORKLOAD), timeout=30)
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1 and "non-loopback" in done.stderr
+    for url in ("http://10.0.0.1/", "http://[2001:db8::1]:80", "http://127.0.0.1.nip.io/"):
+        with pytest.raises(WorkloadError, match="non-loopback"):
+            check_loopback(url, "APP")
+    for url in ("http://127.0.0.1:8000/", "http://localhost:1", "http://[::1]:2"):
+        check_loopback(url, "APP")
+
+
+def test_stall_line_parsed_with_worker_and_line() -> None:
+    s = parse_stall_line("event loop of worker w1 stalled 0.402s at /srv/app.py:73:report "
+                         "(2 more since the last report)", 1.0)
+    assert s is not None and (s.worker, s.duration, s.line, s.function, s.suppressed) == (
+        "w1", 0.402, 73, "report", 2)
+    assert s.cause is None
+    blind = parse_stall_line("event loop of worker w0 stalled 1.000s at no project frame", 0)
+    assert blind is not None and blind.file is None and blind.where == "no project frame"
+
+
+# --- the report in a real browser ---------------------------------------------------
+def _chromium() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:
+        _need("chromium not installed (apt-get install chromium)")
+    assert found is not None
+    return found
+
+
+def _shoot(browser: str, page: Path, png: Path, profile: Path,
+           size: str = "1200,1500") -> list[str]:
+    """Screenshot ``page``; returns the console messages Chromium logged."""
+    profile.mkdir()
+    done = subprocess.run(
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+         "--no-first-run", "--disable-background-networking", "--disable-component-update",
+         "--disable-sync", f"--user-data-dir={profile}", f"--screenshot={png}",
+         f"--window-size={size}", "--enable-logging=stderr", "--v=0", page.as_uri()],
+        capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
+
+
+def _png_rgb(data: bytes) -> tuple[int, int, list[bytes]]:
+    """RGB rows of an 8-bit non-interlaced RGB/RGBA PNG (what Chromium writes)."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, idat, w, h, bpp = 8, [], 0, 0, 0
+    while pos < len(data):
+        (n,) = struct.unpack(">I", data[pos:pos + 4])
+        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + n]
+        if kind == b"IHDR":
+            w, h, depth, color, _, _, interlace = struct.unpack(">IIBBBBB", body)
+            assert depth == 8 and color in (2, 6) and not interlace, (depth, color)
+            bpp = 3 if color == 2 else 4
+        elif kind == b"IDAT":
+            idat.append(body)
+        pos += 12 + n
+    raw, stride = zlib.decompress(b"".join(idat)), w * bpp
+    prev, rows = bytearray(stride), []
+    for y in range(h):
+        f = raw[y * (stride + 1)]
+        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride) if f else ():
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = prev[i], (prev[i - bpp] if i >= bpp else 0)
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + ((a + b) >> 1)) & 255
+            else:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append(bytes(line) if bpp == 3 else bytes(
+            v for i, v in enumerate(line) if i % 4 != 3))
+        prev = line
+    return w, h, rows
+
+
+@pytest.mark.timeout(150)
+def test_report_opens_in_chromium_with_plots_and_no_console_error(
+        run_dir: Path, tmp_path: Path) -> None:
+    browser = _chromium()
+    _, out = _run("blocking", run_dir, EXAMPLE_BLOCKING="1")
+    page = out / "report.html"
+    text = page.read_text()
+    assert "<svg" in text and "http://" not in text.replace("http://www.w3.org/2000/svg", "") \
+        .replace("http://127.0.0.1", ""), "self-contained: no external resource"
+    png = tmp_path / "report.png"
+    console = _shoot(browser, page, png, tmp_path / "profile")
+    assert console == [], console
+    w, h, rows = _png_rgb(png.read_bytes())
+    assert (w, h) == (1200, 1500)
+    pixels = [r[i:i + 3] for r in rows for i in range(0, len(r), 3)]
+    lum = [sum(p) / 3 for p in pixels[::7]]
+    mean = sum(lum) / len(lum)
+    variance = sum((x - mean) ** 2 for x in lum) / len(lum)
+    assert variance > 100, f"blank screenshot? variance {variance:.1f}"
+    counts: dict[bytes, int] = {}
+    for p in pixels:
+        counts[p] = counts.get(p, 0) + 1
+    for colour, what in (("1f77b4", "w0's lag line"), ("ff7f0e", "w1's lag line"),
+                         ("d62728", "stall markers"), ("fde0dd", "the failed verdicts")):
+        assert counts.get(bytes.fromhex(colour), 0) > 150, f"{what} not drawn ({colour})"
+    # the check can fail: a page that logs an error is caught by the same reading
+    noisy = tmp_path / "noisy.html"
+    noisy.write_text("<html><body><script>console.error('planted')</script>x</body></html>")
+    caught = _shoot(browser, noisy, tmp_path / "noisy.png", tmp_path / "profile2", "300,200")
+    assert any("planted" in c for c in caught), caught
+    if os.environ.get("COREVO_KEEP_SCREENSHOT"):
+        shutil.copy(png, os.environ["COREVO_KEEP_SCREENSHOT"])
