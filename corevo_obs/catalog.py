@@ -26,6 +26,7 @@ STALL_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 LONG_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 900.0)
 FAST_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
+STALL_CAUSES = ("blocking", "import", "gc", "gil", "starved", "throttled", "unknown")
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,12 @@ _SPECS: tuple[MetricSpec, ...] = (
         "corevo_event_loop_stall_seconds", "histogram",
         "Duration of each stall longer than the watchdog threshold.",
         "loop", W, STALL_BUCKETS,
+    ),
+    MetricSpec(
+        "corevo_event_loop_stalls_by_cause_total", "counter",
+        "Stalls by the cause the watchdog attributed (summed over cause: the stall count).",
+        "loop", ("worker", "cause"),
+        values={"cause": STALL_CAUSES},
     ),
     # --- task stages ---
     MetricSpec(

@@ -15,7 +15,9 @@ dashboard = dashboard(
         ("Lag", [quantiles("corevo_event_loop_lag_seconds", title="loop lag per worker"),
                  rates("corevo_event_loop_lag_seconds", title="lag samples per second")]),
         ("Stalls", [rates("corevo_event_loop_stalls_total", title="stalls per second"),
-                    quantiles("corevo_event_loop_stall_seconds", title="stall duration")]),
+                    quantiles("corevo_event_loop_stall_seconds", title="stall duration"),
+                    rates("corevo_event_loop_stalls_by_cause_total",
+                          title="stalls per second by cause")]),
     ],
     description="One frozen worker of many shows here: every panel is per worker or max.",
 )
