@@ -43,6 +43,15 @@ def scores() -> dict[str, dict[str, object]]:
     return _bench().corpus_scores(["corevo-obs", *peers])
 
 
+@pytest.mark.parametrize("peer", ["flake8-async", "ruff"])
+def test_peer_is_installed_for_the_comparison(peer: str) -> None:
+    """Says which comparison did not run: CI runs these tests under the other installed
+    Pythons too, where only the core lint's requirements are installed."""
+    if peer not in _peers():
+        pytest.skip(f"{peer} is not installed for Python {sys.version_info[0]}."
+                    f"{sys.version_info[1]}: compared with it where it is (the dev env)")
+
+
 def test_the_corpus_is_found_exactly(scores: dict[str, dict[str, object]]) -> None:
     ours = scores["corevo-obs"]
     assert ours["labelled"] >= 60  # type: ignore[operator]
