@@ -27,8 +27,8 @@ import pytest
 from corevo_obs.loadtest.driver import plan, plan_digest
 from corevo_obs.loadtest.server import check_loopback, parse_stall_line
 from corevo_obs.loadtest.workload import WorkloadError, load_workload, parse_workload
-from tests.apps import ROOT, app_env
-from tests.conftest import _need
+from tests.apps import ROOT, app_env, python, serve
+from tests.conftest import _need, free_port
 
 WORKLOAD = ROOT / "examples" / "loadtest.toml"
 SLEEP_LINE = next(i for i, line in enumerate(
@@ -157,6 +157,34 @@ def test_non_loopback_url_refused() -> None:
             check_loopback(url, "APP")
     for url in ("http://127.0.0.1:8000/", "http://localhost:1", "http://[::1]:2"):
         check_loopback(url, "APP")
+
+
+@pytest.mark.timeout(90)
+def test_url_of_a_running_app_is_driven_and_its_log_tailed(tmp_path: Path) -> None:
+    """An app the tool did not start: no kill (said so), stall lines from --server-log."""
+    up_port, app_port = free_port(), free_port()
+    short = tmp_path / "short.toml"
+    short.write_text(
+        "seed = 3\nduration_seconds = 4\nmax_requests = 200\nbaseline_seconds = 1.5\n"
+        "kill_worker_at_seconds = 2\n"
+        f"[upstream]\nport = {up_port}\n"
+        "[[mix]]\nkind = 'short'\npath = '/items/{n}'\nrate = 10\n"
+        "[[mix]]\nkind = 'short'\npath = '/report'\nrate = 2\n"
+        "[[mix]]\nkind = 'short'\npath = '/upstream'\nrate = 3\ncalls_upstream = true\n")
+    log = tmp_path / "app.log"
+    env = app_env(UPSTREAM_URL=f"http://127.0.0.1:{up_port}/", EXAMPLE_BLOCKING="1",
+                  COREVO_LOOP_LOG_INTERVAL="0")
+    cmd = python("-m", "uvicorn", "examples.fastapi_app:app", "--port", str(app_port),
+                 "--log-level", "warning")
+    with serve(cmd, app_port, env, log):
+        done = _cli("loadtest", f"http://127.0.0.1:{app_port}", "--workload", str(short),
+                    "--server-log", str(log), "--out", str(tmp_path / "out"), "--json")
+    assert done.returncode == 1, done.stdout + done.stderr
+    v = {x["name"]: x for x in json.loads(done.stdout)["verdicts"]}
+    assert v["stalls"]["status"] == "failed"
+    assert v["stalls"]["where"].endswith(f"fastapi_app.py:{SLEEP_LINE}"), v["stalls"]
+    assert v["upstream"]["status"] == "passed", v["upstream"]
+    assert v["restart"]["status"] == "not exercised" and "URL" in v["restart"]["message"]
 
 
 def test_stall_line_parsed_with_worker_and_line() -> None:

@@ -12,6 +12,7 @@ import asyncio
 import os
 import shutil
 import signal
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Any
 from . import observe
 from .driver import Driver
 from .report import write_report
-from .server import Target, check_loopback, serve_app
+from .server import LogTail, Target, check_loopback, serve_app
 from .upstream import start_upstream
 from .verdicts import Observations, Verdict, judge
 from .workload import Workload, WorkloadError
@@ -58,7 +59,7 @@ def run_loadtest(app: str, workload: Workload, *, workers: int, out_dir: Path,
     if not is_url and workers < 2 and workload.kill_worker_at_seconds is not None:
         raise WorkloadError("the workload kills a worker mid-run (kill_worker_at_seconds): "
                             "serve 2 or more", source="--workers")
-    upstream = start_upstream(workload.upstream)
+    upstream = start_upstream(workload.upstream, out_dir / "upstream.log")
     target: Target | None = None
     scraper: observe.Scraper | None = None
     try:
@@ -70,6 +71,8 @@ def run_loadtest(app: str, workload: Workload, *, workers: int, out_dir: Path,
         if is_url:
             target = Target(base, metrics, served=False)
             _check_metrics(metrics)
+            if server_log is not None:
+                target.log = _follow(server_log, out_dir, clock)
         else:
             target = serve_app(app, workers=workers, env=env, out_dir=out_dir, clock=clock)
         scraper = observe.Scraper(target.metrics_url, clock).start()
@@ -87,12 +90,13 @@ def run_loadtest(app: str, workload: Workload, *, workers: int, out_dir: Path,
         result = asyncio.run(driver.run())
         scraper.mark("end")
         scraper.stop()
+        if not target.served and target.log is not None:
+            time.sleep(0.3)  # the last lines the app wrote
+            target.log.join()
         stalls = list(target.log.stalls) if target.log else []
-        if server_log is not None:
-            stalls = _stalls_from_file(server_log)
         load_stalls = [s for s in stalls if s.at >= result.load_start - 0.5]
         obs = _observations(scraper, result, load_stalls, upstream.stats(),
-                            stalls_logged=target.log is not None or server_log is not None)
+                            stalls_logged=target.log is not None)
         verdicts = judge(workload, obs)
         from .report import build_report
 
@@ -125,15 +129,17 @@ def _check_metrics(url: str) -> None:
                             "the app, and is this its metrics endpoint?)", source=url)
 
 
-def _stalls_from_file(path: Path) -> list[Any]:
-    from .server import parse_stall_line
-
+def _follow(path: Path, out_dir: Path, clock: Any) -> LogTail:
+    """Tail the running app's log from its current end (older stalls are not this run's)."""
     try:
-        text = path.read_text(errors="replace")
+        stream = open(path, "rb")  # noqa: SIM115 - closed with the tail's thread
+        if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
+            stream.close()
+            raise WorkloadError("not a regular file", source=f"--server-log {path}")
+        stream.seek(0, os.SEEK_END)
     except OSError as exc:
-        raise WorkloadError(exc.strerror or str(exc), source=str(path)) from None
-    found = (parse_stall_line(line, 1e9) for line in text.splitlines())
-    return [s for s in found if s is not None]
+        raise WorkloadError(exc.strerror or str(exc), source=f"--server-log {path}") from None
+    return LogTail(stream, out_dir / "server.log", clock, follow=True)
 
 
 def _kill_one(target: Target, clock: Any, seed: int) -> dict[str, Any]:

@@ -26,7 +26,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -131,21 +131,36 @@ def _free_port() -> int:
 
 
 class LogTail:
-    """Reads a process's output line by line into a file, picking out stall lines."""
+    """Reads a process's output line by line into a file, picking out stall lines.
 
-    def __init__(self, stream: IO[bytes], path: Path, clock: Callable[[], float]) -> None:
+    ``follow=True`` tails a log file someone else writes (an app the tool did not start):
+    only lines written from now on, polled until :meth:`join`.
+    """
+
+    def __init__(self, stream: IO[bytes], path: Path, clock: Callable[[], float], *,
+                 follow: bool = False) -> None:
         self.path = path
         self.stalls: list[StallLine] = []
         self.tail: list[str] = []
         self._clock = clock
         self._stream = stream
+        self._follow = follow
+        self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, name="corevo-loadtest-log",
                                         daemon=True)
         self._thread.start()
 
+    def _lines(self) -> Iterator[bytes]:
+        while True:
+            raw = self._stream.readline()
+            if raw:
+                yield raw
+            elif not self._follow or self._done.wait(0.1):
+                return
+
     def _run(self) -> None:
         with open(self.path, "ab") as out:
-            for raw in iter(self._stream.readline, b""):
+            for raw in self._lines():
                 out.write(raw)
                 out.flush()
                 text = raw.decode(errors="replace").rstrip("\n")
@@ -155,7 +170,10 @@ class LogTail:
                     self.stalls.append(found)
 
     def join(self, timeout: float = 5.0) -> None:
+        self._done.set()
         self._thread.join(timeout)
+        if self._follow and not self._thread.is_alive():
+            self._stream.close()
 
 
 @dataclass
@@ -203,6 +221,8 @@ class Target:
         return None
 
     def stop(self) -> None:
+        if not self.served and self.log is not None:
+            self.log.join()
         for proc in reversed(self.procs):
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)

@@ -16,12 +16,13 @@ import argparse
 import asyncio
 import json
 import os
+import selectors
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .workload import UpstreamSpec
@@ -52,6 +53,8 @@ class Upstream:
             return {}
 
     def stop(self) -> None:
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -61,24 +64,26 @@ class Upstream:
                 self.proc.wait()
 
 
-def start_upstream(spec: UpstreamSpec, timeout: float = 20.0) -> Upstream:
-    """Start the upstream process and wait until it says which port it bound."""
+def start_upstream(spec: UpstreamSpec, log: Path, timeout: float = 20.0) -> Upstream:
+    """Start the upstream process and wait until it says which port it bound.
+
+    Its stderr goes to ``log`` (a pipe nobody reads would fill and block it)."""
     cmd = [sys.executable, "-m", "corevo_obs.loadtest.upstream",
            "--latency", repr(spec.latency_seconds), "--body-bytes", str(spec.body_bytes),
            "--chunks", str(spec.stream_chunks), "--interval", repr(spec.chunk_interval_seconds),
            "--port", str(spec.port)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    with open(log, "ab") as err:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err)
     assert proc.stdout is not None
-    deadline = time.monotonic() + timeout
     line = b""
-    while time.monotonic() < deadline:  # the child prints one line as soon as it listens
-        line = proc.stdout.readline()
-        if line or proc.poll() is not None:
-            break
+    with selectors.DefaultSelector() as sel:  # the child prints its port once it listens
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        if sel.select(timeout):
+            line = proc.stdout.readline()
     if not line.strip().isdigit():
         proc.kill()
-        _, err = proc.communicate()
-        said = err.decode(errors="replace").strip().splitlines()
+        proc.wait()
+        said = log.read_text(errors="replace").strip().splitlines()
         from .workload import WorkloadError
 
         raise WorkloadError(f"the upstream did not start ({said[-1] if said else 'no output'})",
