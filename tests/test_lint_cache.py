@@ -5,11 +5,14 @@ never a crash or a wrong finding."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -19,6 +22,7 @@ from corevo_obs.lint.runner import iter_files, module_name
 from corevo_obs.lint.scan import scan_source
 
 TESTS = Path(__file__).parent
+BENCH = TESTS.parent / "bench" / "lint_bench.py"
 TREES = [(TESTS / "lint_corpus", load_config(TESTS / "lint_corpus" / "pyproject.toml")),
          (TESTS / "lint_eval", LintConfig(offload_methods={"submit_blocking": 0}))]
 
@@ -267,3 +271,40 @@ def test_cli_cache_flags_and_environment(tmp_path: Path) -> None:
     bad = _cli(tmp_path, ".", "--cache-dir", str(tmp_path / "blocked" / "c"))
     assert bad.returncode == 1 and bad.stdout == first.stdout
     assert "note: cache" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def _bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("lint_bench", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("lint_bench", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_warm_run_parses_nothing_and_one_edit_parses_one_file(tmp_path: Path) -> None:
+    """On the bench's generated tree (chains cross modules): the unchanged re-run is one
+    entry, an edited module is the only file parsed, and the findings stay exact."""
+    root = tmp_path / "tree"
+    _bench().generate_tree(root, 300)
+    cache_dir = tmp_path / "cache"
+    start = time.perf_counter()
+    cold = run([str(root)], LintConfig(), LintCache.at(cache_dir))
+    cold_s = time.perf_counter() - start
+    assert len(cold) == 5 * 300
+
+    start = time.perf_counter()
+    warm = LintCache.at(cache_dir)
+    assert run([str(root)], LintConfig(), warm) == cold
+    warm_s = time.perf_counter() - start
+    assert warm.stats.trees == 1 and warm.stats.hits == 0
+    assert warm_s < cold_s / 3, (warm_s, cold_s)
+
+    edited = root / "svc" / "p000" / "m007.py"  # m008 chains into its write_7
+    edited.write_text(edited.read_text().replace('with open(path, "w") as fh:\n'
+                                                 '        fh.write(data)', "return data"))
+    one = LintCache.at(cache_dir)
+    after = run([str(root)], LintConfig(), one)
+    assert one.stats.hits == 299  # every other module from its entry
+    assert after == run([str(root)], LintConfig(), None)
+    assert len(after) == len(cold) - 1  # m008's save_8 -> persist_8 -> write_7 is gone
