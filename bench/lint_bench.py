@@ -1,12 +1,20 @@
 """Wall time of ``corevo-obs lint`` vs ``flake8 --select ASYNC`` (flake8-async) and
-``ruff check --select ASYNC`` on the same files (issue 5 target: >= 3x faster than flake8),
+``ruff check --select ASYNC`` on the same files, cold and warm (issue 5 target: >= 3x
+faster than flake8; issue 17: a warm re-run of an unchanged 1,000-file tree <= 0.5 s),
 and with ``--corpus`` their recall and precision on the labelled corpus.
 
-The files are the installed site-packages tree (or an evenly strided sample of it, since
-flake8 needs many minutes for the whole tree). Each tool runs as a whole process, as a
-user runs it; the three are interleaved with a rotating order, and the medians of the
-per-round ratios are printed, plus each tool's finding count.
+The files are a generated tree of async service modules (``--generated N``: helpers,
+guarded helpers, chains across modules, offloads, direct blocking calls), or the
+installed site-packages tree or an evenly strided sample of it (``--files``), copied to a
+temp dir. Each tool runs as a whole process, as a user runs it; the tools are interleaved
+with a rotating order. Per round and tool: *cold* (an empty cache dir), *warm* (the same
+command again, nothing changed) and *warm, one file changed* (a comment appended to one
+module). flake8 has no cache, so its every run is cold: it runs once per round and that
+figure stands for all three. The medians of the per-round ratios are printed, plus each
+tool's finding count. Python tools run with bytecode caching on (as installed packages
+have it), after one untimed warm-up run.
 
+    python bench/lint_bench.py --generated 1000 [--rounds 3]   # the cold / warm table
     python bench/lint_bench.py [--files 2000] [--rounds 3] [--jobs N] [--tree DIR]
     python bench/lint_bench.py --files 0 --tools corevo-obs,ruff --rounds 7   # whole tree
     python bench/lint_bench.py --corpus          # recall / precision on tests/lint_corpus
@@ -57,6 +65,114 @@ def commands(jobs: int) -> dict[str, list[str]]:
     }
 
 
+def cached_commands(jobs: int, cache: Path) -> dict[str, list[str]]:
+    """The same commands with a cache dir (flake8 has none)."""
+    cmds = commands(jobs)
+    cmds["corevo-obs"] = [*cmds["corevo-obs"], "--cache-dir", str(cache / "corevo")]
+    cmds["ruff"] = [c for c in cmds["ruff"] if c != "--no-cache"] + [
+        "--cache-dir", str(cache / "ruff")]
+    return cmds
+
+
+MODULE = '''"""Generated service module {i} of {n}: helpers, chains across modules, offloads."""
+import asyncio
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+from {up_pkg} import {up_mod} as upstream
+
+REPORT = "report"
+CACHE = "cache"
+
+
+def load_{i}(key, trust_env=False):
+    if key == REPORT:
+        with open(f"/srv/{{key}}.json") as fh:
+            return json.load(fh)
+    if trust_env:
+        return Path.home().joinpath(".netrc").read_text()
+    return {{"key": key}}
+
+
+def render_{i}(rows):
+    return "\\n".join(str(r) for r in sorted(rows))
+
+
+def persist_{i}(path, data):
+    upstream.write_{up}(path, data)
+
+
+def write_{i}(path, data):
+    with open(path, "w") as fh:
+        fh.write(data)
+
+
+class Store{i}:
+    def __init__(self, root):
+        self.root = root
+
+    def get(self, name):
+        return (Path(self.root) / name).read_bytes()
+
+    def size(self, name):
+        return len(name)
+
+
+async def handler_{i}(request):
+    rows = load_{i}(CACHE)
+    time.sleep(0.01)
+    return render_{i}(rows)
+
+
+async def report_{i}(request):
+    return load_{i}(REPORT)
+
+
+async def save_{i}(path, data):
+    persist_{i}(path, data)
+    await asyncio.to_thread(write_{i}, path, data)
+
+
+async def fetch_{i}(store: Store{i}, name):
+    store.size(name)
+    data = store.get(name)
+    loop = asyncio.get_running_loop()
+    more = await loop.run_in_executor(None, store.get, name)
+    return data + more
+
+
+async def spawn_{i}(cmd):
+    proc = await asyncio.create_subprocess_exec(*cmd)
+    await proc.wait()
+    subprocess.run(cmd, check=False)
+    return os.path.join("a", "b")
+'''
+
+
+def generate_tree(root: Path, modules: int, per_package: int = 50) -> list[str]:
+    """``modules`` async service modules in packages of ``per_package``; each one's
+    ``persist_i`` chains into the previous module's ``write``. Returns the file paths."""
+    def place(i: int) -> tuple[str, str]:
+        pkg, mod = divmod(i, per_package)
+        return f"svc.p{pkg:03d}", f"m{mod:03d}"
+
+    (root / "svc").mkdir(parents=True, exist_ok=True)
+    (root / "svc" / "__init__.py").write_text("")
+    for i in range(modules):
+        pkg, mod = place(i)
+        up = (i - 1) % modules
+        up_pkg, up_mod = place(up)
+        folder = root.joinpath(*pkg.split("."))
+        folder.mkdir(exist_ok=True)
+        (folder / "__init__.py").write_text("")
+        (folder / f"{mod}.py").write_text(MODULE.format(i=i, n=modules, up=up, up_pkg=up_pkg,
+                                                        up_mod=up_mod))
+    return sorted(str(p) for p in root.rglob("*.py"))
+
+
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "lint_corpus"
 _LABEL = re.compile(r"#\s*error:\s*COB\d{3}")
 _REPORT = re.compile(r"^(?:\./)?(?P<path>[^:\s]+\.py):(?P<line>\d+):\d+: (?P<code>[A-Z]+\d+)\b")
@@ -74,9 +190,10 @@ def blocking_lines(output: str) -> set[Line]:
     return found
 
 
-def run(cmd: list[str], files_arg: list[str], cwd: str | Path) -> tuple[float, set[Line]]:
+def run(cmd: list[str], files_arg: list[str], cwd: str | Path,
+        env: dict[str, str] | None = None) -> tuple[float, set[Line]]:
     start = time.perf_counter()
-    proc = subprocess.run([*cmd, *files_arg], cwd=cwd, capture_output=True, text=True)
+    proc = subprocess.run([*cmd, *files_arg], cwd=cwd, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - start
     if proc.returncode not in (0, 1, 2) or "Traceback" in proc.stderr:
         raise SystemExit(f"{cmd[0]} failed ({proc.returncode}): {proc.stderr[-2000:]}")
@@ -124,8 +241,75 @@ def print_corpus_scores() -> None:
             print(f"    false positive {path}:{line}")
 
 
+PHASES = ("cold", "warm", "warm, 1 changed")
+
+
+def copy_sample(files: list[str], tree: Path, into: Path) -> list[str]:
+    """The sample copied under ``into`` (a changed file must not touch the real tree)."""
+    out = []
+    for f in files:
+        target = into / Path(f).relative_to(tree)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(f, target)
+        out.append(str(target))
+    return out
+
+
+def timing(files: list[str], tools: list[str], rounds: int, jobs: int, work: Path,
+           changed: str) -> None:
+    """Cold, warm and one-file-changed wall times per tool, interleaved; ratios printed."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    walls: dict[tuple[str, str], list[float]] = {(t, p): [] for t in tools for p in PHASES}
+    found: dict[str, set[Line]] = {}
+    original = Path(changed).read_bytes()
+    cwd = work / "cwd"  # no project config is picked up
+    cwd.mkdir()
+    for name in tools:  # untimed: writes the tools' own bytecode caches
+        run(commands(jobs)[name], files[:20], cwd, env)
+    for r in range(rounds):
+        order = tools[r % len(tools):] + tools[: r % len(tools)]
+        for name in order:
+            cache = work / f"cache-{r}-{name}"
+            cmd = cached_commands(jobs, cache)[name]
+            wall, found[name] = run(cmd, files, cwd, env)
+            walls[name, "cold"].append(wall)
+            if name == "flake8-async":  # no cache: every run is a cold one
+                walls[name, "warm"].append(wall)
+                walls[name, "warm, 1 changed"].append(wall)
+                continue
+            walls[name, "warm"].append(run(cmd, files, cwd, env)[0])
+            Path(changed).write_bytes(original + b"\n# edited\n")
+            try:
+                walls[name, "warm, 1 changed"].append(run(cmd, files, cwd, env)[0])
+            finally:
+                Path(changed).write_bytes(original)
+        print(f"round {r + 1}: " + ", ".join(
+            f"{n} {walls[n, 'cold'][-1]:.2f}/{walls[n, 'warm'][-1]:.2f}/"
+            f"{walls[n, 'warm, 1 changed'][-1]:.2f}s" for n in tools), flush=True)
+    print("median wall time, s (cold = empty cache; warm = nothing changed; "
+          "1 changed = one module edited)")
+    print(f"{'tool':13s} " + " ".join(f"{p:>16s}" for p in PHASES) + "   blocking lines")
+    for name in tools:
+        print(f"{name:13s} " + " ".join(f"{statistics.median(walls[name, p]):16.2f}"
+                                        for p in PHASES) + f"   {len(found[name])}")
+    for peer in tools[1:]:
+        ratios = []
+        for phase in PHASES:
+            pairs = zip(walls[peer, phase], walls["corevo-obs", phase], strict=True)
+            ratios.append(f"{phase} {statistics.median(p / o for p, o in pairs):.2f}x")
+        print(f"{peer} / corevo-obs: " + ", ".join(ratios) + " (>1: corevo-obs faster)")
+    for peer in tools[1:]:
+        shared = found[peer] & found["corevo-obs"]
+        print(f"of {peer}'s {len(found[peer])} lines corevo-obs reports {len(shared)}, "
+              f"and {len(found['corevo-obs'] - found[peer])} more")
+        for path, line in sorted(found[peer] - found["corevo-obs"])[:20]:
+            print(f"    only {peer}: {path}:{line}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--generated", type=int, default=0, metavar="N",
+                    help="lint a generated tree of N async modules instead of site-packages")
     ap.add_argument("--tree", type=Path, default=Path(site.getsitepackages()[0]))
     ap.add_argument("--files", type=int, default=2000, help="sample size; 0 = every file")
     ap.add_argument("--rounds", type=int, default=3)
@@ -138,38 +322,21 @@ def main() -> None:
     if args.corpus:
         print_corpus_scores()
         return
-
-    files = python_files(args.tree, args.files or None)
-    size = sum(os.path.getsize(f) for f in files) / 1e6
-    print(f"{len(files)} files, {size:.0f} MB under {args.tree}; {args.jobs} jobs, "
-          f"{os.cpu_count()} CPUs, {args.rounds} rounds")
-    wanted = {"corevo-obs", *args.tools.split(",")}
-    cmds = {n: c for n, c in commands(args.jobs).items() if n in wanted}
-    names = list(cmds)
-    walls: dict[str, list[float]] = {n: [] for n in names}
-    found: dict[str, set[Line]] = {}
-    with tempfile.TemporaryDirectory() as cwd:  # no project config is picked up
-        for r in range(args.rounds):
-            order = names[r % len(names):] + names[: r % len(names)]
-            for name in order:
-                wall, found[name] = run(cmds[name], files, cwd)
-                walls[name].append(wall)
-            print(f"round {r + 1}: " + ", ".join(f"{n} {walls[n][-1]:.1f}s" for n in names),
-                  flush=True)
-    ours = walls["corevo-obs"]
-    for name in names:
-        print(f"{name:13s} median {statistics.median(walls[name]):7.2f} s   "
-              f"blocking-call lines reported {len(found[name])}")
-    for peer in names[1:]:
-        shared = found[peer] & found["corevo-obs"]
-        print(f"of {peer}'s {len(found[peer])} lines corevo-obs reports {len(shared)}, "
-              f"and {len(found['corevo-obs'] - found[peer])} more")
-        for path, line in sorted(found[peer] - found["corevo-obs"]):
-            print(f"    only {peer}: {path}:{line}")
-    for peer in names[1:]:
-        ratios = [p / o for p, o in zip(walls[peer], ours, strict=True)]
-        print(f"{peer} / corevo-obs wall time: {statistics.median(ratios):.2f}x "
-              f"(>1 means corevo-obs is faster)")
+    tools = ["corevo-obs", *(t for t in args.tools.split(",") if t and t != "corevo-obs")]
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        if args.generated:
+            files = generate_tree(work / "tree", args.generated)
+            what = f"a generated tree of {args.generated} async modules"
+        else:
+            files = copy_sample(python_files(args.tree, args.files or None), args.tree,
+                                work / "tree")
+            what = f"a copy of {args.tree}"
+        size = sum(os.path.getsize(f) for f in files) / 1e6
+        print(f"{len(files)} files, {size:.1f} MB: {what}; {args.jobs} jobs, "
+              f"{os.cpu_count()} CPUs, {args.rounds} rounds, load {os.getloadavg()[0]:.1f}")
+        changed = next(f for f in files if b"async def" in Path(f).read_bytes())
+        timing(files, tools, args.rounds, args.jobs, work, changed)
 
 
 if __name__ == "__main__":
