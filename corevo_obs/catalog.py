@@ -218,6 +218,47 @@ _SPECS: tuple[MetricSpec, ...] = (
         "Holders whose worker is gone, as read by the auditor.",
         "leases", ("quota",), gauge_mode="mostrecent",
     ),
+    MetricSpec(
+        "corevo_lease_fail_open_total", "counter",
+        "Degraded leases granted because the backend failed and the store is fail_open: "
+        "the backend never saw them, so the limit does not hold for them.",
+        "leases", ("worker", "quota"),
+    ),
+    MetricSpec(
+        "corevo_lease_replica_wait_timeouts_total", "counter",
+        "Grants and renewals that no replica confirmed within the WAIT timeout (a grant is "
+        "then released and rejected, a renewal confirms nothing).",
+        "leases", ("worker", "quota", "op"),
+        values={"op": ("acquire", "renew")},
+    ),
+    MetricSpec(
+        "corevo_lease_stranded_total", "counter",
+        "Sharded quota: admissions rejected while another shard had a free slot as last seen "
+        "(capacity stranded on the wrong shard).",
+        "leases", ("worker", "quota"),
+    ),
+    MetricSpec(
+        "corevo_lease_rebalanced_total", "counter",
+        "Sharded quota: slots of limit moved from a shard with idle slots to a busy one.",
+        "leases", ("worker", "quota"),
+    ),
+    MetricSpec(
+        "corevo_breaker_state", "gauge",
+        "Circuit breaker of a lease backend: 0 closed, 1 half-open (one probe), 2 open "
+        "(calls short-circuited).",
+        "leases", ("worker", "backend"),
+    ),
+    MetricSpec(
+        "corevo_breaker_transitions_total", "counter",
+        "Circuit breaker state changes, by the state entered.",
+        "leases", ("worker", "backend", "to"),
+        values={"to": ("closed", "half_open", "open")},
+    ),
+    MetricSpec(
+        "corevo_breaker_short_circuited_total", "counter",
+        "Calls refused by an open breaker without reaching the backend.",
+        "leases", ("worker", "backend"),
+    ),
     # --- claims (failure class 2) ---
     MetricSpec(
         "corevo_claim_total", "counter",

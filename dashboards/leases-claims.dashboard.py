@@ -16,6 +16,18 @@ dashboard = dashboard(
             gauges("corevo_lease_oldest_heartbeat_age_seconds", title="stalest holder heartbeat"),
             gauges("corevo_lease_orphaned_holders", title="orphaned holders"),
         ]),
+        ("Lease backend: shards, replicas, breaker", [
+            rates("corevo_lease_stranded_total",
+                  title="sharded: rejected while another shard had room"),
+            rates("corevo_lease_rebalanced_total", title="sharded: slots of limit moved"),
+            rates("corevo_lease_replica_wait_timeouts_total",
+                  title="grants/renewals no replica confirmed (WAIT timeout)"),
+            gauges("corevo_breaker_state", title="breaker state (0 closed, 1 half-open, 2 open)"),
+            rates("corevo_breaker_transitions_total", title="breaker transitions"),
+            rates("corevo_breaker_short_circuited_total",
+                  title="calls short-circuited (backend down)"),
+            rates("corevo_lease_fail_open_total", title="fail-open grants (limit not held!)"),
+        ]),
         ("Claims", [
             rates("corevo_claim_total", title="claims by outcome"),
             rates("corevo_claim_start_total", title="starts by outcome (fenced = stale owner)"),

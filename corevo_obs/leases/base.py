@@ -51,6 +51,7 @@ from ..errors import ConfigError, LeaseLost, LeaseRejected
 from ..guard import absorb
 from ..identity import worker_name
 from ..observer import AcquireOutcome, MetricsObserver, Observer
+from .breaker import BreakerOpen, CircuitBreaker, ShortCircuited
 from .holder import HolderIds
 
 DEFAULT_TIMEOUT: Final = 30.0
@@ -105,6 +106,7 @@ class _LeaseCore:
         observer: Observer | None = None,
         registry: CollectorRegistry | None = None,
         fail_open: bool = False,
+        breaker: CircuitBreaker | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         if not isinstance(quota, str) or not _QUOTA_RE.match(quota):
@@ -127,6 +129,10 @@ class _LeaseCore:
         self.clock = clock
         self._registry = registry
         self._ids = HolderIds(self.worker)
+        #: short-circuits calls to a backend that failed repeatedly (see ``breaker.py``)
+        self.breaker = breaker
+        if breaker is not None:
+            breaker.bind(self.worker, registry)
 
     def store_wait(self) -> tuple[float, str]:
         """The longest one backend call may block, and what that wait is (for messages)."""
@@ -159,6 +165,7 @@ class _LeaseCore:
         ``granted_at``: on the hot path every call counts (see bench/lease_bench.py).
         """
         t1 = monotonic()
+        self._succeeded()
         outcome: AcquireOutcome = ("granted" if res.granted
                                    else "fenced" if res.fenced else "rejected")
         self._last_outcome = outcome
@@ -166,18 +173,60 @@ class _LeaseCore:
                                      limit=self.limit, seconds=t1 - t0)
         return t1 if res.granted else None
 
+    def _gate(self) -> None:
+        """Raise ``ShortCircuited`` (inside the call's ``try``) when the breaker is open."""
+        b = self.breaker
+        if b is not None and b.state != "closed" and not b.allow():
+            raise ShortCircuited(self.quota)
+
+    def _succeeded(self) -> None:
+        b = self.breaker
+        if b is not None and (b.streak or b.state != "closed"):
+            b.success()
+
     def _failed(self, what: str, exc: BaseException) -> bool:
-        """Absorb a backend error; the return value is the fail-open/closed decision."""
-        absorb(f"lease-{what}", exc, worker=self.worker, registry=self._registry)
+        """Absorb a backend error; the return value is the fail-open/closed decision.
+
+        A short-circuit was counted by the breaker and reached no backend; an error the
+        backend itself answered with (``backend_answered``) does not count as down.
+        """
+        if not isinstance(exc, ShortCircuited):
+            if self.breaker is not None and not getattr(exc, "backend_answered", False):
+                self.breaker.failure()
+            absorb(f"lease-{what}", exc, worker=self.worker, registry=self._registry)
         return self.fail_open
 
     def _acquire_failed(self, exc: BaseException, t0: float) -> bool:
         self._last_outcome = "error"
         self.observer.lease_acquired(self.quota, "error", limit=self.limit,
                                      seconds=monotonic() - t0)
-        return self._failed("acquire", exc)
+        if self._failed("acquire", exc):
+            self._fail_open_granted()
+            return True
+        return False
+
+    def _fail_open_granted(self) -> None:
+        try:
+            from ..metrics import child
+
+            child("corevo_lease_fail_open_total", self._registry, worker=self.worker,
+                  quota=self.quota).inc()
+        except Exception as exc:  # noqa: BLE001 - reporting never stops the grant
+            absorb("lease-fail-open", exc, worker=self.worker, registry=self._registry)
+
+    def _breaker_open(self) -> bool:
+        b = self.breaker
+        return b is not None and b.state != "closed" and self._last_outcome == "error"
+
+    def _unavailable(self) -> None:
+        """After a failed acquire: ``BreakerOpen`` at once while the backend is known down
+        (a waiting caller would only retry into the open breaker)."""
+        if self._breaker_open():
+            assert self.breaker is not None
+            raise BreakerOpen(self.quota, self.breaker.retry_after())
 
     def _heartbeat_done(self, renewed: bool) -> bool:
+        self._succeeded()
         self.observer.lease_heartbeat(self.quota, "renewed" if renewed else "lost")
         return renewed
 
@@ -186,6 +235,7 @@ class _LeaseCore:
         self._failed("heartbeat", exc)
 
     def _released(self, removed: bool, granted_at: float | None) -> bool:
+        self._succeeded()
         if not removed:
             self.observer.lease_released(self.quota, "noop")
         else:
@@ -243,6 +293,7 @@ class LeaseStore(_LeaseCore, ABC):
         holder = holder or self._ids.new()
         t0 = monotonic()
         try:
+            self._gate()
             res = self._try_acquire(holder)
         except Exception as exc:  # noqa: BLE001 - backend failure becomes a policy decision
             if self._acquire_failed(exc, t0):
@@ -254,6 +305,7 @@ class LeaseStore(_LeaseCore, ABC):
     def _beat(self, holder: str) -> bool | None:
         """Renew: True renewed, False lost, None unknown (backend error, counted)."""
         try:
+            self._gate()
             return self._heartbeat_done(self._renew(holder))
         except Exception as exc:  # noqa: BLE001
             self._heartbeat_failed(exc)
@@ -266,6 +318,7 @@ class LeaseStore(_LeaseCore, ABC):
 
     def release(self, holder: str, granted_at: float | None = None) -> bool:
         try:
+            self._gate()
             return self._released(self._remove(holder), granted_at)
         except Exception as exc:  # noqa: BLE001
             return self._release_failed(exc)
@@ -280,6 +333,7 @@ class LeaseStore(_LeaseCore, ABC):
             lease = self.acquire(holder)
             if lease is not None:
                 return lease
+            self._unavailable()
             pause = self._rejected(started, wait, poll)
             if pause is None:
                 raise LeaseRejected(self.quota, self._last_outcome, wait)
@@ -324,6 +378,7 @@ class AsyncLeaseStore(_LeaseCore, ABC):
         holder = holder or self._ids.new()
         t0 = monotonic()
         try:
+            self._gate()
             res = await self._try_acquire(holder)
         except Exception as exc:  # noqa: BLE001
             if self._acquire_failed(exc, t0):
@@ -335,6 +390,7 @@ class AsyncLeaseStore(_LeaseCore, ABC):
 
     async def _beat(self, holder: str) -> bool | None:
         try:
+            self._gate()
             return self._heartbeat_done(await self._renew(holder))
         except Exception as exc:  # noqa: BLE001
             self._heartbeat_failed(exc)
@@ -346,6 +402,7 @@ class AsyncLeaseStore(_LeaseCore, ABC):
 
     async def release(self, holder: str, granted_at: float | None = None) -> bool:
         try:
+            self._gate()
             return self._released(await self._remove(holder), granted_at)
         except Exception as exc:  # noqa: BLE001
             return self._release_failed(exc)
@@ -359,6 +416,9 @@ class AsyncLeaseStore(_LeaseCore, ABC):
             lease = await self.acquire(holder)
             if lease is not None:
                 return lease
+            if self._breaker_open():
+                await asyncio.sleep(0)  # a caller retrying at once must not starve the loop
+                self._unavailable()
             pause = self._rejected(started, wait, poll)
             if pause is None:
                 raise LeaseRejected(self.quota, self._last_outcome, wait)

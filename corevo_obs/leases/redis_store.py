@@ -17,16 +17,27 @@ a replica that lost it, a FLUSHALL — the script writes it and refuses grants (
 ``fenced``) until one lease timeout has passed, so every holder from before has stopped
 on its own deadline. The fencing token is the server time of the grant in µs, or one more
 than the last token: it grows across restarts as long as the server clock does not step
-back. All keys of a quota share the hash tag ``{quota}`` (one Cluster slot).
-``redis`` is imported only when used.
+back. All keys of a quota share the hash tag ``{quota}`` (one Cluster slot), so every
+script runs on one slot: the stores take a ``redis.cluster.RedisCluster`` (or its asyncio
+twin) as well as a plain client, and EVALSHA is routed by the quota's key.
+
+Failover (a primary with replicas, e.g. behind Sentinel): ``replicas=1`` acknowledges a
+grant only after ``WAIT 1 <wait_timeout>`` says a replica has it (else the grant is
+given back and rejected, counted), and a renewal counts as confirmed only once replicated
+too. The marker then also records the server's ``run_id`` (read by the script itself
+from ``INFO server``): a promoted replica has the marker (it was replicated) but another
+``run_id``, so it fences one timeout exactly like an empty restart. ``redis`` is
+imported only when used.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, Literal
 
-from ..errors import ConfigError
-from .base import AcquireResult, AsyncLeaseStore, LeaseStore, _number
+from ..errors import ConfigError, CorevoObsError
+from ..guard import absorb
+from .base import DEFAULT_TIMEOUT, AcquireResult, AsyncLeaseStore, LeaseStore, _number
+from .breaker import CircuitBreaker, default_breaker
 
 _NOW: Final = """
 local t = redis.call('TIME')
@@ -34,23 +45,40 @@ local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local stamp = t[1] .. '.' .. string.format('%06d', tonumber(t[2]))
 """
 
-# KEYS: quota zset, marker, token counter. ARGV: timeout, limit, holder.
-# Returns {granted (1 granted, 0 rejected, 2 fenced), reaped, held, token}.
-# A holder already present is refreshed and never takes a second slot (safe retry).
-ACQUIRE_LUA: Final = _NOW + """
+_RUN_ID: Final = "string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')"
+
+
+def acquire_lua(*, run_fence: bool = False, limit_key: bool = False) -> str:
+    """The acquire script.
+
+    KEYS: quota zset, marker, token counter, then the run-id key (``run_fence``), then the
+    limit key (``limit_key``: a limit kept in Redis, as a sharded quota's shards have).
+    ARGV: timeout, limit (the default when the limit key is absent), holder.
+    Returns {granted (1 granted, 0 rejected, 2 fenced), reaped, held, token} and, with
+    ``limit_key``, the limit applied. A holder already present is refreshed and never takes
+    a second slot (safe retry).
+    """
+    lim = f"local l = tonumber(redis.call('GET', KEYS[{5 if run_fence else 4}]))\n" \
+          "if l then limit = l end\n" if limit_key else ""
+    run = ("local run = " + _RUN_ID + "\n"
+           "if redis.call('GET', KEYS[4]) ~= run then\n"
+           "  redis.call('SET', KEYS[4], run)\n  mark = nil\nend\n") if run_fence else ""
+    tail = ", limit}" if limit_key else "}"
+    return _NOW + f"""
 local timeout = tonumber(ARGV[1])
-local mark = tonumber(redis.call('GET', KEYS[2]))
-if not mark then
+local limit = tonumber(ARGV[2])
+{lim}local mark = tonumber(redis.call('GET', KEYS[2]))
+{run}if not mark then
   redis.call('SET', KEYS[2], stamp)
   mark = now
 end
 if now < mark + timeout then
-  return {2, 0, redis.call('ZCARD', KEYS[1]), 0}
+  return {{2, 0, redis.call('ZCARD', KEYS[1]), 0{tail}
 end
 local reaped = redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf',
                           '(' .. string.format('%.6f', now - timeout))
 local held = redis.call('ZCARD', KEYS[1])
-if held < tonumber(ARGV[2]) or redis.call('ZSCORE', KEYS[1], ARGV[3]) then
+if held < limit or redis.call('ZSCORE', KEYS[1], ARGV[3]) then
   held = held + redis.call('ZADD', KEYS[1], stamp, ARGV[3])
   local us = tonumber(t[1]) * 1000000 + tonumber(t[2])
   local token = redis.call('INCR', KEYS[3])
@@ -58,10 +86,13 @@ if held < tonumber(ARGV[2]) or redis.call('ZSCORE', KEYS[1], ARGV[3]) then
     redis.call('SET', KEYS[3], string.format('%d', us))
     token = us
   end
-  return {1, reaped, held, token}
+  return {{1, reaped, held, token{tail}
 end
-return {0, reaped, held, 0}
+return {{0, reaped, held, 0{tail}
 """
+
+
+ACQUIRE_LUA: Final = acquire_lua()
 
 # KEYS: quota zset. ARGV: timeout, holder. 1 if renewed, 0 if reaped or expired.
 RENEW_LUA: Final = _NOW + """
@@ -77,18 +108,32 @@ redis.call('ZADD', KEYS[1], 'XX', stamp, ARGV[2])
 return 1
 """
 
-# KEYS: marker. Ends a fence: the quota is declared new (``declare_fresh``).
-FRESH_LUA: Final = "redis.call('SET', KEYS[1], '0') return 1"
+# KEYS: marker [, run-id key]. Ends a fence: the quota is declared new (``declare_fresh``).
+FRESH_LUA: Final = ("redis.call('SET', KEYS[1], '0') if KEYS[2] then redis.call('SET', "
+                    "KEYS[2], " + _RUN_ID + ") end return 1")
 
 KEY_PREFIX: Final = "corevo:lease:"
 CONNECT_TIMEOUT: Final = 1.0
 SOCKET_TIMEOUT: Final = 2.0
+#: the WAIT for a replica's confirmation of a grant or renewal (``replicas=``)
+WAIT_TIMEOUT: Final = 0.1
 
 
 def quota_keys(quota: str, key: str | None = None) -> tuple[str, str, str]:
     """The zset, marker and token keys of a quota (one hash tag unless ``key`` is given)."""
     base = key or f"{KEY_PREFIX}{{{quota}}}"
     return base, f"{base}:marker", f"{base}:token"
+
+
+class ReplicaLag(CorevoObsError):
+    """No replica confirmed a write within the WAIT timeout. The primary answered, so
+    this is not a backend failure for the circuit breaker."""
+
+    backend_answered = True
+
+    def __init__(self, quota: str, acked: int, wanted: int) -> None:
+        self.quota, self.acked, self.wanted = quota, acked, wanted
+        super().__init__(f"lease {quota}: {acked} of {wanted} replicas confirmed in time")
 
 
 def _members(rows: Any) -> list[tuple[str, float]]:
@@ -100,23 +145,63 @@ def _server_time(reply: Any) -> float:
     return int(seconds) + int(micros) / 1e6
 
 
-def _client_waits(client: Any) -> float:
-    """How long one command of a given client may block: (connect + read) per try."""
-    kwargs = getattr(getattr(client, "connection_pool", None), "connection_kwargs", {})
+def is_cluster(client: Any) -> bool:
+    """A ``RedisCluster`` (sync or asyncio): commands without keys need a target node."""
+    return hasattr(client, "get_node_from_key") and hasattr(client, "nodes_manager")
+
+
+def _kwargs_of(client: Any) -> dict[str, Any]:
+    if is_cluster(client):
+        found = getattr(client, "connection_kwargs", None)  # asyncio cluster
+        return dict(found if found is not None else client.nodes_manager.connection_kwargs)
+    return dict(getattr(getattr(client, "connection_pool", None), "connection_kwargs", {}))
+
+
+def _per_try(kwargs: dict[str, Any], what: str) -> float:
     read, connect = kwargs.get("socket_timeout"), kwargs.get("socket_connect_timeout")
     if read is None:
-        raise ConfigError("the Redis client has no socket_timeout: a frozen server would "
-                          "block a renewal forever", source="lease store")
-    retry = kwargs.get("retry")
+        raise ConfigError(f"the {what} has no socket_timeout: a frozen server would block "
+                          "a renewal forever", source="lease store")
+    return float(read) + float(connect if connect is not None else read)
+
+
+def _client_waits(client: Any) -> float:
+    """How long one command of a given client may block: (connect + read) per try, plus
+    the Sentinel look-up of the primary a fresh connection makes (each Sentinel in turn)."""
+    kwargs = _kwargs_of(client)
+    per_try = _per_try(kwargs, "Redis client")
+    retry = getattr(client, "retry", None) if is_cluster(client) else kwargs.get("retry")
     tries = 1 + max(0, int(getattr(retry, "_retries", 0) or 0))
-    return tries * (float(read) + float(connect if connect is not None else read))
+    manager = getattr(getattr(client, "connection_pool", None), "sentinel_manager", None)
+    lookup = sum(_per_try(dict(s.connection_pool.connection_kwargs), "Sentinel client")
+                 for s in getattr(manager, "sentinels", ()))
+    return tries * (per_try + lookup)
+
+
+Breaker = CircuitBreaker | None | Literal["default"]
 
 
 class _RedisSetup:
     """Client, keys and registered scripts: the same for the blocking and asyncio stores."""
 
+    quota: str
+    limit: int
+    worker: str
+    _registry: Any
+
     def _setup(self, quota: str, client: Any, key: str | None, *, asyncio: bool,
-               socket_timeout: float, connect_timeout: float) -> None:
+               socket_timeout: float, connect_timeout: float, replicas: int,
+               wait_timeout: float, replica_fail_open: bool, limit_key: bool = False,
+               options: dict[str, Any]) -> None:
+        if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
+            raise ConfigError(f"replicas must be an int >= 0, got {replicas!r}",
+                              source="lease store")
+        self.replicas = replicas
+        self.wait_timeout = _number(wait_timeout, "wait_timeout")
+        self.replica_fail_open = replica_fail_open
+        if options.get("breaker", "default") == "default":
+            options["breaker"] = default_breaker(
+                f"lease:{quota}", float(options.get("timeout", DEFAULT_TIMEOUT)))
         self._owned = isinstance(client, str)
         if isinstance(client, str):
             socket_timeout = _number(socket_timeout, "socket_timeout")
@@ -138,21 +223,63 @@ class _RedisSetup:
             self._wait = socket_timeout + connect_timeout
         else:
             self._wait = _client_waits(client)
+        if replicas:
+            read = _kwargs_of(client).get("socket_timeout") or socket_timeout
+            if self.wait_timeout >= float(read):
+                raise ConfigError(f"wait_timeout {self.wait_timeout:.3g}s must be below the "
+                                  f"socket timeout {float(read):.3g}s", source="lease store")
+            self._wait += float(read)  # the WAIT itself, on the same connection
         self.client = client
-        self.key, self.marker_key, self.token_key = self.keys = quota_keys(quota, key)
-        self._acquire_script = client.register_script(ACQUIRE_LUA)
+        self._node_kw: dict[str, Any] = {}
+        self.key, self.marker_key, self.token_key = quota_keys(quota, key)
+        keys = [self.key, self.marker_key, self.token_key]
+        self._fresh_keys = [self.marker_key]
+        if replicas:  # a failover is detected by the run id recorded with the marker
+            keys.append(f"{self.key}:run")
+            self._fresh_keys.append(keys[-1])
+        if limit_key:
+            self.limit_key = f"{self.key}:limit"
+            keys.append(self.limit_key)
+        self.keys = keys
+        self._acquire_script = client.register_script(
+            acquire_lua(run_fence=bool(replicas), limit_key=limit_key))
         self._renew_script = client.register_script(RENEW_LUA)
         self._fresh_script = client.register_script(FRESH_LUA)
+
+    def _node(self) -> dict[str, Any]:
+        """``target_nodes=`` for a keyless command (TIME, WAIT) on a Cluster: the quota's
+        primary; empty for a plain client."""
+        if is_cluster(self.client):
+            return {"target_nodes": self.client.get_node_from_key(self.key)}
+        return {}
+
+    def _lagged(self, op: Literal["acquire", "renew"], acked: Any) -> bool:
+        """Whether a WAIT reply falls short of ``replicas``; a shortfall is counted."""
+        if int(acked) >= self.replicas:
+            return False
+        try:
+            from ..metrics import child
+
+            child("corevo_lease_replica_wait_timeouts_total", self._registry,
+                  worker=self.worker, quota=self.quota, op=op).inc()
+        except Exception as exc:  # noqa: BLE001
+            absorb("lease-replica-wait", exc, worker=self.worker, registry=self._registry)
+        return True
 
     def store_wait(self) -> tuple[float, str]:
         return self._wait, "Redis connect + socket timeout"
 
 
 class RedisLeaseStore(_RedisSetup, LeaseStore):
-    """Blocking store on ``redis.Redis`` (give a client or a URL).
+    """Blocking store on ``redis.Redis`` or ``redis.cluster.RedisCluster`` (give a client
+    or a URL; a Sentinel-managed client from ``Sentinel.master_for`` is a plain client).
 
     From a URL the client gets ``socket_timeout`` (2 s) and ``connect_timeout`` (1 s)
     and no retries; their sum is the store wait that the timeout is checked against.
+    ``replicas=1`` waits (``WAIT``, at most ``wait_timeout`` s) for a replica to have
+    each grant and renewal and fences after a failover (see the module docstring);
+    ``replica_fail_open=True`` keeps a grant no replica confirmed. ``breaker=`` takes a
+    ``CircuitBreaker`` (default: 5 failures, back-off of a quarter timeout) or None.
 
     Example::
 
@@ -161,20 +288,38 @@ class RedisLeaseStore(_RedisSetup, LeaseStore):
 
     def __init__(self, quota: str, client: Any, *, limit: int, key: str | None = None,
                  socket_timeout: float = SOCKET_TIMEOUT,
-                 connect_timeout: float = CONNECT_TIMEOUT, **options: Any) -> None:
+                 connect_timeout: float = CONNECT_TIMEOUT, replicas: int = 0,
+                 wait_timeout: float = WAIT_TIMEOUT, replica_fail_open: bool = False,
+                 **options: Any) -> None:
         self._setup(quota, client, key, asyncio=False, socket_timeout=socket_timeout,
-                    connect_timeout=connect_timeout)
+                    connect_timeout=connect_timeout, replicas=replicas,
+                    wait_timeout=wait_timeout, replica_fail_open=replica_fail_open,
+                    limit_key=self._limit_key, options=options)
         super().__init__(quota, limit=limit, **options)
+
+    _limit_key = False
+
+    def _replicated(self, op: Literal["acquire", "renew"]) -> bool:
+        acked = self.client.execute_command(
+            "WAIT", self.replicas, int(self.wait_timeout * 1000), **self._node())
+        return not self._lagged(op, acked)
 
     def _try_acquire(self, holder: str) -> AcquireResult:
         # Inline, not helpers: this is the hot path the bench measures (Lua integers
         # arrive as ints, so no conversions either).
         granted, reaped, held, token = self._acquire_script(
             keys=self.keys, args=[self.timeout, self.limit, holder])
+        if granted == 1 and self.replicas and not self._replicated("acquire") \
+                and not self.replica_fail_open:
+            self.client.zrem(self.key, holder)  # fail closed: not acknowledged
+            return AcquireResult(False, reaped, held - 1)
         return AcquireResult(granted == 1, reaped, held, token, granted == 2)
 
     def _renew(self, holder: str) -> bool:
-        return bool(self._renew_script(keys=[self.key], args=[self.timeout, holder]))
+        renewed = bool(self._renew_script(keys=[self.key], args=[self.timeout, holder]))
+        if renewed and self.replicas and not self._replicated("renew"):
+            raise ReplicaLag(self.quota, 0, self.replicas)
+        return renewed
 
     def _remove(self, holder: str) -> bool:
         return bool(self.client.zrem(self.key, holder))
@@ -183,10 +328,10 @@ class RedisLeaseStore(_RedisSetup, LeaseStore):
         return _members(self.client.zrange(self.key, 0, -1, withscores=True))
 
     def server_time(self) -> float:
-        return _server_time(self.client.time())
+        return _server_time(self.client.execute_command("TIME", **self._node()))
 
     def declare_fresh(self) -> None:
-        self._fresh_script(keys=[self.marker_key])
+        self._fresh_script(keys=self._fresh_keys)
 
     def close(self) -> None:
         if self._owned:
@@ -194,22 +339,41 @@ class RedisLeaseStore(_RedisSetup, LeaseStore):
 
 
 class AsyncRedisLeaseStore(_RedisSetup, AsyncLeaseStore):
-    """The same store on ``redis.asyncio.Redis`` (give a client or a URL)."""
+    """The same store on ``redis.asyncio.Redis`` or ``redis.asyncio.cluster.RedisCluster``
+    (give a client or a URL); the same options."""
 
     def __init__(self, quota: str, client: Any, *, limit: int, key: str | None = None,
                  socket_timeout: float = SOCKET_TIMEOUT,
-                 connect_timeout: float = CONNECT_TIMEOUT, **options: Any) -> None:
+                 connect_timeout: float = CONNECT_TIMEOUT, replicas: int = 0,
+                 wait_timeout: float = WAIT_TIMEOUT, replica_fail_open: bool = False,
+                 **options: Any) -> None:
         self._setup(quota, client, key, asyncio=True, socket_timeout=socket_timeout,
-                    connect_timeout=connect_timeout)
+                    connect_timeout=connect_timeout, replicas=replicas,
+                    wait_timeout=wait_timeout, replica_fail_open=replica_fail_open,
+                    limit_key=self._limit_key, options=options)
         super().__init__(quota, limit=limit, **options)
+
+    _limit_key = False
+
+    async def _replicated(self, op: Literal["acquire", "renew"]) -> bool:
+        acked = await self.client.execute_command(
+            "WAIT", self.replicas, int(self.wait_timeout * 1000), **self._node())
+        return not self._lagged(op, acked)
 
     async def _try_acquire(self, holder: str) -> AcquireResult:
         granted, reaped, held, token = await self._acquire_script(
             keys=self.keys, args=[self.timeout, self.limit, holder])
+        if granted == 1 and self.replicas and not await self._replicated("acquire") \
+                and not self.replica_fail_open:
+            await self.client.zrem(self.key, holder)  # fail closed: not acknowledged
+            return AcquireResult(False, reaped, held - 1)
         return AcquireResult(granted == 1, reaped, held, token, granted == 2)
 
     async def _renew(self, holder: str) -> bool:
-        return bool(await self._renew_script(keys=[self.key], args=[self.timeout, holder]))
+        renewed = bool(await self._renew_script(keys=[self.key], args=[self.timeout, holder]))
+        if renewed and self.replicas and not await self._replicated("renew"):
+            raise ReplicaLag(self.quota, 0, self.replicas)
+        return renewed
 
     async def _remove(self, holder: str) -> bool:
         return bool(await self.client.zrem(self.key, holder))
@@ -218,10 +382,10 @@ class AsyncRedisLeaseStore(_RedisSetup, AsyncLeaseStore):
         return _members(await self.client.zrange(self.key, 0, -1, withscores=True))
 
     async def server_time(self) -> float:
-        return _server_time(await self.client.time())
+        return _server_time(await self.client.execute_command("TIME", **self._node()))
 
     async def declare_fresh(self) -> None:
-        await self._fresh_script(keys=[self.marker_key])
+        await self._fresh_script(keys=self._fresh_keys)
 
     async def close(self) -> None:
         if self._owned:
