@@ -208,13 +208,13 @@ async def _cut_channel(rig: Rig, w: Owner, owner_id: str) -> None:
         return
     import redis.asyncio as aioredis
 
-    from corevo_obs.cancel.redis_bus import CHANNEL_PREFIX
+    from corevo_obs.cancel.redis_bus import CHANNEL_PREFIX, subscriber_count
 
     admin = aioredis.Redis.from_url(rig.redis_url)
     await admin.client_kill_filter(_type="pubsub")  # the server cuts the subscriber
     channel = CHANNEL_PREFIX + owner_id
     for _ in range(500):  # until the server no longer counts the subscriber
-        if not dict(await admin.pubsub_numsub(channel)).get(channel.encode(), 0):
+        if not await subscriber_count(admin, channel):
             break
         await asyncio.sleep(0.01)
     else:
@@ -280,10 +280,10 @@ def test_sigkilled_owner_frees_its_slot_at_lease_expiry_and_the_marker_expires(
                 await bus.mark("another-execution", time.time(), ttl)
                 assert bus.rows() == 1
             else:
-                from corevo_obs.cancel.redis_bus import MARKER_PREFIX
+                from corevo_obs.cancel.redis_bus import marker_key
 
                 raw = bus.client  # type: ignore[attr-defined]
-                assert await raw.exists(MARKER_PREFIX + running["execution"]) == 0
+                assert await raw.exists(marker_key(running["execution"])) == 0
 
     run(rig, scenario, marker_ttl=ttl)
     assert rig.metric("corevo_cancel_delivered_total", path="lease_expiry") == 1

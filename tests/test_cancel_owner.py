@@ -22,7 +22,7 @@ from corevo_obs.cancel import (
     SqliteCancelBus,
     execution_holder,
 )
-from corevo_obs.cancel.redis_bus import CHANNEL_PREFIX, RedisCancelBus
+from corevo_obs.cancel.redis_bus import CHANNEL_PREFIX, RedisCancelBus, subscriber_count
 from corevo_obs.claims import JobStore, SqliteJobStore
 from corevo_obs.leases import AsyncLease, AsyncSqliteLeaseStore
 
@@ -152,7 +152,7 @@ def test_a_cut_redis_subscriber_comes_back_and_pubsub_works_again(
         assert await admin.client_kill_filter(_type="pubsub") == 1
         for _ in range(200):  # resubscribed after the 0.2 s reconnect pause
             await asyncio.sleep(0.02)
-            if dict(await admin.pubsub_numsub(channel)).get(channel.encode()):
+            if await subscriber_count(admin, channel):
                 break
         await admin.aclose()
         routed = await CommandGateway(bus, jobs).cancel(job)

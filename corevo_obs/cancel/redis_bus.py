@@ -1,9 +1,13 @@
 """The cancel bus on Redis: a hash with PEXPIRE as the marker, PUBLISH as the wake-up.
 
-``corevo:cancel:<execution_id>`` holds ``requested`` (and later ``acked``) and expires by
-itself, so a marker nobody reads never outlives its TTL. Commands go to the owner's
-channel ``corevo:owner:<owner>``; PUBLISH returns how many subscribers got one, which is
-how a gateway sees a wake-up that reached nobody.
+``corevo:cancel:{<execution_id>}`` holds ``requested`` (and later ``acked``) and expires by
+itself, so a marker nobody reads never outlives its TTL; the hash tag keeps the marker's
+MULTI on one Cluster slot. Commands go to the owner's channel ``corevo:owner:<owner>``;
+PUBLISH returns how many subscribers got one, which is how a gateway sees a wake-up that
+reached nobody. On Redis >= 7 (and always on a ``RedisCluster``) the channel is a
+*sharded* one (``SPUBLISH`` / ``SSUBSCRIBE``): on a Cluster a plain PUBLISH is copied to
+every node, a sharded one goes only to the node that owns the channel's slot. The server
+version is read once (``INFO server``); ``sharded=`` overrides it.
 
 The subscriber's client never reconnects on its own: redis-py's PubSub reconnects and
 resubscribes inside its failure handler even with zero retries, which would hide (and
@@ -23,6 +27,27 @@ CONNECT_TIMEOUT: Final = 1.0
 SOCKET_TIMEOUT: Final = 2.0
 
 
+def marker_key(execution_id: str) -> str:
+    """The marker hash of an execution (its own hash tag: one Cluster slot)."""
+    return f"{MARKER_PREFIX}{{{execution_id}}}"
+
+
+async def subscriber_count(client: Any, channel: str) -> int:
+    """Subscribers of ``channel`` on this server, plain and sharded (NUMSUB + SHARDNUMSUB)."""
+    plain = dict(await client.pubsub_numsub(channel)).get(channel.encode(), 0)
+    try:
+        reply = await client.execute_command("PUBSUB", "SHARDNUMSUB", channel)
+    except Exception:  # noqa: BLE001 - a server before 7 has no sharded channels
+        return int(plain)
+    flat = list(reply)
+    return int(plain) + sum(int(n) for ch, n in zip(flat[::2], flat[1::2], strict=True)
+                            if ch in (channel, channel.encode()))
+
+
+def _is_cluster(client: Any) -> bool:
+    return hasattr(client, "get_node_from_key") and hasattr(client, "nodes_manager")
+
+
 def _no_reconnect() -> Any:
     """A ``Retry`` that runs the operation once and never calls the reconnect handler."""
     from redis.asyncio.retry import Retry
@@ -36,13 +61,14 @@ def _no_reconnect() -> Any:
 
 
 class _RedisSubscription(Subscription):
-    def __init__(self, pubsub: Any) -> None:
+    def __init__(self, pubsub: Any, *, cluster: bool = False) -> None:
         self._pubsub = pubsub
+        self._get = pubsub.get_sharded_message if cluster else pubsub.get_message
 
     async def get(self) -> Command:
         while True:
-            msg = await self._pubsub.get_message(ignore_subscribe_messages=True, timeout=None)
-            if msg is not None and msg.get("type") == "message":
+            msg = await self._get(ignore_subscribe_messages=True, timeout=None)
+            if msg is not None and msg.get("type") in ("message", "smessage"):
                 return Command.decode(msg["data"])
 
     async def close(self) -> None:
@@ -60,9 +86,10 @@ class RedisCancelBus(CancelBus):
         bus = RedisCancelBus("redis://127.0.0.1:6379/0")
     """
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, *, sharded: bool | None = None) -> None:
         import redis.asyncio as aioredis
 
+        self._sharded = sharded
         self._owned = isinstance(client, str)
         if isinstance(client, str):
             url = client
@@ -75,15 +102,25 @@ class RedisCancelBus(CancelBus):
             self._sub_client = client
         self.client = client
 
+    async def sharded(self) -> bool:
+        """Whether this bus uses sharded pub/sub (read once from the server)."""
+        if self._sharded is None:
+            if _is_cluster(self.client):
+                self._sharded = True
+            else:
+                version = (await self.client.info("server")).get("redis_version", "0")
+                self._sharded = int(str(version).split(".")[0]) >= 7
+        return self._sharded
+
     async def _hset(self, execution_id: str, field: str, value: float, ttl: float) -> None:
-        key = MARKER_PREFIX + execution_id
+        key = marker_key(execution_id)
         async with self.client.pipeline(transaction=True) as pipe:
             pipe.hset(key, field, repr(value))
             pipe.pexpire(key, max(1, int(ttl * 1000)))
             await pipe.execute()
 
     async def _hget(self, execution_id: str, field: str) -> float | None:
-        raw = await self.client.hget(MARKER_PREFIX + execution_id, field)
+        raw = await self.client.hget(marker_key(execution_id), field)
         return None if raw is None else float(raw)
 
     async def mark(self, execution_id: str, requested_at: float, ttl: float) -> None:
@@ -99,16 +136,23 @@ class RedisCancelBus(CancelBus):
         return await self._hget(execution_id, "acked")
 
     async def send(self, command: Command) -> int:
-        return int(await self.client.publish(CHANNEL_PREFIX + command.owner, command.encode()))
+        channel, data = CHANNEL_PREFIX + command.owner, command.encode()
+        if await self.sharded():
+            return int(await self.client.spublish(channel, data))
+        return int(await self.client.publish(channel, data))
 
     async def subscribe(self, owner: str) -> Subscription:
+        sharded = await self.sharded()
         pubsub = self._sub_client.pubsub()
         try:
-            await pubsub.subscribe(CHANNEL_PREFIX + owner)
+            if sharded:
+                await pubsub.ssubscribe(CHANNEL_PREFIX + owner)
+            else:
+                await pubsub.subscribe(CHANNEL_PREFIX + owner)
         except BaseException:
             await pubsub.aclose()
             raise
-        return _RedisSubscription(pubsub)
+        return _RedisSubscription(pubsub, cluster=_is_cluster(self._sub_client))
 
     async def close(self) -> None:
         if self._owned:
