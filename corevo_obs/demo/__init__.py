@@ -1,5 +1,5 @@
 """The demo runtime: a small multi-worker service that reproduces the article's incidents.
 
-Its modules are a *host application* that uses the suite; stall reports treat its frames
-as project code.
+Its modules are a *host application* that uses the suite; its workers pass this directory
+as ``project_roots``, so stall reports treat its frames as project code.
 """

@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..loop.stacks import is_library_file
 from .context import DemoContext
 from .scrape import HeartbeatWatch
 from .slow_upstream import SlowUpstream
@@ -14,15 +13,14 @@ RESULT_TIMEOUT = 60.0
 SCRAPE_EVERY = 0.05
 
 
-def project_chain(frames: list[str]) -> list[str]:
+def project_chain(stall: dict[str, Any]) -> list[str]:
     """The host's own frames of a stall, outermost first, from the task the loop was
     running down to the blocking call (``file:line:function``): where the ``async def``
     that should have awaited sits, not only the innermost line."""
-    split = [f.rsplit(":", 2) for f in frames]
-    start = max((i for i, (path, _, _) in enumerate(split)
-                 if path.endswith("asyncio/events.py")), default=-1)
-    return [f for f, (path, _, _) in zip(frames[start + 1:], split[start + 1:], strict=True)
-            if not is_library_file(path)]
+    frames, project = stall["frames"], set(stall.get("project_frames", ()))
+    start = max((i for i, f in enumerate(frames)
+                 if f.rsplit(":", 2)[0].endswith("asyncio/events.py")), default=-1)
+    return [f for f in frames[start + 1:] if f in project]
 
 
 def run(ctx: DemoContext) -> dict[str, Any]:
@@ -59,7 +57,7 @@ def run(ctx: DemoContext) -> dict[str, Any]:
                     key=lambda s: s["duration_seconds"])
         name = worst["worker"]
         diagnosis["stall"] = worst
-        diagnosis["call_chain"] = project_chain(worst["frames"])
+        diagnosis["call_chain"] = project_chain(worst)
         calm = [r for n, r in results.items() if n not in frozen]
         diagnosis["heartbeat_age_seconds"] = results[name]["scraped_heartbeat_max_age_seconds"]
         diagnosis["scrapes_answered_while_frozen"] = watch.answered_frozen.get(name, 0)

@@ -25,6 +25,9 @@ from ..loop import install_loop_health
 from ..offload import OffloadAdapter
 from . import handlers
 
+# the demo is a host app inside this package: its frames are "project" only when said so
+DEMO_ROOTS = (os.path.dirname(os.path.abspath(__file__)),)
+
 PARENT_CHECK_SECONDS = 0.5
 Role = Callable[[argparse.Namespace, asyncio.Event, Callable[..., None]], Awaitable[None]]
 
@@ -54,7 +57,7 @@ async def _model_traffic(latencies: list[float], latency: float) -> None:
 
 async def run_frozen(ns: argparse.Namespace) -> dict[str, object]:
     """Drill 1: background model traffic and a heartbeat around one (maybe blocking) call."""
-    health = install_loop_health(worker=ns.worker, interval=0.01)
+    health = install_loop_health(worker=ns.worker, interval=0.01, project_roots=DEMO_ROOTS)
     beat = UnrelatedHeartbeat(0.05)
     latencies: list[float] = []
     background = [
@@ -112,7 +115,7 @@ async def run_role(ns: argparse.Namespace, role: Role, parent: int) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    health = install_loop_health(worker=ns.worker, interval=0.01)
+    health = install_loop_health(worker=ns.worker, interval=0.01, project_roots=DEMO_ROOTS)
     watch = asyncio.create_task(_watch_parent(parent, stop))
 
     def announce(**info: Any) -> None:

@@ -18,6 +18,7 @@ from .watchdog import (
     DEFAULT_CHECK_INTERVAL,
     DEFAULT_LOG_INTERVAL,
     DEFAULT_MAX_REPORTS,
+    DEFAULT_STACK_FRAMES,
     DEFAULT_THRESHOLD,
     StallReport,
     StallWatchdog,
@@ -30,7 +31,9 @@ _ENV_PREFIX = "COREVO_LOOP_"
 class LoopHealthConfig:
     """Settings, from keyword arguments over ``$COREVO_LOOP_*`` over defaults.
 
-    ``watchdog=False`` keeps only the sampler and heartbeat (no side thread).
+    ``watchdog=False`` keeps only the sampler and heartbeat (no side thread);
+    ``stack_frames`` is how many innermost frames a stall report prints as they are
+    (above them only the host's frames, library runs folded).
     """
 
     worker: str | None = None
@@ -40,6 +43,7 @@ class LoopHealthConfig:
     max_reports: int = DEFAULT_MAX_REPORTS
     log_interval: float = DEFAULT_LOG_INTERVAL
     watchdog: bool = True
+    stack_frames: int = DEFAULT_STACK_FRAMES
     project_roots: tuple[str, ...] = field(default_factory=tuple)
 
     @classmethod
@@ -110,6 +114,7 @@ class LoopHealth:
                 max_reports=config.max_reports,
                 log_interval=config.log_interval,
                 project_roots=config.project_roots,
+                stack_frames=config.stack_frames,
             )
             self.sampler.add_listener(self.watchdog.beat)
         self._task: asyncio.Task[None] | None = None
@@ -125,7 +130,8 @@ class LoopHealth:
     def start(self, loop: asyncio.AbstractEventLoop | None = None) -> LoopHealth:
         loop = loop or asyncio.get_running_loop()
         if self.watchdog is not None:
-            self.watchdog.start(loop_thread_id=threading.get_ident())
+            self.watchdog.start(loop_thread_id=threading.get_ident(),
+                                loop_native_id=threading.get_native_id())
         self._task = self.sampler.start(loop)
         self._task.add_done_callback(self._on_sampler_done)
         return self
@@ -134,13 +140,12 @@ class LoopHealth:
         # The loop is shutting down (or someone cancelled the sampler): a watchdog with
         # no beats would report one endless stall, so it goes too.
         if self.watchdog is not None:
-            self.watchdog.stop(timeout=0)
+            self.watchdog.request_stop()
 
     async def stop(self) -> None:
         await self.sampler.stop()
         if self.watchdog is not None:
-            # joins the watchdog thread and resolves stall frames' paths: brief, at shutdown
-            self.watchdog.stop()  # noqa: COB110
+            await self.watchdog.aclose()
 
     async def __aenter__(self) -> LoopHealth:
         return self

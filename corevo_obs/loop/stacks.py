@@ -2,29 +2,56 @@
 
 Stall reports travel to logs, monitors and metrics dashboards; locals could carry user
 data or secrets, so only code locations are ever taken from a frame.
+
+Which frames are "the host's own code" is decided by a :class:`FrameFilter` built once:
+its roots are resolved at construction, and a frame is classified by string prefixes
+only (no filesystem call), so classifying a stack is safe on the loop thread.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import sysconfig
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from functools import lru_cache
 from types import FrameType
+from typing import Final, Literal
 
-_SUITE_DIR = str(Path(__file__).resolve().parent.parent) + "/"
-_SUITE_HOST_DIRS = (_SUITE_DIR + "demo/",)  # the demo is a host app, its frames are "project"
+Kind = Literal["project", "library", "import"]
+
+_SUITE_DIR: Final = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_CACHE_MAX: Final = 4096
+# the loop's own wait for I/O or timers: a thread whose innermost frame is one of these
+# is idle (or waiting to get the CPU or the GIL back), not running the host's code
+_IDLE: Final = frozenset({
+    ("selectors.py", "select"), ("base_events.py", "_run_once"),
+    ("base_events.py", "run_forever"), ("base_events.py", "run_until_complete"),
+    ("runners.py", "run"),
+})
+
+
+def _given(path: str) -> str:
+    return os.path.abspath(path).rstrip(os.sep) + os.sep
+
+
+def _forms(path: str) -> set[str]:
+    """The spellings a frame's filename may use for a directory: as given and resolved."""
+    out = {_given(path)}
+    try:
+        out.add(os.path.realpath(path).rstrip(os.sep) + os.sep)
+    except (OSError, ValueError):
+        pass
+    return out
 
 
 def _library_prefixes() -> tuple[str, ...]:
     paths = sysconfig.get_paths()
     found = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
     found.update(p for p in sys.path if p.endswith(("site-packages", "dist-packages")))
-    return tuple(sorted(str(Path(p).resolve()) + "/" for p in found))
-
-
-_LIBRARY_PREFIXES = _library_prefixes()
+    found.add(_SUITE_DIR)  # the suite's own code is library code to its users
+    return tuple(sorted(f for p in found for f in _forms(p)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,34 +81,150 @@ def capture_thread(thread_id: int, limit: int = 128) -> tuple[FrameInfo, ...] | 
     return None if frame is None else frames_of(frame, limit)
 
 
+def _is_import_machinery(filename: str) -> bool:
+    return filename.startswith("<frozen importlib") or (
+        "importlib" in filename and os.path.basename(filename).startswith("_bootstrap"))
+
+
+class FrameFilter:
+    """Tells the host's frames from library and import-machinery frames.
+
+    With ``project_roots`` only files under those directories are the host's (the way to
+    say so when the app is installed into site-packages, or is a demo inside this
+    package); without, anything that is neither the stdlib, an installed package, a
+    frozen module nor this suite. The constructor takes the roots as spelled (no
+    filesystem call, so it is safe on the loop thread); :meth:`resolved` also matches
+    them with symlinks resolved, and is what to build once, off the loop.
+    """
+
+    def __init__(self, project_roots: Iterable[str] = (), *,
+                 spellings: Iterable[str] | None = None) -> None:
+        self.project_roots = tuple(project_roots)
+        given = spellings if spellings is not None else map(_given, self.project_roots)
+        self._roots = tuple(sorted(set(given)))
+        self._library = _LIBRARY_PREFIXES
+        self._kinds: dict[str, Kind] = {}
+
+    @classmethod
+    def resolved(cls, project_roots: Iterable[str] = ()) -> FrameFilter:
+        roots = tuple(project_roots)
+        return cls(roots, spellings=[f for r in roots for f in _forms(r)])
+
+    def kind(self, filename: str) -> Kind:
+        found = self._kinds.get(filename)
+        if found is None:
+            found = self._classify(filename)
+            if len(self._kinds) >= _CACHE_MAX:
+                self._kinds.clear()
+            self._kinds[filename] = found
+        return found
+
+    def _classify(self, filename: str) -> Kind:
+        if _is_import_machinery(filename):
+            return "import"
+        if filename.startswith("<"):
+            return "library"
+        path = filename if os.path.isabs(filename) else os.path.abspath(filename)
+        if self._roots:
+            return "project" if path.startswith(self._roots) else "library"
+        return "library" if path.startswith(self._library) else "project"
+
+    def is_project(self, filename: str) -> bool:
+        return self.kind(filename) == "project"
+
+    def project_frames(self, frames: Sequence[FrameInfo]) -> tuple[FrameInfo, ...]:
+        return tuple(f for f in frames if self.kind(f.filename) == "project")
+
+    def innermost_project_frame(self, frames: Sequence[FrameInfo]) -> FrameInfo | None:
+        """The deepest frame of the host's own code: what a human should open first."""
+        for fi in reversed(frames):
+            if self.kind(fi.filename) == "project":
+                return fi
+        return None
+
+    def importing_frame(self, frames: Sequence[FrameInfo]) -> FrameInfo | None:
+        """For a stack inside an import: the host's frame that ran the import statement
+        (the innermost project frame outside the import machinery), else None."""
+        first = next((i for i, f in enumerate(frames) if self.kind(f.filename) == "import"),
+                     None)
+        if first is None:
+            return None
+        return self.innermost_project_frame(frames[:first])
+
+    def imported_module(self, frames: Sequence[FrameInfo]) -> FrameInfo | None:
+        """The module body being executed by an import in this stack (innermost one)."""
+        first = next((i for i, f in enumerate(frames) if self.kind(f.filename) == "import"),
+                     None)
+        if first is None:
+            return None
+        return next((f for f in reversed(frames[first:]) if f.function == "<module>"), None)
+
+    def is_idle(self, frames: Sequence[FrameInfo]) -> bool:
+        """True when the innermost frame is the event loop's own wait (its selector)."""
+        if not frames:
+            return False
+        inner = frames[-1]
+        return (self.kind(inner.filename) == "library"
+                and (os.path.basename(inner.filename), inner.function) in _IDLE)
+
+    def trimmed(self, frames: Sequence[FrameInfo], innermost: int,
+                mark: FrameInfo | None = None) -> list[str]:
+        """The stack for a human: the host's frames; below the innermost of them, the
+        last ``innermost`` frames as they are (the call that blocks); every other run of
+        library or import-machinery frames folded into one line, and a recursion's
+        repeated frame into one."""
+        kinds = [self.kind(f.filename) for f in frames]
+        last_project = max((i for i, k in enumerate(kinds) if k == "project"), default=-1)
+        cut = max(last_project + 1, len(frames) - innermost)
+        lines: list[str] = []
+        run: list[tuple[Kind, FrameInfo]] = []
+        repeats = 0
+
+        def flush() -> None:
+            nonlocal repeats
+            if repeats:
+                lines.append(f"… the frame above {repeats} more time{'s' * (repeats > 1)} …")
+                repeats = 0
+            if len(run) == 1:
+                lines.append(str(run[0][1]))
+            elif run:
+                noun = "import-machinery" if run[0][0] == "import" else "library"
+                lines.append(f"… {len(run)} {noun} frames …")
+            run.clear()
+
+        previous: FrameInfo | None = None
+        for i, (fi, kind) in enumerate(zip(frames, kinds, strict=True)):
+            if i < cut and kind != "project":
+                if repeats or (run and run[0][0] != kind):
+                    flush()
+                run.append((kind, fi))
+                previous = None
+            elif i < cut and fi == previous and not run:
+                repeats += 1
+            else:
+                flush()
+                lines.append(f"{fi} <-- innermost project frame" if fi == mark else str(fi))
+                previous = fi
+        flush()
+        return lines
+
+
+_LIBRARY_PREFIXES: Final = _library_prefixes()
+
+
+@lru_cache(maxsize=32)
+def frame_filter(project_roots: tuple[str, ...] = ()) -> FrameFilter:
+    """A shared filter per set of roots (each builds its prefixes once)."""
+    return FrameFilter.resolved(project_roots)
+
+
 def is_library_file(filename: str) -> bool:
     """True for the stdlib, installed packages, frozen modules and the suite's own code."""
-    if filename.startswith("<"):
-        return True
-    try:
-        resolved = str(Path(filename).resolve())
-    except (OSError, ValueError):
-        return True
-    if resolved.startswith(_SUITE_HOST_DIRS):
-        return False
-    if resolved.startswith(_SUITE_DIR):
-        return True
-    return resolved.startswith(_LIBRARY_PREFIXES)
+    return not frame_filter().is_project(filename)
 
 
 def innermost_project_frame(
     frames: Sequence[FrameInfo], project_roots: Iterable[str] = ()
 ) -> FrameInfo | None:
-    """The deepest frame of the host's own code: what a human should open first.
-
-    With ``project_roots`` only files under those paths count (useful when the app itself
-    is installed into site-packages); otherwise anything that is not library code.
-    """
-    roots = tuple(str(Path(r).resolve()) + "/" for r in project_roots)
-    for fi in reversed(frames):
-        if roots:
-            if str(Path(fi.filename).resolve()).startswith(roots):
-                return fi
-        elif not is_library_file(fi.filename):
-            return fi
-    return None
+    """The deepest frame of the host's own code (see :class:`FrameFilter`)."""
+    return frame_filter(tuple(project_roots)).innermost_project_frame(frames)

@@ -11,11 +11,13 @@ when it ends, with ``captured=False``.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -24,7 +26,20 @@ from prometheus_client import CollectorRegistry
 from .. import guard
 from ..identity import worker_name
 from ..metrics import child
-from .stacks import FrameInfo, capture_thread, innermost_project_frame
+from . import schedstat
+from .causes import (
+    CAUSES,
+    BusyThread,
+    Caught,
+    Probe,
+    Reading,
+    Window,
+    attribute,
+    busiest_thread,
+    gil_candidate,
+)
+from .gcwatch import GcWatch
+from .stacks import FrameFilter, FrameInfo, capture_thread
 
 log = logging.getLogger("corevo_obs.stall")
 
@@ -32,13 +47,22 @@ DEFAULT_THRESHOLD: Final = 0.1
 DEFAULT_CHECK_INTERVAL: Final = 0.05
 DEFAULT_MAX_REPORTS: Final = 50
 DEFAULT_LOG_INTERVAL: Final = 5.0
+DEFAULT_STACK_FRAMES: Final = 6
 _MIN_WAIT: Final = 0.002
 _MAX_WAIT: Final = 1.0
+_MAX_SAMPLES: Final = 8  # stacks kept per stall (the first and later changes)
+_CLOSE_TIMEOUT: Final = 2.0
+_BLOCKER_LINES: Final = 8
 
 
 @dataclass(frozen=True)
 class StallReport:
-    """One stall: how long, where (code locations only), whether it was caught in the act."""
+    """One stall: how long, why, where (code locations only), whether caught in the act.
+
+    ``cause`` is one of :data:`corevo_obs.loop.causes.CAUSES`; ``evidence`` says what it
+    rests on; ``frames`` is the full stack (bounded), ``project_frames`` the host's own
+    frames of it and ``stack`` the trimmed rendering a person reads.
+    """
 
     worker: str
     duration: float
@@ -47,18 +71,44 @@ class StallReport:
     culprit: FrameInfo | None = None
     captured: bool = False
     detected_after: float | None = field(default=None, compare=False)
+    cause: str = "unknown"
+    summary: str = ""
+    evidence: tuple[str, ...] = ()
+    project_frames: tuple[FrameInfo, ...] = ()
+    stack: tuple[str, ...] = ()
+    idle: bool = False
+    blocker: BusyThread | None = None
+    measures: Mapping[str, float] = field(default_factory=dict, compare=False)
+
+    @property
+    def where(self) -> str:
+        if self.culprit is not None:
+            return str(self.culprit)
+        if self.idle:
+            return "its selector wait (idle loop)"
+        return "no project frame" if self.captured else "stack not captured"
 
     def headline(self) -> str:
-        where = str(self.culprit) if self.culprit else (
-            "no project frame" if self.captured else "stack not captured (GIL held in C?)"
-        )
-        return f"event loop of worker {self.worker} stalled {self.duration:.3f}s at {where}"
+        """``[cause] event loop of worker W stalled Ds at file:line:function``: the cause
+        leads, and the line still ends with where (what log parsers read)."""
+        return (f"[{self.cause}] event loop of worker {self.worker} stalled "
+                f"{self.duration:.3f}s at {self.where}")
 
     def format(self) -> str:
+        """Headline, why and the evidence, the host's frames, then the trimmed stack."""
         lines = [self.headline()]
-        for fi in self.frames:
-            mark = " <-- innermost project frame" if fi == self.culprit else ""
-            lines.append(f"  {fi}{mark}")
+        if self.summary:
+            lines.append(f"  why: {self.summary}")
+        lines.extend(f"  evidence: {e}" for e in self.evidence)
+        if self.project_frames:
+            lines.append("  project frames (innermost last):")
+            lines.extend(f"    {f}" for f in self.project_frames)
+        if self.stack:
+            lines.append(f"  stack ({len(self.frames)} frames, trimmed):")
+            lines.extend(f"    {line}" for line in self.stack)
+        if self.blocker is not None and self.blocker.frames:
+            lines.append(f"  busy thread {self.blocker.name!r} (innermost last):")
+            lines.extend(f"    {f}" for f in self.blocker.frames[-_BLOCKER_LINES:])
         return "\n".join(lines)
 
     def as_dict(self) -> dict[str, Any]:
@@ -67,20 +117,28 @@ class StallReport:
             "duration_seconds": round(self.duration, 6),
             "ended_at": self.ended_at,
             "captured": self.captured,
+            "cause": self.cause,
+            "summary": self.summary,
+            "evidence": list(self.evidence),
+            "measures": dict(self.measures),
             "culprit": None if self.culprit is None else {
                 "file": self.culprit.filename,
                 "line": self.culprit.lineno,
                 "function": self.culprit.function,
             },
+            "project_frames": [str(f) for f in self.project_frames],
             "frames": [str(f) for f in self.frames],
+            "blocker": None if self.blocker is None else self.blocker.as_dict(),
         }
 
 
 StallListener = Callable[[StallReport], None]
+_BlockerFinder = Callable[[], "BusyThread | None"]
 
 
 class StallWatchdog:
-    """Notice a loop that has not run for ``threshold`` seconds and capture its stack.
+    """Notice a loop that has not run for ``threshold`` seconds, capture its stack, and
+    attribute the stall to a cause (:mod:`corevo_obs.loop.causes`).
 
     Feed it beats with :meth:`beat` from the loop thread (the lag sampler does this when
     installed through :func:`corevo_obs.install_loop_health`).
@@ -97,16 +155,23 @@ class StallWatchdog:
         max_reports: int = DEFAULT_MAX_REPORTS,
         log_interval: float = DEFAULT_LOG_INTERVAL,
         project_roots: Iterable[str] = (),
+        stack_frames: int = DEFAULT_STACK_FRAMES,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
         if threshold <= 0 or check_interval <= 0:
             raise ValueError("stall threshold and check interval must be positive")
+        if stack_frames < 0:
+            raise ValueError(f"stack_frames must be 0 or more, got {stack_frames}")
         self.threshold = threshold
         self.check_interval = check_interval
         self.beat_interval = beat_interval
         self.worker = worker_name(worker)
         self.project_roots = tuple(project_roots)
+        # taken as given here (no filesystem call on the loop thread); the watchdog
+        # thread swaps in the resolved filter when it starts
+        self.frame_filter = FrameFilter(self.project_roots)
+        self.stack_frames = stack_frames
         self.reports: deque[StallReport] = deque(maxlen=max_reports)
         self._registry = registry
         self._clock = clock
@@ -118,24 +183,40 @@ class StallWatchdog:
         self._stall_seconds = child(
             "corevo_event_loop_stall_seconds", registry, worker=self.worker
         )
+        self._by_cause = {
+            c: child("corevo_event_loop_stalls_by_cause_total", registry,
+                     worker=self.worker, cause=c)
+            for c in CAUSES
+        }
         self._listeners: list[StallListener] = []
         self._last_beat = clock()
-        # beat() (loop thread) only appends to _ended and stamps _last_beat: a deque append
-        # and a float store, both atomic, so the beat takes no lock. Everything else that
-        # changes (_pending, draining _ended, the log throttle) is shared by the watchdog
-        # thread and stop() (the loop thread) and changes under _state.
+        # beat() (loop thread) only appends to _ended and stores _reading and _last_beat:
+        # a deque append and two stores, all atomic, so the beat takes no lock. Everything
+        # else that changes (_pending, draining _ended, the log throttle) is shared by the
+        # watchdog thread and stop() (the loop thread) and changes under _state.
         self._state = threading.Lock()
-        self._ended: deque[tuple[float, float]] = deque()
-        self._pending: tuple[float, tuple[FrameInfo, ...]] | None = None
+        self._ended: deque[tuple[float, float, Reading | None, Reading | None]] = deque()
+        self._pending: _Pending | None = None
         self._loop_thread: int | None = None
+        self._loop_native: int | None = None
+        self._gc = GcWatch(clock)
+        self._probe: Probe | None = None
+        self._reading: Reading | None = None
+        self._threads_cpu: dict[int, int] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._exited = False
+        self._on_exit: Callable[[], object] | None = None
         self.wakes = 0  # times the thread woke (each one takes the GIL)
 
     # --- loop thread side: keep it tiny ---
     def beat(self, now: float, lag: float) -> None:
+        probe = self._probe
+        reading = probe.read(now) if probe is not None else None
         if lag >= self.threshold:
-            self._ended.append((now, lag))  # before the stamp: _check relies on this order
+            # before the stamp: _check relies on this order
+            self._ended.append((now, lag, self._reading, reading))
+        self._reading = reading
         self._last_beat = now
 
     # --- lifecycle ---
@@ -143,32 +224,65 @@ class StallWatchdog:
         """Called on the watchdog thread with each finished report (e.g. a py-spy capture)."""
         self._listeners.append(listener)
 
-    def start(self, loop_thread_id: int | None = None) -> StallWatchdog:
+    def start(self, loop_thread_id: int | None = None,
+              loop_native_id: int | None = None) -> StallWatchdog:
+        """Start the side thread; call it on the loop thread, or name the loop thread."""
         if self._thread is not None:
             raise RuntimeError("watchdog already started")
         self._loop_thread = loop_thread_id or threading.get_ident()
+        self._loop_native = loop_native_id or _native_id(self._loop_thread)
         self._last_beat = self._clock()
         self._stop.clear()
+        self._exited = False
+        self._gc.install()
         self._thread = threading.Thread(
             target=self._run, name=f"corevo-stall-watchdog[{self.worker}]", daemon=True
         )
         self._thread.start()
         return self
 
-    def stop(self, timeout: float = 2.0) -> None:
+    def request_stop(self) -> None:
+        """Ask the thread to finish (it records what is left, then ends); never blocks."""
         self._stop.set()
+        self._gc.uninstall()
+
+    def stop(self, timeout: float = 2.0) -> None:
+        """Stop and wait up to ``timeout`` for the thread (use :meth:`aclose` on a loop)."""
+        self.request_stop()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
-            if not thread.is_alive():
-                self._thread = None
+        self._finish()
+
+    async def aclose(self) -> None:
+        """:meth:`stop` for the loop thread: awaits the thread's end (at most 2 s) instead
+        of joining it, so the loop keeps running meanwhile."""
+        loop = asyncio.get_running_loop()
+        ended: asyncio.Future[None] = loop.create_future()
         with self._state:
-            reports = self._drain_ended()
+            alive = self._thread is not None and not self._exited
+            if alive:
+                self._on_exit = lambda: loop.call_soon_threadsafe(_settle, ended)
+        self.request_stop()
+        if alive:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(_CLOSE_TIMEOUT):
+                    await ended
+        self._finish()
+
+    def _finish(self) -> None:
+        thread = self._thread
+        if thread is not None and (self._exited or not thread.is_alive()):
+            self._thread = None
+        with self._state:
+            reports = self._drain_ended(None)
         self._record_all(reports)
 
     @property
     def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        """False once the thread has recorded its last report (it may take a moment more
+        to leave ``threading.enumerate()``)."""
+        return self._thread is not None and self._thread.is_alive() and not self._exited
 
     @property
     def stalled_for(self) -> float:
@@ -177,12 +291,38 @@ class StallWatchdog:
 
     # --- watchdog thread ---
     def _run(self) -> None:
-        while not self._stop.wait(self._wait()):
-            self.wakes += 1
-            try:
-                self._check()
-            except Exception as exc:  # noqa: BLE001 - the thread must outlive any bug
-                guard.absorb("stall_watchdog", exc, worker=self.worker, registry=self._registry)
+        try:
+            self._open_probe()
+            while not self._stop.wait(self._wait()):
+                self.wakes += 1
+                try:
+                    self._check()
+                except Exception as exc:  # noqa: BLE001 - the thread must outlive any bug
+                    guard.absorb("stall_watchdog", exc, worker=self.worker,
+                                 registry=self._registry)
+            with self._state:
+                reports = self._drain_ended(self._find_blocker)
+            self._record_all(reports)
+        except Exception as exc:  # noqa: BLE001
+            guard.absorb("stall_watchdog", exc, worker=self.worker, registry=self._registry)
+        finally:
+            probe, self._probe = self._probe, None
+            if probe is not None:
+                probe.close()
+            with self._state:
+                self._exited = True
+                on_exit, self._on_exit = self._on_exit, None
+            if on_exit is not None:
+                with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                    on_exit()
+
+    def _open_probe(self) -> None:
+        """Open the /proc and cgroup files and resolve the project roots: here, off the
+        loop thread, once."""
+        self.frame_filter = FrameFilter.resolved(self.project_roots)
+        if self._loop_native is not None:
+            self._probe = Probe(self._loop_native, self._gc)
+            self._threads_cpu = schedstat.threads_cpu()
 
     def _wait(self) -> float:
         try:
@@ -206,42 +346,91 @@ class StallWatchdog:
 
     def _check(self) -> None:
         with self._state:
-            reports = self._drain_ended()
+            reports = self._drain_ended(self._find_blocker)
             pending = self._pending
-            if pending is not None and self._last_beat > pending[0] and not self._ended:
+            if pending is not None and self._last_beat > pending.at and not self._ended:
                 self._pending = None  # the loop came back below the threshold: nothing to report
+            elif pending is not None and len(pending.samples) < _MAX_SAMPLES:
+                self._sample(pending)
             if self._pending is None and self.stalled_for >= self.threshold:
-                assert self._loop_thread is not None
-                frames = capture_thread(self._loop_thread)
-                if frames is not None:
-                    self._pending = (self._clock(), frames)
+                self._catch()
         self._record_all(reports)
 
-    def _drain_ended(self) -> list[StallReport]:
-        """Pair each ended stall with the stack caught during it; the caller holds _state."""
+    def _catch(self) -> None:
+        """The loop is stalled now: take its stack, state and syscall; caller holds _state."""
+        assert self._loop_thread is not None
+        frames = capture_thread(self._loop_thread)
+        if frames is None:
+            return
+        native = self._loop_native
+        self._pending = _Pending(
+            at=self._clock(), frames=frames, samples=[frames],
+            state=schedstat.state(native) if native else None,
+            syscall=schedstat.syscall(native) if native else None,
+        )
+
+    def _sample(self, pending: _Pending) -> None:
+        assert self._loop_thread is not None
+        frames = capture_thread(self._loop_thread)
+        if frames is not None and frames != pending.samples[-1]:
+            pending.samples.append(frames)
+
+    def _drain_ended(self, find_blocker: _BlockerFinder | None) -> list[StallReport]:
+        """Pair each ended stall with what was caught during it; the caller holds _state.
+
+        The watchdog thread passes ``find_blocker`` (it reads /proc for a busy thread's
+        stack); the loop thread's final drain passes None and touches no file.
+        """
         reports: list[StallReport] = []
         while self._ended:
-            woke, lag = self._ended.popleft()
+            woke, lag, before, after = self._ended.popleft()
             pending, self._pending = self._pending, None
-            frames: tuple[FrameInfo, ...] = ()
-            detected_after = None
-            if pending is not None and pending[0] <= woke:
-                frames = pending[1]
-                detected_after = pending[0] - (woke - lag)
-            elif pending is not None:
-                self._pending = pending  # belongs to a later stall
-            reports.append(
-                StallReport(
-                    worker=self.worker,
-                    duration=lag,
-                    ended_at=self._wall() - (self._clock() - woke),
-                    frames=frames,
-                    culprit=innermost_project_frame(frames, self.project_roots),
-                    captured=bool(frames),
-                    detected_after=detected_after,
-                )
-            )
+            if pending is not None and pending.at > woke:
+                self._pending, pending = pending, None  # belongs to a later stall
+            reports.append(self._report(woke, lag, before, after, pending, find_blocker))
         return reports
+
+    def _find_blocker(self) -> BusyThread | None:
+        exclude = [n for n in (self._loop_native, threading.get_native_id()) if n]
+        return busiest_thread(self._threads_cpu, exclude)
+
+    def _report(self, woke: float, lag: float, before: Reading | None,
+                after: Reading | None, pending: _Pending | None,
+                find_blocker: _BlockerFinder | None) -> StallReport:
+        frames = pending.frames if pending is not None else ()
+        caught = Caught() if pending is None else Caught(
+            samples=tuple(pending.samples), syscall=pending.syscall, state=pending.state)
+        window = Window.between(before, after)
+        if window is None:
+            window = _gc_only(self._gc, woke - lag, woke)
+        blocker = None
+        if find_blocker is not None and gil_candidate(lag, window):
+            blocker = find_blocker()
+        why = attribute(lag, window, caught, self.frame_filter, blocker)
+        evidence = list(why.evidence)
+        if why.cause == "gc":
+            evidence.extend(
+                f"collection of generation {c.generation}: {c.seconds:.3f}s, "
+                f"{c.collected} unreachable objects"
+                for c in self._gc.during(woke - lag, woke)[-3:])
+        culprit = why.culprit
+        return StallReport(
+            worker=self.worker,
+            duration=lag,
+            ended_at=self._wall() - (self._clock() - woke),
+            frames=frames,
+            culprit=culprit,
+            captured=bool(frames),
+            detected_after=None if pending is None else pending.at - (woke - lag),
+            cause=why.cause,
+            summary=why.summary,
+            evidence=tuple(evidence),
+            project_frames=self.frame_filter.project_frames(frames),
+            stack=tuple(self.frame_filter.trimmed(frames, self.stack_frames, culprit)),
+            idle=self.frame_filter.is_idle(frames),
+            blocker=why.blocker,
+            measures=window.measures() if window is not None else {},
+        )
 
     def _record_all(self, reports: list[StallReport]) -> None:
         """Outside _state: a slow listener (a py-spy capture) must not hold up stop()."""
@@ -253,6 +442,7 @@ class StallWatchdog:
         try:
             self._stalls.inc()
             self._stall_seconds.observe(report.duration)
+            self._by_cause[report.cause].inc()
         except Exception as exc:  # noqa: BLE001
             guard.absorb("stall_metrics", exc, worker=self.worker, registry=self._registry)
         try:
@@ -273,8 +463,41 @@ class StallWatchdog:
                 return
             self._last_log = now
             suppressed, self._suppressed = self._suppressed, 0
-        tail = f" ({suppressed} more since the last report)" if suppressed else ""
-        log.warning(
-            "%s%s\n%s", report.headline(), tail, "\n".join(f"  {f}" for f in report.frames),
-            extra={"corevo_stall": report.as_dict()},
-        )
+        text = report.format()
+        if suppressed:
+            first, _, rest = text.partition("\n")
+            text = f"{first} ({suppressed} more since the last report)" + (
+                f"\n{rest}" if rest else "")
+        log.warning("%s", text, extra={"corevo_stall": report.as_dict()})
+
+
+@dataclass
+class _Pending:
+    """A stall in progress as the watchdog caught it (first stack, later samples)."""
+
+    at: float
+    frames: tuple[FrameInfo, ...]
+    samples: list[tuple[FrameInfo, ...]]
+    state: str | None
+    syscall: str | None
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+def _gc_only(watch: GcWatch, start: float, end: float) -> Window:
+    """Without beat readings (no probe yet): at least the collections seen in the stall."""
+    seconds = sum(min(c.started + c.seconds, end) - max(c.started, start)
+                  for c in watch.during(start, end))
+    return Window(seconds=end - start, gc=max(0.0, seconds))
+
+
+def _native_id(ident: int) -> int | None:
+    if ident == threading.get_ident():
+        return threading.get_native_id()
+    for t in threading.enumerate():
+        if t.ident == ident:
+            return t.native_id
+    return None
