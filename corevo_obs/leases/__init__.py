@@ -1,7 +1,8 @@
 """Named, heartbeated leases on a global concurrency quota (Redis ZSET or SQLite).
 
-Backends are imported lazily: ``redis`` is needed only for the Redis stores. The
-guarantee each part gives, and what it cannot cover, is in docs/leases-claims.md.
+Backends are imported lazily: ``redis`` is needed only for the Redis stores and the
+sharded quota. The guarantee each part gives, and what it cannot cover, is in
+docs/leases-claims.md.
 """
 
 from __future__ import annotations
@@ -11,11 +12,13 @@ from typing import TYPE_CHECKING, Any
 from ..errors import LeaseLost, LeaseRejected
 from .audit import LeaseAudit, LeaseAuditor
 from .base import AcquireResult, AsyncHold, AsyncLease, AsyncLeaseStore, Hold, Lease, LeaseStore
+from .breaker import BreakerOpen, CircuitBreaker
 from .holder import HolderId, holder_alive
 from .sqlite_store import AsyncSqliteLeaseStore, SqliteLeaseStore
 
 if TYPE_CHECKING:
-    from .redis_store import AsyncRedisLeaseStore, RedisLeaseStore
+    from .redis_store import AsyncRedisLeaseStore, RedisLeaseStore, ReplicaLag
+    from .sharded import AsyncShardedLeaseStore, ShardedLeaseStore
 
 __all__ = [
     "AcquireResult",
@@ -23,7 +26,10 @@ __all__ = [
     "AsyncLease",
     "AsyncLeaseStore",
     "AsyncRedisLeaseStore",
+    "AsyncShardedLeaseStore",
     "AsyncSqliteLeaseStore",
+    "BreakerOpen",
+    "CircuitBreaker",
     "Hold",
     "HolderId",
     "Lease",
@@ -33,15 +39,23 @@ __all__ = [
     "LeaseRejected",
     "LeaseStore",
     "RedisLeaseStore",
+    "ReplicaLag",
+    "ShardedLeaseStore",
     "SqliteLeaseStore",
     "holder_alive",
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in {"RedisLeaseStore", "AsyncRedisLeaseStore"}:
-        from . import redis_store
+_LAZY = {"RedisLeaseStore": "redis_store", "AsyncRedisLeaseStore": "redis_store",
+         "ReplicaLag": "redis_store", "ShardedLeaseStore": "sharded",
+         "AsyncShardedLeaseStore": "sharded"}
 
-        value = globals()[name] = getattr(redis_store, name)  # resolved once
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        module = importlib.import_module(f".{_LAZY[name]}", __name__)
+        value = globals()[name] = getattr(module, name)  # resolved once
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

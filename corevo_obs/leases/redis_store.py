@@ -52,14 +52,17 @@ def acquire_lua(*, run_fence: bool = False, limit_key: bool = False) -> str:
     """The acquire script.
 
     KEYS: quota zset, marker, token counter, then the run-id key (``run_fence``), then the
-    limit key (``limit_key``: a limit kept in Redis, as a sharded quota's shards have).
+    limit and misses keys (``limit_key``: a limit kept in Redis, as a sharded quota's
+    shards have; each rejection counts one miss for the rebalancer).
     ARGV: timeout, limit (the default when the limit key is absent), holder.
     Returns {granted (1 granted, 0 rejected, 2 fenced), reaped, held, token} and, with
     ``limit_key``, the limit applied. A holder already present is refreshed and never takes
     a second slot (safe retry).
     """
-    lim = f"local l = tonumber(redis.call('GET', KEYS[{5 if run_fence else 4}]))\n" \
+    at = 5 if run_fence else 4
+    lim = f"local l = tonumber(redis.call('GET', KEYS[{at}]))\n" \
           "if l then limit = l end\n" if limit_key else ""
+    miss = f"redis.call('INCR', KEYS[{at + 1}])\n" if limit_key else ""
     run = ("local run = " + _RUN_ID + "\n"
            "if redis.call('GET', KEYS[4]) ~= run then\n"
            "  redis.call('SET', KEYS[4], run)\n  mark = nil\nend\n") if run_fence else ""
@@ -88,7 +91,7 @@ if held < limit or redis.call('ZSCORE', KEYS[1], ARGV[3]) then
   end
   return {{1, reaped, held, token{tail}
 end
-return {{0, reaped, held, 0{tail}
+{miss}return {{0, reaped, held, 0{tail}
 """
 
 
@@ -238,8 +241,8 @@ class _RedisSetup:
             keys.append(f"{self.key}:run")
             self._fresh_keys.append(keys[-1])
         if limit_key:
-            self.limit_key = f"{self.key}:limit"
-            keys.append(self.limit_key)
+            self.limit_key, self.misses_key = f"{self.key}:limit", f"{self.key}:misses"
+            keys += [self.limit_key, self.misses_key]
         self.keys = keys
         self._acquire_script = client.register_script(
             acquire_lua(run_fence=bool(replicas), limit_key=limit_key))

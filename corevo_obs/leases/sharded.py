@@ -1,0 +1,514 @@
+"""A hot quota split over shards: limit N as K lease quotas on different Cluster slots.
+
+One quota is one hash tag, so on a Redis Cluster every admission of every worker lands on
+one primary: the limiter becomes the bottleneck. A sharded quota spreads it. Each shard is
+a lease quota of its own (a ZSET of named, heartbeated holders with the restart fence and
+fencing tokens of ``redis_store``), whose limit is kept *in Redis* beside it
+(``…:limit``), so every worker sees the same split. Shard names are chosen by slot
+(``shard_names``): shard ``i`` of K gets a name whose hash slot lies in the i-th K-th of
+the 16384 slots, so with the usual contiguous slot ranges the shards spread evenly over
+the primaries — and the names depend only on (quota, K), never on a topology snapshot.
+
+Admission: the caller's shard (CRC32 of a caller key — a tenant, a model — modulo K),
+then the others in a fixed order (``home+1, home+2, …``), up to ``spill`` shards. A
+rejection on a shard counts a *miss* there (in the acquire script).
+
+Rebalance: the sum of shard limits never exceeds N at any instant. One worker at a time
+rebalances — the holder of the lease ``<quota>.rebalance`` (limit 1) — every
+``rebalance_every`` seconds: it reads every shard (limit, live holders, misses since the
+last round), *lowers* shards with idle slots and no misses (at most half their free slots
+per round, and never below their live holders: the lower runs in the shard's script, so
+a grant cannot slip in between), then *raises* shards that had misses by what was taken,
+plus any deficit (N minus the sum it read: the first round, a shard that restarted
+empty). Every limit write carries the rebalancer's fencing token and each shard keeps the
+largest it has seen (``…:fence``), so a rebalancer that lost its lease while frozen
+cannot raise a limit after its successor has read it. Until the first round a shard's
+limit is 0 (nothing granted): a new quota opens with the first round, which comes after
+the rebalancer lease's own restart fence (one timeout; ``declare_fresh()`` for a quota
+that is provably new).
+
+Metrics: per shard, the lease metrics of the shard's quota (``corevo_lease_held{quota=
+"llm.s3-…"}``, ``corevo_lease_limit``, …); for the quota, ``corevo_lease_stranded_total``
+(rejected while another shard had room, by this worker's last view of the shards) and
+``corevo_lease_rebalanced_total`` (slots of limit moved).
+
+Example::
+
+    cluster = redis.cluster.RedisCluster(host="10.0.0.1", port=7000, socket_timeout=1,
+                                         socket_connect_timeout=0.5)
+    quota = ShardedLeaseStore("llm", cluster, limit=120, shards=6, timeout=30)
+    quota.start_rebalancer()
+    with quota.hold("tenant-42", wait=2) as lease:   # a Lease of one shard
+        call_model(fence=lease.token)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import zlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from time import monotonic
+from typing import Any, Final, TypeVar
+
+from ..errors import ConfigError, LeaseRejected
+from ..guard import absorb
+from .base import DEFAULT_POLL, DEFAULT_TIMEOUT, AcquireResult, AsyncHold, AsyncLease, Hold, Lease
+from .breaker import BreakerOpen
+from .redis_store import KEY_PREFIX, AsyncRedisLeaseStore, RedisLeaseStore
+
+SLOTS: Final = 16384
+T = TypeVar("T")
+
+# KEYS: zset, limit, fence, misses. ARGV: token, op (read | lower | raise), amount, timeout.
+# Returns {limit, live holders, misses (read: taken and reset), amount applied}, or
+# {-1, 0, 0, 0} when a newer rebalancer has written here (this one is stale).
+LIMIT_LUA: Final = """
+local fence = tonumber(redis.call('GET', KEYS[3]) or '0')
+local token = tonumber(ARGV[1])
+if token < fence then
+  return {-1, 0, 0, 0}
+end
+if token > fence then
+  redis.call('SET', KEYS[3], ARGV[1])
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local held = redis.call('ZCOUNT', KEYS[1], string.format('%.6f', now - tonumber(ARGV[4])),
+                        '+inf')
+local limit = tonumber(redis.call('GET', KEYS[2]) or '0')
+local amount = tonumber(ARGV[3])
+local misses = 0
+if ARGV[2] == 'read' then
+  misses = tonumber(redis.call('GETDEL', KEYS[4]) or '0')
+elseif ARGV[2] == 'lower' then
+  amount = math.max(0, math.min(amount, limit - held))
+  limit = limit - amount
+  redis.call('SET', KEYS[2], limit)
+elseif ARGV[2] == 'raise' then
+  limit = limit + amount
+  redis.call('SET', KEYS[2], limit)
+end
+return {limit, held, misses, amount}
+"""
+
+
+def key_slot(key: str) -> int:
+    """The Cluster slot of ``key`` (redis-py's own CRC16 with hash tags)."""
+    from redis.crc import key_slot as slot
+
+    return int(slot(key.encode()))
+
+
+def shard_names(quota: str, shards: int) -> list[str]:
+    """Shard quota names ``<quota>.s<i>-<n>`` whose slots fall in K equal slot ranges.
+
+    ``n`` is the first suffix that lands shard ``i`` in the i-th range; deterministic, so
+    every worker computes the same names without asking the Cluster.
+    """
+    names = []
+    for i in range(shards):
+        lo, hi = i * SLOTS // shards, (i + 1) * SLOTS // shards
+        n = 0
+        while not lo <= key_slot(f"{KEY_PREFIX}{{{quota}.s{i}-{n}}}") < hi:
+            n += 1
+        names.append(f"{quota}.s{i}-{n}")
+    return names
+
+
+def home(key: str, shards: int) -> int:
+    """The caller's shard: CRC32 of its key modulo K (stable across processes)."""
+    return zlib.crc32(key.encode()) % shards
+
+
+@dataclass
+class ShardState:
+    """One shard as the rebalancer read it."""
+
+    limit: int
+    held: int
+    misses: int
+
+    @property
+    def free(self) -> int:
+        return max(0, self.limit - self.held)
+
+
+def plan_lowers(states: list[ShardState]) -> list[tuple[int, int]]:
+    """(shard, slots) to take: from shards with free slots and no misses, at most half
+    of their free slots (rounded up), only while some shard had misses."""
+    if not any(s.misses for s in states):
+        return []
+    want = sum(s.misses for s in states)
+    out = []
+    for i, s in sorted(enumerate(states), key=lambda e: -e[1].free):
+        if want <= 0:
+            break
+        if s.misses == 0 and s.free > 0:
+            give = min(want, (s.free + 1) // 2)
+            out.append((i, give))
+            want -= give
+    return out
+
+
+def plan_raises(states: list[ShardState], spare: int) -> list[tuple[int, int]]:
+    """(shard, slots) to give ``spare`` slots to: shards with misses in proportion to
+    them; with no misses anywhere, the shards with the lowest limits (the first round)."""
+    out: dict[int, int] = {}
+    needy = [(i, s.misses) for i, s in enumerate(states) if s.misses]
+    limits = [s.limit for s in states]
+    for _ in range(spare):
+        if needy:
+            i = max(needy, key=lambda e: e[1] / (1 + out.get(e[0], 0)))[0]
+        else:
+            i = min(range(len(limits)), key=lambda j: (limits[j], j))
+        out[i] = out.get(i, 0) + 1
+        limits[i] += 1
+    return sorted(out.items())
+
+
+class _ShardCore:
+    """Configuration, names, admission order, the local view and the metrics."""
+
+    def __init__(self, quota: str, *, limit: int, shards: int, spill: int | None,
+                 timeout: float, rebalance_every: float | None, options: dict[str, Any]
+                 ) -> None:
+        if isinstance(shards, bool) or not isinstance(shards, int) or not 1 <= shards <= 64:
+            raise ConfigError(f"shards must be an int in 1..64, got {shards!r}",
+                              source="sharded lease store")
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < shards:
+            raise ConfigError(f"limit must be an int >= shards ({shards}), got {limit!r}",
+                              source="sharded lease store")
+        self.quota, self.limit, self.k = quota, limit, shards
+        self.spill = shards if spill is None else max(1, min(shards, spill))
+        self.timeout = float(timeout)
+        self.rebalance_every = (self.timeout / 2 if rebalance_every is None
+                                else float(rebalance_every))
+        self.names = shard_names(quota, shards)
+        self._options = options
+        self.shards: list[Any] = []
+        self._stranded: Any = None
+        self._moved: Any = None
+
+    def _bind(self, worker: str, registry: Any) -> None:
+        from ..metrics import child
+
+        self._worker, self._registry = worker, registry
+        self._stranded = child("corevo_lease_stranded_total", registry, worker=worker,
+                               quota=self.quota)
+        self._moved = child("corevo_lease_rebalanced_total", registry, worker=worker,
+                            quota=self.quota)
+
+    def order(self, key: str) -> list[int]:
+        """The shards an admission for ``key`` tries, in order."""
+        h = home(key, self.k)
+        return [(h + j) % self.k for j in range(self.spill)]
+
+    def view(self) -> list[tuple[int, int]]:
+        """(held, limit) per shard as last seen by this worker (acquire replies and
+        rebalancer reads)."""
+        return [s.seen for s in self.shards]
+
+    def _rejected_all(self, tried: list[int]) -> None:
+        """Count a stranded rejection when an untried shard had room as last seen."""
+        for i in set(range(self.k)) - set(tried):
+            held, limit = self.shards[i].seen
+            if held < limit:
+                self._stranded.inc()
+                return
+
+    def _states(self, replies: list[Any]) -> list[ShardState] | None:
+        if any(int(r[0]) < 0 for r in replies):
+            return None  # a newer rebalancer wrote on some shard: this one is stale
+        states = [ShardState(int(r[0]), int(r[1]), int(r[2])) for r in replies]
+        for shard, st in zip(self.shards, states, strict=True):
+            shard.seen = (st.held, st.limit)
+        return states
+
+    def _limit_args(self, token: int, op: str, amount: int = 0) -> list[Any]:
+        return [token, op, amount, self.timeout]
+
+
+def _shard_keys(store: Any) -> list[str]:
+    return [store.key, store.limit_key, f"{store.key}:fence", store.misses_key]
+
+
+class _Shard(RedisLeaseStore):
+    """One shard: its limit and misses live in Redis (``limit_key``); a missing limit is
+    0 (nothing granted before the rebalancer's first round)."""
+
+    _limit_key = True
+    #: (held, limit) from the last reply: the sharded store's view of this shard
+    seen: tuple[int, int] = (0, 0)
+
+    def _try_acquire(self, holder: str) -> AcquireResult:
+        granted, reaped, held, token, limit = self._acquire_script(
+            keys=self.keys, args=[self.timeout, 0, holder])
+        self.limit, self.seen = limit, (held, limit)  # the lease metrics report it
+        return AcquireResult(granted == 1, reaped, held, token, granted == 2)
+
+
+class _AsyncShard(AsyncRedisLeaseStore):
+    _limit_key = True
+    seen: tuple[int, int] = (0, 0)
+
+    async def _try_acquire(self, holder: str) -> AcquireResult:
+        granted, reaped, held, token, limit = await self._acquire_script(
+            keys=self.keys, args=[self.timeout, 0, holder])
+        self.limit, self.seen = limit, (held, limit)
+        return AcquireResult(granted == 1, reaped, held, token, granted == 2)
+
+
+class _Keyed:
+    """What ``Hold``/``AsyncHold`` call: ``acquire_within`` with the caller key bound."""
+
+    def __init__(self, store: Any, key: str) -> None:
+        self.store, self.key = store, key
+
+    def acquire_within(self, wait: float, *, holder: str | None, poll: float) -> Any:
+        return self.store.acquire_within(wait, key=self.key, holder=holder, poll=poll)
+
+
+class ShardedLeaseStore(_ShardCore):
+    """A sharded quota on a blocking client (``RedisCluster`` or plain ``Redis``).
+
+    ``client`` is shared by the shards; ``store_options`` (``timeout``,
+    ``heartbeat_interval``, ``margin``, ``worker``, ``registry``, ``socket_timeout``, …)
+    go to every shard store. ``spill`` bounds the shards one admission tries (default:
+    all). The handle returned is the shard's own ``Lease``: heartbeat and release go to
+    that shard.
+    """
+
+    def __init__(self, quota: str, client: Any, *, limit: int, shards: int,
+                 spill: int | None = None, rebalance_every: float | None = None,
+                 **store_options: Any) -> None:
+        timeout = float(store_options.get("timeout", DEFAULT_TIMEOUT))
+        super().__init__(quota, limit=limit, shards=shards, spill=spill, timeout=timeout,
+                         rebalance_every=rebalance_every, options=store_options)
+        self.client = client
+        self.shards = [_Shard(n, client, limit=max(1, limit // shards), **store_options)
+                       for n in self.names]
+        first = self.shards[0]
+        self._bind(first.worker, first._registry)
+        self.rebalancer = RedisLeaseStore(f"{quota}.rebalance", client, limit=1,
+                                          **store_options)
+        self._leader = self.rebalancer.new_holder()
+        self._limit_script = client.register_script(LIMIT_LUA)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def acquire(self, key: str = "", holder: str | None = None) -> Lease | None:
+        """A lease on the first shard in ``key``'s order with room, or None."""
+        tried = []
+        for i in self.order(key):
+            lease = self.shards[i].acquire(holder)
+            if lease is not None:
+                return lease
+            tried.append(i)
+        self._rejected_all(tried)
+        return None
+
+    def acquire_within(self, wait: float = 0.0, *, key: str = "", holder: str | None = None,
+                       poll: float = DEFAULT_POLL) -> Lease:
+        """See ``LeaseStore.acquire_within``; ``BreakerOpen`` at once when every shard's
+        backend is known down."""
+        holder = holder or self.shards[0].new_holder()
+        started = monotonic()
+        while True:
+            lease = self.acquire(key, holder)
+            if lease is not None:
+                return lease
+            _all_open(self.shards, self.quota)
+            pause = self.shards[0]._rejected(started, wait, poll)
+            if pause is None:
+                raise LeaseRejected(self.quota, self.shards[self.order(key)[0]]._last_outcome,
+                                    wait)
+            time.sleep(pause)
+
+    def hold(self, key: str = "", *, holder: str | None = None, wait: float = 0.0,
+             poll: float = DEFAULT_POLL) -> Hold:
+        """``with quota.hold("tenant") as lease:`` — ``LeaseStore.hold`` on the shards."""
+        return Hold(_Keyed(self, key), holder, wait, poll)  # type: ignore[arg-type]
+
+    def _limit_op(self, i: int, token: int, op: str, amount: int = 0) -> Any:
+        return self._limit_script(keys=_shard_keys(self.shards[i]),
+                                  args=self._limit_args(token, op, amount))
+
+    def rebalance(self) -> int | None:
+        """One round if this worker holds the rebalancer lease: slots moved, else None."""
+        lease = self.rebalancer.acquire(self._leader)
+        if lease is None:
+            return None
+        token = lease.token
+        states = self._states([self._limit_op(i, token, "read") for i in range(self.k)])
+        if states is None:
+            return None
+        taken = 0
+        for i, amount in plan_lowers(states):
+            reply = self._limit_op(i, token, "lower", amount)
+            if int(reply[0]) < 0 or not lease.valid():
+                return None
+            taken += int(reply[3])
+            states[i].limit = int(reply[0])
+        spare = self.limit - sum(s.limit for s in states)
+        for i, amount in plan_raises(states, spare):
+            if int(self._limit_op(i, token, "raise", amount)[0]) < 0 or not lease.valid():
+                return None
+        if taken:
+            self._moved.inc(taken)
+        return taken
+
+    def start_rebalancer(self) -> threading.Thread:
+        """Run ``rebalance()`` every ``rebalance_every`` s in a daemon thread (every
+        worker may run one; only the lease holder acts)."""
+        def loop() -> None:
+            while True:
+                try:
+                    self.rebalance()
+                except Exception as exc:  # noqa: BLE001 - the next round retries
+                    absorb("lease-rebalance", exc, worker=self._worker,
+                           registry=self._registry)
+                if self._stop.wait(self.rebalance_every):
+                    return
+
+        if self._thread is None:
+            self._thread = threading.Thread(target=loop, daemon=True,
+                                            name=f"corevo-rebalance-{self.quota}")
+            self._thread.start()
+        return self._thread
+
+    def declare_fresh(self) -> None:
+        """Every shard and the rebalancer lease are new (see ``LeaseStore.declare_fresh``)."""
+        for s in [*self.shards, self.rebalancer]:
+            s.declare_fresh()
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5)
+        for s in [*self.shards, self.rebalancer]:
+            s.close()
+
+
+class AsyncShardedLeaseStore(_ShardCore):
+    """The sharded quota on an asyncio client (``redis.asyncio.cluster.RedisCluster`` or
+    ``redis.asyncio.Redis``); the same options, coroutines for I/O."""
+
+    def __init__(self, quota: str, client: Any, *, limit: int, shards: int,
+                 spill: int | None = None, rebalance_every: float | None = None,
+                 **store_options: Any) -> None:
+        timeout = float(store_options.get("timeout", DEFAULT_TIMEOUT))
+        super().__init__(quota, limit=limit, shards=shards, spill=spill, timeout=timeout,
+                         rebalance_every=rebalance_every, options=store_options)
+        self.client = client
+        self.shards = [_AsyncShard(n, client, limit=max(1, limit // shards), **store_options)
+                       for n in self.names]
+        first = self.shards[0]
+        self._bind(first.worker, first._registry)
+        self.rebalancer = AsyncRedisLeaseStore(f"{quota}.rebalance", client, limit=1,
+                                               **store_options)
+        self._leader = self.rebalancer.new_holder()
+        self._limit_script = client.register_script(LIMIT_LUA)
+        self._task: asyncio.Task[None] | None = None
+
+    async def acquire(self, key: str = "", holder: str | None = None) -> AsyncLease | None:
+        tried = []
+        for i in self.order(key):
+            lease = await self.shards[i].acquire(holder)
+            if lease is not None:
+                return lease
+            tried.append(i)
+        self._rejected_all(tried)
+        return None
+
+    async def acquire_within(self, wait: float = 0.0, *, key: str = "",
+                             holder: str | None = None,
+                             poll: float = DEFAULT_POLL) -> AsyncLease:
+        holder = holder or self.shards[0].new_holder()
+        started = monotonic()
+        while True:
+            lease = await self.acquire(key, holder)
+            if lease is not None:
+                return lease
+            if _breakers_open(self.shards):
+                await asyncio.sleep(0)  # a caller retrying at once must not starve the loop
+                _all_open(self.shards, self.quota)
+            pause = self.shards[0]._rejected(started, wait, poll)
+            if pause is None:
+                raise LeaseRejected(self.quota, self.shards[self.order(key)[0]]._last_outcome,
+                                    wait)
+            await asyncio.sleep(pause)
+
+    def hold(self, key: str = "", *, holder: str | None = None, wait: float = 0.0,
+             poll: float = DEFAULT_POLL) -> AsyncHold:
+        return AsyncHold(_Keyed(self, key), holder, wait, poll)  # type: ignore[arg-type]
+
+    async def run(self, fn: Callable[..., Awaitable[T]], *args: Any, key: str = "",
+                  wait: float = 0.0, poll: float = DEFAULT_POLL) -> T:
+        async with self.hold(key, wait=wait, poll=poll):
+            return await fn(*args)
+
+    async def _limit_op(self, i: int, token: int, op: str, amount: int = 0) -> Any:
+        return await self._limit_script(keys=_shard_keys(self.shards[i]),
+                                        args=self._limit_args(token, op, amount))
+
+    async def rebalance(self) -> int | None:
+        lease = await self.rebalancer.acquire(self._leader)
+        if lease is None:
+            return None
+        token = lease.token
+        states = self._states([await self._limit_op(i, token, "read") for i in range(self.k)])
+        if states is None:
+            return None
+        taken = 0
+        for i, amount in plan_lowers(states):
+            reply = await self._limit_op(i, token, "lower", amount)
+            if int(reply[0]) < 0 or not lease.valid():
+                return None
+            taken += int(reply[3])
+            states[i].limit = int(reply[0])
+        spare = self.limit - sum(s.limit for s in states)
+        for i, amount in plan_raises(states, spare):
+            if int((await self._limit_op(i, token, "raise", amount))[0]) < 0 \
+                    or not lease.valid():
+                return None
+        if taken:
+            self._moved.inc(taken)
+        return taken
+
+    def start_rebalancer(self) -> asyncio.Task[None]:
+        async def loop() -> None:
+            while True:
+                try:
+                    await self.rebalance()
+                except Exception as exc:  # noqa: BLE001
+                    absorb("lease-rebalance", exc, worker=self._worker,
+                           registry=self._registry)
+                await asyncio.sleep(self.rebalance_every)
+
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(loop())
+        return self._task
+
+    async def declare_fresh(self) -> None:
+        for s in [*self.shards, self.rebalancer]:
+            await s.declare_fresh()
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+        for s in [*self.shards, self.rebalancer]:
+            await s.close()
+
+
+def _breakers_open(shards: list[Any]) -> bool:
+    return all(s._breaker_open() for s in shards)
+
+
+def _all_open(shards: list[Any], quota: str) -> None:
+    """``BreakerOpen`` when every shard's backend is known down (nothing to wait for)."""
+    if _breakers_open(shards):
+        raise BreakerOpen(quota, min(s.breaker.retry_after() for s in shards))
