@@ -11,8 +11,9 @@ import warnings
 
 import pytest
 
-from corevo_obs import LoopLagSampler, install_loop_health
+from corevo_obs import install_loop_health
 from corevo_obs.errors import ConfigError
+from corevo_obs.loop import LoopLagSampler
 
 HERE = os.path.realpath(__file__)
 

@@ -522,6 +522,11 @@ class _LeaseHandle:
                 return
             self.lost, self.lost_reason = True, reason
             event = self._event
+        if reason == "unconfirmed":
+            # judged lost by its own deadline, with no renewal to say so: still the
+            # "live holder judged dead" that lost heartbeats expose (a renewal's "lost"
+            # answer is counted where it arrives)
+            self.store.observer.lease_heartbeat(self.quota, "lost")
         if event is not None:
             event.set()
         for fn in self._on_lost or ():

@@ -31,6 +31,8 @@ import asyncio
 import json
 import time
 
+from lease_kit import SQLITE_FAST
+
 from corevo_obs import MetricsServer, enable_multiprocess, install_loop_health
 from corevo_obs.cancel import (
     CommandGateway,
@@ -59,8 +61,10 @@ class Workload:
         self.stages = StageRecorder(worker=worker)
         self.blob = OffloadAdapter(name="blob", max_in_flight=1, max_waiting=1,
                                    wait_timeout=0.05, worker=worker)
-        self.llm = SqliteLeaseStore("llm", db, limit=2, timeout=LEASE_TIMEOUT, worker=worker)
-        self.dbq = SqliteLeaseStore("db", db, limit=5, timeout=LEASE_TIMEOUT, worker=worker)
+        self.llm = SqliteLeaseStore("llm", db, limit=2, timeout=LEASE_TIMEOUT, worker=worker,
+                                    **SQLITE_FAST)
+        self.dbq = SqliteLeaseStore("db", db, limit=5, timeout=LEASE_TIMEOUT, worker=worker,
+                                    **SQLITE_FAST)
         self.audit = LeaseAuditor(self.llm)
         self.jobs = SqliteJobStore(jobs, worker=worker)
         self.history = EventHistory(jobs + ".events")
@@ -150,7 +154,7 @@ class Cancels:
         self.jobs = SqliteJobStore(jobs, worker=worker)
         self.bus = SqliteCancelBus(jobs)
         self.execs = AsyncSqliteLeaseStore("exec", db, limit=20, timeout=LEASE_TIMEOUT,
-                                           worker=worker)
+                                           worker=worker, **SQLITE_FAST)
         self.inbox = CommandInbox(self.bus, self.jobs, reconnect=HEARTBEAT)
         self.gateway = CommandGateway(self.bus, self.jobs)
         self.gate = SideEffectGate(self.bus, self.jobs.observer)
