@@ -53,8 +53,9 @@ def acquire_lua(*, run_fence: bool = False, limit_key: bool = False) -> str:
 
     KEYS: quota zset, marker, token counter, then the run-id key (``run_fence``), then the
     limit and misses keys (``limit_key``: a limit kept in Redis, as a sharded quota's
-    shards have; each rejection counts one miss for the rebalancer).
-    ARGV: timeout, limit (the default when the limit key is absent), holder.
+    shards have; a rejection of a caller whose home shard this is counts one miss).
+    ARGV: timeout, limit (the default when the limit key is absent), holder, and with
+    ``limit_key`` '1' when this shard is the caller's home shard.
     Returns {granted (1 granted, 0 rejected, 2 fenced), reaped, held, token} and, with
     ``limit_key``, the limit applied. A holder already present is refreshed and never takes
     a second slot (safe retry).
@@ -62,7 +63,8 @@ def acquire_lua(*, run_fence: bool = False, limit_key: bool = False) -> str:
     at = 5 if run_fence else 4
     lim = f"local l = tonumber(redis.call('GET', KEYS[{at}]))\n" \
           "if l then limit = l end\n" if limit_key else ""
-    miss = f"redis.call('INCR', KEYS[{at + 1}])\n" if limit_key else ""
+    miss = f"if ARGV[4] == '1' then redis.call('INCR', KEYS[{at + 1}]) end\n" \
+        if limit_key else ""
     run = ("local run = " + _RUN_ID + "\n"
            "if redis.call('GET', KEYS[4]) ~= run then\n"
            "  redis.call('SET', KEYS[4], run)\n  mark = nil\nend\n") if run_fence else ""

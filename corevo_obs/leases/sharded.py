@@ -11,7 +11,8 @@ the primaries — and the names depend only on (quota, K), never on a topology s
 
 Admission: the caller's shard (CRC32 of a caller key — a tenant, a model — modulo K),
 then the others in a fixed order (``home+1, home+2, …``), up to ``spill`` shards. A
-rejection on a shard counts a *miss* there (in the acquire script).
+rejection on the home shard counts a *miss* there (in the acquire script): demand the
+shard's limit did not cover, whether or not a spill served it.
 
 Rebalance: the sum of shard limits never exceeds N at any instant. One worker at a time
 rebalances — the holder of the lease ``<quota>.rebalance`` (limit 1) — every
@@ -45,6 +46,7 @@ Example::
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 import time
 import zlib
@@ -61,6 +63,9 @@ from .redis_store import KEY_PREFIX, AsyncRedisLeaseStore, RedisLeaseStore
 
 SLOTS: Final = 16384
 T = TypeVar("T")
+#: '1' while a shard is tried as the caller's home shard (its rejection is a miss there);
+#: a context variable, so concurrent tasks and threads each see their own
+_HOME: contextvars.ContextVar[str] = contextvars.ContextVar("corevo_shard_home", default="0")
 
 # KEYS: zset, limit, fence, misses. ARGV: token, op (read | lower | raise), amount, timeout.
 # Returns {limit, live holders, misses (read: taken and reset), amount applied}, or
@@ -245,7 +250,7 @@ class _Shard(RedisLeaseStore):
 
     def _try_acquire(self, holder: str) -> AcquireResult:
         granted, reaped, held, token, limit = self._acquire_script(
-            keys=self.keys, args=[self.timeout, 0, holder])
+            keys=self.keys, args=[self.timeout, 0, holder, _HOME.get()])
         self.limit, self.seen = limit, (held, limit)  # the lease metrics report it
         return AcquireResult(granted == 1, reaped, held, token, granted == 2)
 
@@ -256,7 +261,7 @@ class _AsyncShard(AsyncRedisLeaseStore):
 
     async def _try_acquire(self, holder: str) -> AcquireResult:
         granted, reaped, held, token, limit = await self._acquire_script(
-            keys=self.keys, args=[self.timeout, 0, holder])
+            keys=self.keys, args=[self.timeout, 0, holder, _HOME.get()])
         self.limit, self.seen = limit, (held, limit)
         return AcquireResult(granted == 1, reaped, held, token, granted == 2)
 
@@ -301,9 +306,13 @@ class ShardedLeaseStore(_ShardCore):
 
     def acquire(self, key: str = "", holder: str | None = None) -> Lease | None:
         """A lease on the first shard in ``key``'s order with room, or None."""
-        tried = []
+        tried: list[int] = []
         for i in self.order(key):
-            lease = self.shards[i].acquire(holder)
+            mark = _HOME.set("0" if tried else "1")
+            try:
+                lease = self.shards[i].acquire(holder)
+            finally:
+                _HOME.reset(mark)
             if lease is not None:
                 return lease
             tried.append(i)
@@ -414,9 +423,13 @@ class AsyncShardedLeaseStore(_ShardCore):
         self._task: asyncio.Task[None] | None = None
 
     async def acquire(self, key: str = "", holder: str | None = None) -> AsyncLease | None:
-        tried = []
+        tried: list[int] = []
         for i in self.order(key):
-            lease = await self.shards[i].acquire(holder)
+            mark = _HOME.set("0" if tried else "1")
+            try:
+                lease = await self.shards[i].acquire(holder)
+            finally:
+                _HOME.reset(mark)
             if lease is not None:
                 return lease
             tried.append(i)

@@ -9,7 +9,9 @@ timeout, so holds span the faults. The tracker is independent of the store: righ
 the grant the task appends ``E holder t planned`` (enter, planned work) to this
 process's own file, and in the body's ``finally`` —
 reached also when the lease is lost and the body cancelled — ``X holder t`` (exit). The
-parent reads only these files. ``skew`` shifts the store's client clock (``clock=``) by
+parent reads only these files. With ``keys`` (a sharded quota) each hold names a caller
+key, skewed: half of them ``t0``; ``pause`` adds a random think time after each hold.
+``skew`` shifts the store's client clock (``clock=``) by
 that many seconds. At exit one JSON line on stdout: holds, and losses by reason.
 """
 
@@ -35,8 +37,11 @@ async def holder(store: Any, cfg: dict[str, Any], fd: int, seed: int, stats: Cou
     while time.monotonic() < cfg["until"]:
         lo, hi = cfg["long"] if rng.random() < cfg["p_long"] else cfg["short"]
         work = rng.uniform(lo, hi)
+        # a sharded quota: a caller key from a skewed set (half of the holds use key 0)
+        keyed = {"key": f"t{0 if rng.random() < 0.5 else rng.randrange(cfg['keys'])}"} \
+            if cfg.get("keys") else {}
         try:
-            async with store.hold(wait=cfg["wait"], poll=cfg["poll"]) as lease:
+            async with store.hold(wait=cfg["wait"], poll=cfg["poll"], **keyed) as lease:
                 os.write(fd, f"E {lease.holder} {time.monotonic()!r} {work!r}\n".encode())
                 try:
                     await asyncio.sleep(work)
@@ -47,6 +52,8 @@ async def holder(store: Any, cfg: dict[str, Any], fd: int, seed: int, stats: Cou
             stats[f"lost_{exc.reason}"] += 1
         except LeaseRejected:
             stats["rejected_waits"] += 1
+        if cfg.get("pause"):  # think time between holds: demand that comes and goes
+            await asyncio.sleep(rng.uniform(0, cfg["pause"]))
 
 
 async def main(cfg: dict[str, Any]) -> None:
