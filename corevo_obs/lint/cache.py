@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from .catalog import Catalog
-from .guards import OPS, Args, Atom, Guard, Value
+from .guards import OPS, Args, Atom, Guard, Kind, Value, instance
 from .model import CallSite, Edge, FileResult, Finding, FuncFacts
 
 FORMAT = 1
@@ -124,6 +124,8 @@ def _list(x: object, n: int | None = None) -> list[Any]:
 def _enc_const(c: object) -> object:
     if isinstance(c, bytes):
         return {"b": c.hex()}
+    if isinstance(c, Kind):
+        return {"k": c.type}
     if isinstance(c, tuple):
         return {"t": [_enc_const(v) for v in c]}
     return c
@@ -136,21 +138,36 @@ def _dec_const(x: object) -> object:
     assert isinstance(x, dict)
     if "b" in x:
         return bytes.fromhex(_str(x["b"]))
+    if "k" in x:
+        return Kind(_str(x["k"]))
     return tuple(_dec_const(v) for v in _list(x.get("t")))
 
 
 def _enc_value(v: Value) -> list[object]:
+    if v[0] == "i":
+        cls, args = instance(v)
+        return ["i", [cls, _enc_args(args)]]
+    if v[0] == "a":
+        assert isinstance(v[1], Atom)
+        return ["a", _enc_guard((v[1],))[0]]
     return [v[0], _enc_const(v[1])]
 
 
 def _dec_value(x: object) -> Value:
     kind, payload = _list(x, 2)
-    _check(kind in ("v", "s", "p", "?"))
+    _check(kind in ("v", "s", "p", "?", "t", "i", "a"))
     if kind == "v":
         return ("v", _dec_const(payload))
     if kind == "?":
         _check(payload is None)
         return ("?", None)
+    if kind == "i":
+        cls, args = _list(payload, 2)
+        decoded = _dec_args(args)
+        _check(decoded is not None)
+        return ("i", (_str(cls), decoded))
+    if kind == "a":
+        return ("a", _dec_guard([payload])[0])
     return (kind, _str(payload))
 
 
@@ -171,17 +188,17 @@ def _enc_args(a: Args | None) -> object:
     if a is None:
         return None
     return [[_enc_value(v) for v in a.positional],
-            [[k, _enc_value(v)] for k, v in a.keywords], a.opaque]
+            [[k, _enc_value(v)] for k, v in a.keywords], a.opaque, a.forward]
 
 
 def _dec_args(x: object) -> Args | None:
     if x is None:
         return None
-    positional, keywords, opaque = _list(x, 3)
-    _check(type(opaque) is bool)
+    positional, keywords, opaque, forward = _list(x, 4)
+    _check(type(opaque) is bool and type(forward) is bool)
     pairs = [_list(kv, 2) for kv in _list(keywords)]
     return Args(tuple(_dec_value(v) for v in _list(positional)),
-                tuple((_str(k), _dec_value(v)) for k, v in pairs), opaque)
+                tuple((_str(k), _dec_value(v)) for k, v in pairs), opaque, forward)
 
 
 def _enc_facts(qualname: str, f: FuncFacts) -> list[object]:
@@ -189,12 +206,15 @@ def _enc_facts(qualname: str, f: FuncFacts) -> list[object]:
             [[call, _enc_guard(g)] for call, g in f.blocks],
             [[e.callee, _enc_guard(e.guard), _enc_args(e.args)] for e in f.edges],
             list(f.params), sorted(f.names),
-            [[k, _enc_value(v)] for k, v in f.defaults.items()]]
+            [[k, _enc_value(v)] for k, v in f.defaults.items()], f.varkw,
+            [[k, _enc_guard(g)] for k, g in f.rebinds.items()],
+            [[k, _enc_value(v)] for k, v in f.inits.items()]]
 
 
 def _dec_facts(x: object, path: str) -> tuple[str, FuncFacts]:
-    qualname, name, line, marked, blocks, edges, params, names, defaults = _list(x, 9)
-    _check(type(marked) is bool)
+    (qualname, name, line, marked, blocks, edges, params, names, defaults, varkw,
+     rebinds, inits) = _list(x, 12)
+    _check(type(marked) is bool and type(varkw) is bool)
     facts = FuncFacts(_str(name), path, _int(line), marked)
     for item in _list(blocks):
         call, guard = _list(item, 2)
@@ -207,6 +227,13 @@ def _dec_facts(x: object, path: str) -> tuple[str, FuncFacts]:
     for item in _list(defaults):
         k, v = _list(item, 2)
         facts.defaults[_str(k)] = _dec_value(v)
+    facts.varkw = varkw
+    for item in _list(rebinds):
+        k, g = _list(item, 2)
+        facts.rebinds[_str(k)] = _dec_guard(g)
+    for item in _list(inits):
+        k, v = _list(item, 2)
+        facts.inits[_str(k)] = _dec_value(v)
     return _str(qualname), facts
 
 
@@ -221,6 +248,7 @@ def encode(result: FileResult) -> dict[str, object]:
                   for s in result.sites],
         "reexports": [[k, v] for k, v in result.reexports.items()],
         "constants": [[k, _enc_const(v)] for k, v in result.constants.items()],
+        "written": sorted(result.written),
     }
 
 
@@ -245,6 +273,7 @@ def decode(x: object, path: str, module: str) -> FileResult:
     for item in _list(x["constants"]):
         k, v = _list(item, 2)
         out.constants[_str(k)] = _dec_const(v)
+    out.written = frozenset(_str(a) for a in _list(x["written"]))
     return out
 
 

@@ -48,6 +48,7 @@ class Catalog:
     after: dict[str, frozenset[str]] = field(default_factory=dict)  # T.wait -> {communicate}
     in_memory_args: dict[str, tuple[int | str, ...]] = field(default_factory=dict)
     in_memory_types: frozenset[str] = frozenset()
+    data_urls: dict[str, tuple[int | str, ...]] = field(default_factory=dict)
     direct_only: frozenset[str] = frozenset()  # flagged on the loop, not inside helpers
 
     @functools.cached_property
@@ -82,6 +83,7 @@ class Catalog:
             after=self.after,
             in_memory_args=self.in_memory_args,
             in_memory_types=self.in_memory_types,
+            data_urls=self.data_urls,
             direct_only=self.direct_only,
             blocking=frozenset(config.blocking),
             non_blocking=frozenset(exact),
@@ -122,6 +124,9 @@ def _parse(data: dict[str, Any], source: str) -> Catalog:
         in_memory_args: dict[str, tuple[int | str, ...]] = {
             str(k): tuple(a if isinstance(a, int) else str(a) for a in v)
             for k, v in memory.get("arguments", {}).items()}
+        data_urls: dict[str, tuple[int | str, ...]] = {
+            str(k): tuple(a if isinstance(a, int) else str(a) for a in v)
+            for k, v in memory.get("data-urls", {}).items()}
     except (KeyError, TypeError, ValueError) as exc:
         raise ConfigError(f"malformed catalog: {exc!r}", source=source) from None
     unknown = sorted({c for c in calls.values() if c not in RULES}
@@ -130,7 +135,8 @@ def _parse(data: dict[str, Any], source: str) -> Catalog:
         raise ConfigError(f"codes no rule family registers: {unknown}", source=source)
     direct_only = frozenset(map(str, data.get("direct-only", {}).get("calls", ())))
     return Catalog(calls, objects, factories, offload, offload_methods, disarming, aliases,
-                   after, in_memory_args, in_memory_types, direct_only)
+                   after, in_memory_args, in_memory_types, direct_only=direct_only,
+                   data_urls=data_urls)
 
 
 def load_catalog(config: LintConfig | None = None) -> Catalog:

@@ -42,6 +42,9 @@ class FuncFacts:
     params: tuple[str, ...] = ()  # positional parameters, without self / cls
     names: frozenset[str] = frozenset()  # every parameter that a keyword can name
     defaults: dict[str, Value] = field(default_factory=dict)  # constant defaults
+    varkw: bool = False  # has **kwargs (keywords beyond ``names`` are forwarded)
+    rebinds: dict[str, Guard] = field(default_factory=dict)  # param -> guard of its 1 store
+    inits: dict[str, Value] = field(default_factory=dict)  # __init__: "self.x" -> value set
 
     @property
     def callees(self) -> list[str]:
@@ -80,3 +83,4 @@ class FileResult:
     error: Finding | None = None
     deferred: bool = False  # no ``async`` in it: read, not parsed, unless a chain leads here
     content: str = ""  # hash of the bytes summarised (set when a cache is in use)
+    written: frozenset[str] = frozenset()  # attributes assigned on objects other than self

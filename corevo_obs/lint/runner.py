@@ -299,7 +299,8 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
         for d, reason in unreadable]
     index = ChainIndex(((q, f) for r in results for q, f in r.funcs.items()),
                        {k: v for r in results for k, v in r.reexports.items()},
-                       {k: v for r in results for k, v in r.constants.items()})
+                       {k: v for r in results for k, v in r.constants.items()},
+                       (a for r in results for a in r.written))
     for r in results:
         if r.error is not None:
             out.errors.append(r.error)

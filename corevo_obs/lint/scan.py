@@ -10,12 +10,13 @@ async body is a call site (COB110 if it blocks); handing it to ``asyncio.to_thre
 from __future__ import annotations
 
 import ast
+import copy
 import sys
 from dataclasses import dataclass, field
 from typing import Any
 
 from .catalog import Catalog
-from .guards import OPAQUE, UNKNOWN, Args, Atom, Guard, Value, atoms
+from .guards import OPAQUE, SELF, UNKNOWN, Args, Atom, Guard, Kind, Value, atoms
 from .imports import ImportTracker, Ref
 from .model import CallSite, Edge, FileResult, Finding, FuncFacts
 from .newer import parse_with_newer
@@ -43,27 +44,114 @@ class _Ctx:
     node: ast.FunctionDef | None = None
     guard: list[Atom] = field(default_factory=list)  # tests of parameters that lead here
     seen: set[str] = field(default_factory=set)  # "proc.communicate": methods referenced
+    self_name: str | None = None  # a method's first parameter
+    attrs: frozenset[str] = frozenset()  # "self.x" usable as parameters (guards.py)
+    init_values: dict[str, Value] | None = None  # in __init__: "self.x" -> value assigned
+    top: frozenset[int] = frozenset()  # ids of the body's top-level statements
+    instances: dict[str, Value] = field(default_factory=dict)  # x = C(...): ("i", ...)
     _stable: frozenset[str] | None = None
+    _counts: dict[str, int] = field(default_factory=dict)
+    _once: frozenset[str] = frozenset()
+
+    def _scan_stores(self) -> None:
+        facts, node = self.facts, self.node
+        names = facts.names | frozenset(facts.params) if facts is not None else frozenset()
+        names |= self.attrs
+        if node is None:
+            self._stable = names
+            return
+        plain: set[int] = set()
+        stores: dict[str, int] = {}
+        other: set[str] = set()
+        for stmt in node.body:
+            for n in ast.walk(stmt):
+                if isinstance(n, ast.Assign) and len(n.targets) == 1:
+                    plain.add(id(n.targets[0]))
+                key = self._store_key(n)
+                if key is None:
+                    continue
+                stores[key] = stores.get(key, 0) + 1
+                if id(n) not in plain:
+                    other.add(key)
+        once = {k for k, c in stores.items() if c == 1 and k not in other}
+        self._counts = {k: (c if k not in other else c + 1) for k, c in stores.items()}
+        self._stable = names - set(stores)
+        self._once = frozenset(names & once)
+
+    def _store_key(self, n: ast.AST) -> str | None:
+        """The parameter (or ``self.x``) a node binds, if it binds one."""
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            return n.id
+        if (isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load)
+                and isinstance(n.value, ast.Name) and n.value.id == self.self_name):
+            return f"self.{n.attr}"
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            return n.name
+        if isinstance(n, ast.ExceptHandler) and n.name:
+            return n.name
+        if isinstance(n, ast.alias):
+            return (n.asname or n.name).partition(".")[0]
+        if isinstance(n, ast.MatchAs | ast.MatchStar) and n.name:
+            return n.name
+        if isinstance(n, ast.MatchMapping) and n.rest:
+            return n.rest
+        return None
+
+    def passes_kwargs_whole(self) -> bool:
+        """``**kwargs`` is only ever spread into calls: never read, changed or rebound."""
+        node = self.node
+        if node is None or node.args.kwarg is None:
+            return False
+        name = node.args.kwarg.arg
+        spread: set[int] = set()
+        for stmt in node.body:
+            for n in ast.walk(stmt):
+                if isinstance(n, ast.keyword) and n.arg is None:
+                    spread.add(id(n.value))
+        return all(id(n) in spread for stmt in node.body for n in ast.walk(stmt)
+                   if isinstance(n, ast.Name) and n.id == name)
 
     def stable_params(self) -> frozenset[str]:
-        """Parameters the body never rebinds: only their tests say something."""
+        """Parameters the body never rebinds: they may be passed on as ``("p", x)``."""
         if self._stable is None:
-            facts, node = self.facts, self.node
-            names = facts.names | frozenset(facts.params) if facts is not None else frozenset()
-            if node is not None:
-                names -= {n.id for stmt in node.body for n in ast.walk(stmt)
-                          if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
-            self._stable = names
+            self._scan_stores()
+        assert self._stable is not None
         return self._stable
+
+    def guardable(self) -> frozenset[str]:
+        """Parameters whose tests say something: never rebound, or rebound by one plain
+        assignment whose guard is recorded (``FuncFacts.rebinds``)."""
+        return self.stable_params() | self._once
+
+    def assigned_once(self, name: str) -> bool:
+        """Bound by exactly one plain assignment in the body (and nowhere else)."""
+        self.stable_params()
+        return self._counts.get(name) == 1
+
+    def rebinding(self, stmt: ast.Assign) -> str | None:
+        """The once-rebound parameter this plain assignment stores, if any."""
+        if len(stmt.targets) != 1:
+            return None
+        self.stable_params()
+        key = self._store_key(stmt.targets[0])
+        return key if key in self._once else None
 
 
 _NONE = object()
 
 
+_KINDS: dict[type, str] = {ast.Dict: "builtins.dict", ast.DictComp: "builtins.dict",
+                           ast.ListComp: "builtins.list", ast.SetComp: "builtins.set",
+                           ast.JoinedStr: "builtins.str"}
+
+
 def _constant(node: ast.expr | None) -> object:
-    """A simple constant, or a tuple / set of them (as a tuple); ``_NONE`` otherwise."""
+    """A simple constant, or a tuple / set of them (as a tuple), a ``Kind`` for a display
+    whose type only is known; ``_NONE`` otherwise."""
     if isinstance(node, ast.Constant) and isinstance(node.value, _SIMPLE):
         return node.value
+    if node is not None and type(node) in _KINDS:
+        return Kind(_KINDS[type(node)])
     if isinstance(node, ast.Tuple | ast.Set | ast.List) and all(
             isinstance(e, ast.Constant) and isinstance(e.value, _SIMPLE) for e in node.elts):
         return tuple(e.value for e in node.elts if isinstance(e, ast.Constant))
@@ -94,6 +182,76 @@ def _module_constants(body: list[ast.stmt]) -> dict[str, object]:
     return found
 
 
+def _attribute_stores(node: ast.ClassDef) -> dict[str, dict[str, int]]:
+    """``attr -> {method: stores of self.attr}`` for the class's own methods. Attributes
+    that are methods or properties of the class, and every attribute of a class with
+    its own ``__setattr__`` / ``__getattribute__``, are left out: assigning them runs code."""
+    methods = [m for m in node.body if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef)]
+    names = {m.name for m in methods}
+    if names & {"__setattr__", "__getattribute__"}:
+        return {}
+    out: dict[str, dict[str, int]] = {}
+    for m in methods:
+        first = [*m.args.posonlyargs, *m.args.args][:1]
+        if not first:
+            continue
+        me = first[0].arg
+        for stmt in m.body:
+            for n in ast.walk(stmt):
+                if (isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load)
+                        and isinstance(n.value, ast.Name) and n.value.id == me
+                        and n.attr not in names):
+                    where = out.setdefault(n.attr, {})
+                    where[m.name] = where.get(m.name, 0) + 1
+    return out
+
+
+def _simple_properties(node: ast.ClassDef) -> dict[str, tuple[str, ast.expr]]:
+    """``@property`` methods whose body is one ``return <expr>``: name -> (self, expr)."""
+    out: dict[str, tuple[str, ast.expr]] = {}
+    for m in node.body:
+        if not (isinstance(m, ast.FunctionDef) and m.args.args and any(
+                isinstance(d, ast.Name) and d.id == "property" for d in m.decorator_list)):
+            continue
+        body = [s for s in m.body if not (isinstance(s, ast.Expr)
+                                         and isinstance(s.value, ast.Constant))]
+        if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
+            out[m.name] = (m.args.args[0].arg, body[0].value)
+    return out
+
+
+class _Inline(ast.NodeTransformer):
+    """``self.p`` -> the property's expression, its own ``self`` renamed."""
+
+    def __init__(self, me: str, props: dict[str, tuple[str, ast.expr]]) -> None:
+        self.me, self.props = me, props
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        if isinstance(node.value, ast.Name) and node.value.id == self.me:
+            prop = self.props.get(node.attr)
+            if prop is not None:
+                return _Rename(prop[0], self.me).visit(copy.deepcopy(prop[1]))
+        return self.generic_visit(node)
+
+
+class _Rename(ast.NodeTransformer):
+    def __init__(self, old: str, new: str) -> None:
+        self.old, self.new = old, new
+
+    def visit_Name(self, node: ast.Name) -> ast.Name:
+        return ast.Name(self.new, node.ctx) if node.id == self.old else node
+
+
+def _inline_properties(test: ast.expr, me: str,
+                       props: dict[str, tuple[str, ast.expr]]) -> ast.expr:
+    if not props or not any(isinstance(n, ast.Attribute) and n.attr in props
+                            for n in ast.walk(test)):
+        return test
+    out = _Inline(me, props).visit(copy.deepcopy(test))
+    assert isinstance(out, ast.expr)
+    return out
+
+
 class FileScanner(ast.NodeVisitor):
     """Walks one module once; see the module docstring for what it collects."""
 
@@ -115,8 +273,12 @@ class FileScanner(ast.NodeVisitor):
             ast.Module: self.visit_Module, ast.FunctionDef: self._visit_def,
             ast.AsyncFunctionDef: self._visit_def, ast.Lambda: self.visit_Lambda,
             ast.ClassDef: self.visit_ClassDef, ast.Call: self.visit_Call,
-            ast.Await: self.visit_Await, ast.If: self.visit_If,
+            ast.Await: self.visit_Await, ast.If: self.visit_If, ast.Assign: self.visit_Assign,
+            ast.AugAssign: self.visit_AugAssign,
         }
+        self._written: set[str] = set()
+        self._classes: list[dict[str, dict[str, int]]] = []  # attr -> method -> stores
+        self._properties: list[dict[str, tuple[str, ast.expr]]] = []
         self._consts: dict[str, object] = {}
         self._awaited: set[int] = set()
         self._urllib3 = False
@@ -191,7 +353,7 @@ class FileScanner(ast.NodeVisitor):
         qualname = self._child_qualname(node.name)
         display = self._display(qualname)
         if isinstance(node, ast.AsyncFunctionDef):
-            ctx = _Ctx(qualname, display, on_loop=True)
+            ctx = _Ctx(qualname, display, on_loop=True, node=node)  # type: ignore[arg-type]
         elif self._offload_decorated(node):  # @sync_to_async def f(): calls return awaitables
             ctx = _Ctx(qualname, display, on_loop=False)
         else:
@@ -202,11 +364,76 @@ class FileScanner(ast.NodeVisitor):
                 self._dups.add(qualname)
             self.result.funcs[qualname] = facts
             ctx = _Ctx(qualname, display, on_loop=False, facts=facts, node=node)
+            self._method_attrs(node, ctx)
         self.tracker.push_function(node, qualname)
         self._ctx.append(ctx)
         self._visit_block(node.body)
         self._ctx.pop()
         self.tracker.pop()
+        if ctx.facts is not None and ctx.node is not None:
+            for key in ctx.guardable() - ctx.stable_params():
+                ctx.facts.rebinds.setdefault(key, ())  # stored where no guard was seen
+            if ctx.init_values:
+                ctx.facts.inits = dict(ctx.init_values)
+
+    def _method_attrs(self, node: ast.FunctionDef, ctx: _Ctx) -> None:
+        """``self.x`` as a parameter of a method when only ``__init__`` and the method
+        assign it (and ``__init__`` does); in ``__init__``, track what it assigns."""
+        assert ctx.facts is not None
+        if not self._classes or self.tracker.stack[-1].kind != "class":
+            return
+        if not (node.args.posonlyargs or node.args.args) or any(
+                isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod")
+                for d in node.decorator_list):
+            return
+        ctx.self_name = [*node.args.posonlyargs, *node.args.args][0].arg
+        stores = self._classes[-1]
+        if node.name == "__init__":
+            ctx.init_values = {}
+            ctx.top = frozenset(id(stmt) for stmt in node.body)
+            return
+        ctx.attrs = frozenset(f"self.{attr}" for attr, where in stores.items()
+                              if "__init__" in where and set(where) <= {"__init__", node.name})
+        if ctx.attrs:
+            ctx.facts.names |= ctx.attrs | {SELF}
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        self.generic_visit(node)
+        for each in node.targets:
+            self._note_written(each)
+        ctx = self._ctx[-1] if self._ctx else None
+        if ctx is None or ctx.node is None:
+            return
+        target = node.targets[0] if len(node.targets) == 1 else None
+        if (isinstance(target, ast.Name) and isinstance(node.value, ast.Call)
+                and ctx.assigned_once(target.id)):
+            ref = self.tracker.resolve(node.value.func)
+            if ref is not None and ref.kind in ("class", "import"):  # x = C(...): its state
+                ctx.instances[target.id] = ("i", (ref.name, self._args(node.value, ctx)))
+        if ctx.facts is None:
+            return
+        key = ctx.rebinding(node)
+        if key is not None:
+            ctx.facts.rebinds[key] = tuple(ctx.guard)
+        if (ctx.init_values is not None and id(node) in ctx.top
+                and isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                and target.value.id == ctx.self_name
+                and self._classes[-1].get(target.attr, {}).get("__init__") == 1):
+            value = self._value(node.value, ctx)
+            if value != UNKNOWN:
+                ctx.init_values[f"self.{target.attr}"] = value
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self._note_written(node.target)
+        self.generic_visit(node)
+
+    def _note_written(self, target: ast.expr) -> None:
+        """``obj.x = ...`` on anything but a method's own ``self``: ``x`` is no known state."""
+        for n in ast.walk(target):
+            if (isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load)
+                    and not (isinstance(n.value, ast.Name) and self._ctx
+                             and n.value.id == self._ctx[-1].self_name)):
+                self._written.add(n.attr)
 
     def _offload_decorated(self, node: ast.FunctionDef) -> bool:
         for deco in node.decorator_list:
@@ -227,6 +454,7 @@ class FileScanner(ast.NodeVisitor):
             keywords.discard(positional.pop(0))
         facts.params = tuple(positional)
         facts.names = frozenset(keywords)
+        facts.varkw = args.kwarg is not None
         pairs = [*zip(reversed([*args.posonlyargs, *args.args]), reversed(args.defaults),
                       strict=False),
                  *((a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True)
@@ -237,10 +465,22 @@ class FileScanner(ast.NodeVisitor):
                 facts.defaults[a.arg] = value
 
     # -- guards ----------------------------------------------------------------------
-    def _value(self, node: ast.expr, ctx: _Ctx | None) -> Value:
-        """A constant, a module constant, a helper's own parameter (``ctx``), or UNKNOWN."""
+    def _value(self, node: ast.expr, ctx: _Ctx | None, local: _Ctx | None = None) -> Value:
+        """A constant, a module constant, a helper's own parameter (``ctx``), an object
+        built in ``local`` from known arguments, or UNKNOWN."""
         if isinstance(node, ast.Constant):
             return ("v", node.value) if isinstance(node.value, _SIMPLE) else UNKNOWN
+        if type(node) in _KINDS:
+            return ("v", Kind(_KINDS[type(node)]))
+        if isinstance(node, ast.Call):
+            ref = self.tracker.resolve(node.func)
+            if ref is not None and ref.name in self.catalog.in_memory_types:
+                return ("v", Kind(ref.name))  # io.BytesIO(...)
+            if ref is not None and ref.kind in ("class", "import"):  # C(...): its state
+                return ("i", (ref.name, self._args(node, ctx, local)))
+            return UNKNOWN
+        if isinstance(node, ast.Name) and local is not None and node.id in local.instances:
+            return local.instances[node.id]
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             inner = self._value(node.operand, None)
             if inner[0] == "v" and type(inner[1]) in (int, float):
@@ -260,14 +500,34 @@ class FileScanner(ast.NodeVisitor):
         return UNKNOWN
 
     def _atoms(self, test: ast.expr, ctx: _Ctx) -> Guard | None:
-        params = ctx.stable_params()
+        params = ctx.guardable()
         if not params:
             return None
-        return atoms(test, lambda e: self._value(e, None), params)
+        aliases: dict[str, str] = {}
+        if ctx.self_name is not None and self._classes:
+            test = _inline_properties(test, ctx.self_name, self._properties[-1])
+            if ctx.init_values is not None:  # in __init__: self.x is the parameter it holds
+                stores = self._classes[-1]
+                aliases = {k: str(v[1]) for k, v in ctx.init_values.items()
+                           if v[0] == "p" and set(stores.get(k[5:], {})) == {"__init__"}}
+        return atoms(test, lambda e: self._value(e, None), params, self._type_name,
+                     ctx.self_name, aliases)
 
-    def _args(self, node: ast.Call, ctx: _Ctx | None) -> Args:
-        if any(isinstance(a, ast.Starred) for a in node.args) or any(
-                k.arg is None for k in node.keywords):
+    def _type_name(self, node: ast.expr) -> str | None:
+        ref = self.tracker.resolve(node)
+        return ref.name if ref is not None and ref.kind in ("builtin", "import") else None
+
+    def _args(self, node: ast.Call, ctx: _Ctx | None, local: _Ctx | None = None) -> Args:
+        """What guards need of a call's arguments; ``ctx`` (a sync helper) lets its own
+        parameters pass on as ``("p", x)``, ``local`` (any scope) its objects' states."""
+        local = local or ctx
+        spread = [k for k in node.keywords if k.arg is None]
+        forward = False
+        if spread and ctx is not None and ctx.node is not None and len(spread) == 1:
+            kwarg = ctx.node.args.kwarg
+            forward = (kwarg is not None and isinstance(spread[0].value, ast.Name)
+                       and spread[0].value.id == kwarg.arg and ctx.passes_kwargs_whole())
+        if any(isinstance(a, ast.Starred) for a in node.args) or (spread and not forward):
             return OPAQUE
         func = node.func
         if isinstance(func, ast.Attribute):
@@ -275,8 +535,19 @@ class FileScanner(ast.NodeVisitor):
             if base is not None and base.kind == "class":  # C.method(obj, ...): unbound
                 return OPAQUE
         scope = ctx if ctx is not None and ctx.facts is not None else None
-        return Args(tuple(self._value(a, scope) for a in node.args),
-                    tuple((str(k.arg), self._value(k.value, scope)) for k in node.keywords))
+        keywords = tuple((str(k.arg), self._value(k.value, scope, local))
+                         for k in node.keywords if k.arg is not None)
+        if isinstance(func, ast.Attribute):
+            if (scope is not None and isinstance(func.value, ast.Name)
+                    and func.value.id == scope.self_name):
+                if scope.init_values:
+                    keywords += tuple(scope.init_values.items())  # self.m() from __init__
+            else:
+                receiver = self._value(func.value, scope, local)
+                if receiver[0] in ("p", "i"):
+                    keywords += ((SELF, receiver),)
+        return Args(tuple(self._value(a, scope, local) for a in node.args), keywords,
+                    forward=forward)
 
     def visit_If(self, node: ast.If) -> None:
         self.visit(node.test)
@@ -330,8 +601,12 @@ class FileScanner(ast.NodeVisitor):
         for expr in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]:
             self.visit(expr)
         self.tracker.push_class(node, self._child_qualname(node.name))
+        self._classes.append(_attribute_stores(node))
+        self._properties.append(_simple_properties(node))
         for stmt in node.body:
             self.visit(stmt)
+        self._classes.pop()
+        self._properties.pop()
         self.tracker.pop()
 
     # -- calls -----------------------------------------------------------------------
@@ -376,8 +651,9 @@ class FileScanner(ast.NodeVisitor):
 
     def _classify(self, node: ast.Call, ref: Ref, ctx: _Ctx) -> None:
         hit = declared.configured(ref, self.catalog) or catalogued.classify(ref, self.catalog)
-        if hit is not None and catalogued.returns_at_once(node, ref, self.catalog, self.tracker,
-                                                          ctx.seen):
+        if hit is not None and catalogued.returns_at_once(
+                node, ref, self.catalog, self.tracker, ctx.seen,
+                [a for a in ctx.guard if a.param in ctx.stable_params()]):
             return
         if hit is not None:
             code, display, extra = hit
@@ -395,13 +671,14 @@ class FileScanner(ast.NodeVisitor):
             self.result.sites.append(CallSite(
                 ref.name, self.result.path, node.lineno, node.col_offset + 1, ctx.display,
                 ctx.qualname, self.line(node.lineno).strip(), self._noqa(node),
-                self._args(node, None)))
+                self._args(node, None, ctx)))
         elif ctx.facts is not None and ctx.facts.blocking is None:
             ctx.facts.edges.append(Edge(ref.name, tuple(ctx.guard), self._args(node, ctx)))
 
     def finish(self) -> FileResult:
         for qualname in self._dups:
             del self.result.funcs[qualname]
+        self.result.written = frozenset(self._written)
         return self.result
 
 

@@ -16,8 +16,10 @@ file argument is an in-memory buffer (``zipfile.ZipFile(io.BytesIO(data))``,
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from ..guards import Atom
 from ..imports import ImportTracker, Ref
 from .base import Family, Spec, register
 
@@ -72,10 +74,40 @@ def classify(ref: Ref, catalog: Catalog) -> tuple[str, str, dict[str, str]] | No
 
 
 def returns_at_once(call: ast.Call, ref: Ref, catalog: Catalog, tracker: ImportTracker,
-                    seen: set[str]) -> bool:
+                    seen: set[str], guard: Iterable[Atom] = ()) -> bool:
     """True when this catalogued call cannot wait here (see the module docstring)."""
     return (disarmed(call, ref, catalog, tracker) or in_memory(call, ref, catalog, tracker)
-            or already_done(call, ref, catalog, seen))
+            or already_done(call, ref, catalog, seen) or data_url(call, ref, catalog, guard))
+
+
+DATA = "data:"
+
+
+def data_url(call: ast.Call, ref: Ref, catalog: Catalog, guard: Iterable[Atom]) -> bool:
+    """True when the URL argument is a ``data:`` URL: a constant, or a parameter the
+    enclosing helper tested with ``.startswith("data:")`` on the way here."""
+    where = catalog.data_urls.get(ref.name)
+    if not where:
+        return False
+    arg = _argument(call, where)
+    if isinstance(arg, ast.Constant):
+        return isinstance(arg.value, str) and arg.value.startswith(DATA)
+    if not isinstance(arg, ast.Name):
+        return False
+    return any(a.param == arg.id and a.op == "startswith" and a.values and all(
+        isinstance(v[1], str) and v[1].startswith(DATA) for v in a.values) for a in guard)
+
+
+def _argument(call: ast.Call, where: tuple[int | str, ...]) -> ast.expr | None:
+    for spot in where:
+        if isinstance(spot, int):
+            if len(call.args) > spot:
+                return call.args[spot]
+        else:
+            found = next((k.value for k in call.keywords if k.arg == spot), None)
+            if found is not None:
+                return found
+    return None
 
 
 def note_methods(call: ast.Call, catalog: Catalog, seen: set[str]) -> None:

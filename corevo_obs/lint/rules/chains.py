@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from ..guards import Args, Value, bind, resolver, ruled_out
+from ..guards import SELF, UNKNOWN, Args, Value, bind, instance, resolver, ruled_out
 from ..model import CallSite, FuncFacts
 from . import declared
 from .base import Family, Spec, register
 
 CODE = "COB110"
 MAX_REEXPORT_HOPS = 4
+MAX_ARG_DEPTH = 16  # call depth past which arguments are no longer read (sound: all paths)
 
 
 @register
@@ -49,8 +50,10 @@ class ChainIndex:
 
     def __init__(self, funcs: Iterable[tuple[str, FuncFacts]],
                  reexports: dict[str, str] | None = None,
-                 constants: Mapping[str, object] | None = None) -> None:
+                 constants: Mapping[str, object] | None = None,
+                 written: Iterable[str] = ()) -> None:
         self.reexports = reexports or {}
+        self.written = frozenset(written)  # obj.x = ... somewhere: x is no known state
         self._resolve = resolver(constants or {})
         self.funcs: dict[str, FuncFacts] = {}
         dup: set[str] = set()
@@ -76,12 +79,17 @@ class ChainIndex:
         return None
 
     def chain(self, qualname: str, args: Args | None = None,
-              outer: Mapping[str, Value] | None = None) -> list[str] | None:
+              outer: Mapping[str, Value] | None = None, depth: int = 0) -> list[str] | None:
         """``[name, ..., "open()"]`` when calling ``qualname`` with ``args`` blocks, else None."""
         facts = self.lookup(qualname)
         if facts is None:
             return None
-        env = bind(args, facts.params, facts.names, facts.defaults, outer or {})
+        if depth > MAX_ARG_DEPTH:  # values may grow down a recursion: stop reading them
+            args, outer = None, None
+        env = bind(args, facts.params, facts.names, facts.defaults, outer or {}, facts.varkw)
+        receiver = env.pop(SELF, None)
+        if receiver is not None and receiver[0] == "i":
+            self._state(receiver, facts, env)
         key = (qualname, tuple(sorted(env.items(), key=lambda kv: kv[0])))
         if key in self._memo:
             return self._memo[key]
@@ -91,19 +99,35 @@ class ChainIndex:
             result = [f"{facts.name}() [@blocking]"]
         else:
             for call, guard in facts.blocks:
-                if not ruled_out(guard, env, self._resolve):
+                if not ruled_out(guard, env, self._resolve, facts.rebinds):
                     result = [facts.name, call]
                     break
             else:
                 for edge in facts.edges:
-                    if ruled_out(edge.guard, env, self._resolve):
+                    if ruled_out(edge.guard, env, self._resolve, facts.rebinds):
                         continue
-                    sub = self.chain(edge.callee, edge.args, env)
+                    sub = self.chain(edge.callee, edge.args, env, depth + 1)
                     if sub is not None:
                         result = [facts.name, *sub]
                         break
         self._memo[key] = result
         return result
+
+    def _state(self, receiver: Value, facts: FuncFacts, env: dict[str, Value]) -> None:
+        """A method called on an object built with known arguments: its ``self.x`` are
+        what the class's ``__init__`` assigned from them (guards.py)."""
+        cls, args = instance(receiver)
+        init = self.funcs.get(f"{cls}.__init__")
+        if init is None or args.opaque:
+            return
+        ienv = bind(args, init.params, init.names, init.defaults, {}, init.varkw)
+        for key, value in init.inits.items():
+            if key not in facts.names or key in env or key[5:] in self.written:
+                continue
+            if value[0] == "p":
+                value = ienv.get(str(value[1]), UNKNOWN)
+            if value != UNKNOWN:
+                env[key] = value
 
     def classify(self, site: CallSite) -> tuple[str, dict[str, str]] | None:
         """(code, message fields) for a call made on the loop, or None if it does not block."""
