@@ -51,7 +51,7 @@ from ..errors import ConfigError, LeaseLost, LeaseRejected
 from ..guard import absorb
 from ..identity import worker_name
 from ..observer import AcquireOutcome, MetricsObserver, Observer
-from .breaker import BreakerOpen, CircuitBreaker, ShortCircuited
+from .breaker import CircuitBreaker, ShortCircuited, open_pause
 from .holder import HolderIds
 
 DEFAULT_TIMEOUT: Final = 30.0
@@ -218,12 +218,14 @@ class _LeaseCore:
         b = self.breaker
         return b is not None and b.state != "closed" and self._last_outcome == "error"
 
-    def _unavailable(self) -> None:
-        """After a failed acquire: ``BreakerOpen`` at once while the backend is known down
-        (a waiting caller would only retry into the open breaker)."""
+    def _pause(self, started: float, wait: float, poll: float) -> float | None:
+        """After a failed try: the pause before the next, or None (give up). While the
+        breaker is open, ``BreakerOpen`` at once if the wait ends before the next probe,
+        else the time until that probe (see ``breaker.open_pause``)."""
         if self._breaker_open():
             assert self.breaker is not None
-            raise BreakerOpen(self.quota, self.breaker.retry_after())
+            return open_pause(self.quota, self.breaker.retry_after(), started, wait)
+        return self._rejected(started, wait, poll)
 
     def _heartbeat_done(self, renewed: bool) -> bool:
         self._succeeded()
@@ -333,8 +335,7 @@ class LeaseStore(_LeaseCore, ABC):
             lease = self.acquire(holder)
             if lease is not None:
                 return lease
-            self._unavailable()
-            pause = self._rejected(started, wait, poll)
+            pause = self._pause(started, wait, poll)
             if pause is None:
                 raise LeaseRejected(self.quota, self._last_outcome, wait)
             time.sleep(pause)
@@ -416,10 +417,7 @@ class AsyncLeaseStore(_LeaseCore, ABC):
             lease = await self.acquire(holder)
             if lease is not None:
                 return lease
-            if self._breaker_open():
-                await asyncio.sleep(0)  # a caller retrying at once must not starve the loop
-                self._unavailable()
-            pause = self._rejected(started, wait, poll)
+            pause = self._pause(started, wait, poll)
             if pause is None:
                 raise LeaseRejected(self.quota, self._last_outcome, wait)
             await asyncio.sleep(pause)

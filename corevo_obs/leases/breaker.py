@@ -11,8 +11,9 @@ backend is down at most one call per window reaches it, and recovery needs no op
 
 Fail-closed stays the policy: a short-circuited acquire is a rejection
 (``BreakerOpen``, a ``LeaseRejected``, raised at once by ``hold()`` and
-``acquire_within()`` instead of waiting), a short-circuited renewal confirms nothing (the
-holder's deadline still stands). Only a store built with ``fail_open=True`` grants a
+``acquire_within()`` when their wait ends before the next probe; a longer wait sleeps
+until the probe window instead of retrying), a short-circuited renewal confirms nothing
+(the holder's deadline still stands). Only a store built with ``fail_open=True`` grants a
 degraded lease instead, counted in ``corevo_lease_fail_open_total``.
 
 Metrics: ``corevo_breaker_state`` (0 closed, 1 half-open, 2 open),
@@ -164,6 +165,15 @@ class CircuitBreaker:
                 self._opened_at = self._clock()
                 self._probe_at = None
                 self._move("open")
+
+
+def open_pause(quota: str, retry_after: float, started: float, wait: float) -> float:
+    """For a waiting acquire while the breaker is open: ``BreakerOpen`` at once when the
+    wait ends before the next probe may go out (no grant can come in time), else the
+    pause until then — never a busy retry into the open breaker."""
+    if monotonic() + retry_after > started + wait:
+        raise BreakerOpen(quota, retry_after)
+    return max(retry_after, 0.01)
 
 
 def default_breaker(name: str, timeout: float) -> CircuitBreaker:

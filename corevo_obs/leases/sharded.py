@@ -58,7 +58,7 @@ from typing import Any, Final, TypeVar
 from ..errors import ConfigError, LeaseRejected
 from ..guard import absorb
 from .base import DEFAULT_POLL, DEFAULT_TIMEOUT, AcquireResult, AsyncHold, AsyncLease, Hold, Lease
-from .breaker import BreakerOpen
+from .breaker import open_pause
 from .redis_store import KEY_PREFIX, AsyncRedisLeaseStore, RedisLeaseStore
 
 SLOTS: Final = 16384
@@ -232,6 +232,14 @@ class _ShardCore:
             shard.seen = (st.held, st.limit)
         return states
 
+    def _pause(self, started: float, wait: float, poll: float) -> float | None:
+        """``LeaseStore._pause`` over the shards: the breaker rule applies when every
+        shard's backend is known down."""
+        if all(s._breaker_open() for s in self.shards):
+            after = min(s.breaker.retry_after() for s in self.shards)
+            return open_pause(self.quota, after, started, wait)
+        return self.shards[0]._rejected(started, wait, poll)
+
     def _limit_args(self, token: int, op: str, amount: int = 0) -> list[Any]:
         return [token, op, amount, self.timeout]
 
@@ -321,16 +329,15 @@ class ShardedLeaseStore(_ShardCore):
 
     def acquire_within(self, wait: float = 0.0, *, key: str = "", holder: str | None = None,
                        poll: float = DEFAULT_POLL) -> Lease:
-        """See ``LeaseStore.acquire_within``; ``BreakerOpen`` at once when every shard's
-        backend is known down."""
+        """See ``LeaseStore.acquire_within``; ``BreakerOpen`` when every shard's backend
+        is known down (``_pause``)."""
         holder = holder or self.shards[0].new_holder()
         started = monotonic()
         while True:
             lease = self.acquire(key, holder)
             if lease is not None:
                 return lease
-            _all_open(self.shards, self.quota)
-            pause = self.shards[0]._rejected(started, wait, poll)
+            pause = self._pause(started, wait, poll)
             if pause is None:
                 raise LeaseRejected(self.quota, self.shards[self.order(key)[0]]._last_outcome,
                                     wait)
@@ -445,10 +452,7 @@ class AsyncShardedLeaseStore(_ShardCore):
             lease = await self.acquire(key, holder)
             if lease is not None:
                 return lease
-            if _breakers_open(self.shards):
-                await asyncio.sleep(0)  # a caller retrying at once must not starve the loop
-                _all_open(self.shards, self.quota)
-            pause = self.shards[0]._rejected(started, wait, poll)
+            pause = self._pause(started, wait, poll)
             if pause is None:
                 raise LeaseRejected(self.quota, self.shards[self.order(key)[0]]._last_outcome,
                                     wait)
@@ -517,11 +521,3 @@ class AsyncShardedLeaseStore(_ShardCore):
             await s.close()
 
 
-def _breakers_open(shards: list[Any]) -> bool:
-    return all(s._breaker_open() for s in shards)
-
-
-def _all_open(shards: list[Any], quota: str) -> None:
-    """``BreakerOpen`` when every shard's backend is known down (nothing to wait for)."""
-    if _breakers_open(shards):
-        raise BreakerOpen(quota, min(s.breaker.retry_after() for s in shards))

@@ -230,11 +230,18 @@ class SentinelSet(_Servers):
     def kill_primary(self, within: float = 20.0) -> int:
         """SIGKILL the primary and wait for the Sentinels to promote the replica."""
         old = self.master()
+        self.killed_at = time.monotonic()
         self.kill(old)
         _wait("failover after SIGKILL", lambda: self._promoted(old), within)
         return self.master()
 
+    def restart_as_replica(self, port: int) -> None:
+        """Start the (killed) server on ``port`` again, empty, as a replica of the primary."""
+        self._server(port, "--replicaof", "127.0.0.1", str(self.master()))
+
     def wait_replica_link(self, within: float = 20.0) -> None:
         """Until the current primary has a replica in sync again."""
-        _wait("replica link", lambda: self.client(self.master()).info(
-            "replication").get("connected_slaves", 0) >= 1, within)
+        _wait("replica link", lambda: any(
+            isinstance(v, dict) and v.get("state") == "online"
+            for k, v in self.client(self.master()).info("replication").items()
+            if k.startswith("slave")), within)
