@@ -8,13 +8,15 @@ It binds 127.0.0.1 unless told otherwise.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import errno
 import logging
 import os
 import tempfile
 import threading
+import weakref
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from prometheus_client import REGISTRY, CollectorRegistry, start_wsgi_server, values
 
@@ -126,24 +128,59 @@ def mark_process_dead(pid: int | None = None) -> None:
         absorb("mpdir-exit", exc)
 
 
-def exposition_registry() -> CollectorRegistry:
-    """The registry to serve: a multiprocess aggregate if enabled, else the default one."""
+Scope = Literal["auto", "host", "process"]
+
+
+def is_writer() -> bool:
+    """True in a process that called ``enable_multiprocess`` (it writes metric files)."""
+    return _exit_hook_pid == os.getpid()
+
+
+def exposition_registry(scope: Scope = "host") -> CollectorRegistry:
+    """The registry to serve: in multiprocess mode the aggregate of the directory
+    (``host``: every worker once) or this process's own files only (``process``);
+    otherwise the default registry. ``auto`` is ``process`` in a writer, else ``host``.
+    """
     mp = multiprocess_dir()
     if mp is None:
         return REGISTRY
     from .mpdir.collector import install_collectors  # locked reads + directory health
 
+    if scope == "auto":
+        scope = "process" if is_writer() else "host"
     reg = CollectorRegistry()
-    install_collectors(reg, mp)
+    install_collectors(reg, mp, only_pid=os.getpid() if scope == "process" else None)
     return reg
+
+
+_servers: weakref.WeakSet[MetricsServer] = weakref.WeakSet()
+
+
+def _forget_servers_in_child() -> None:
+    """A forked child has the listening sockets but not the threads serving them: close
+    the sockets (no shutdown: it would wait for a thread that does not exist here)."""
+    for server in list(_servers):
+        server._abandon()
+
+
+os.register_at_fork(after_in_child=_forget_servers_in_child)
 
 
 class MetricsServer:
     """A ``/metrics`` endpoint on its own daemon thread.
 
-    >>> server = MetricsServer(port=0).start()   # doctest: +SKIP
-    >>> server.url                                 # doctest: +SKIP
-    'http://127.0.0.1:41234/metrics'
+    In multiprocess mode ``scope`` says what it serves: ``host``, every worker of the
+    directory once (the gunicorn master, ``corevo-obs metrics serve``: one scrape target
+    per host); ``process``, only this process's own series (a server in each worker: one
+    target per worker, and ``sum()`` still counts each worker once). ``auto`` (default)
+    is ``process`` in a process that called ``enable_multiprocess``, ``host`` elsewhere.
+    A forked child does not inherit a running server (its socket is closed in the child).
+
+    Example::
+
+        server = MetricsServer(port=0).start()
+        server.url            # 'http://127.0.0.1:41234/metrics'
+        server.stop()         # stops the endpoint and its janitor
     """
 
     def __init__(
@@ -153,7 +190,12 @@ class MetricsServer:
         host: str = DEFAULT_HOST,
         registry: CollectorRegistry | None = None,
         compact_every: float | None = None,
+        scope: Scope = "auto",
     ) -> None:
+        if scope not in ("auto", "host", "process"):
+            raise ConfigError(f"scope must be auto, host or process, got {scope!r}",
+                              source="MetricsServer")
+        self._scope: Scope = scope
         self._port = port
         self._compact_every = compact_every  # seconds between janitor passes (mpdir)
         self._janitor: Any = None
@@ -163,7 +205,8 @@ class MetricsServer:
         self._thread: threading.Thread | None = None
 
     def start(self) -> MetricsServer:
-        registry = self._registry if self._registry is not None else exposition_registry()
+        registry = self._registry if self._registry is not None else exposition_registry(
+            self._scope)
         try:
             httpd, thread = start_wsgi_server(self._port, self._host, registry)
         except OSError as exc:
@@ -172,6 +215,7 @@ class MetricsServer:
                 source="metrics endpoint",
             ) from None
         self._httpd, self._thread = httpd, thread
+        _servers.add(self)
         mp = multiprocess_dir()
         if self._compact_every and mp is not None:
             from .mpdir.janitor import Janitor
@@ -189,7 +233,15 @@ class MetricsServer:
     def url(self) -> str:
         return f"http://{self._host}:{self.port}/metrics"
 
+    def _abandon(self) -> None:
+        httpd, self._httpd = self._httpd, None
+        self._thread = self._janitor = None
+        if httpd is not None:
+            with contextlib.suppress(OSError):
+                httpd.socket.close()  # type: ignore[attr-defined]
+
     def stop(self) -> None:
+        """Stop serving and stop the janitor; safe to call twice."""
         if self._janitor is not None:
             self._janitor.stop()
             self._janitor = None

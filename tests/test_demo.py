@@ -165,12 +165,17 @@ def test_demo_short_json_names_each_cause_and_serves_metrics():
     err = _wait_for(proc, "press Ctrl-C", timeout=120)
     children = _children_of(proc.pid)
     assert len(children) == 3
-    for i in range(3):
-        with urllib.request.urlopen(f"http://127.0.0.1:{port + i}/metrics", timeout=10) as r:
-            body = r.read().decode()
-        for name in ("corevo_event_loop_stalls_total", "corevo_task_dispatch_seconds_bucket",
-                     "corevo_claim_total", "corevo_lease_reaped_total"):
-            assert name in body, name
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        body = r.read().decode()  # one endpoint for the host: every drill, every worker
+    for name in ("corevo_event_loop_stalls_total", "corevo_task_dispatch_seconds_bucket",
+                 "corevo_claim_total", "corevo_lease_reaped_total"):
+        assert name in body, name
+    beats = [line for line in body.splitlines()
+             if line.startswith("corevo_event_loop_heartbeat_timestamp_seconds{")]
+    assert len(beats) == 3, "each of the 3 serving workers exactly once"
+    for i in (1, 2):  # the others serve nothing: a second target would count them twice
+        with pytest.raises(OSError):
+            urllib.request.urlopen(f"http://127.0.0.1:{port + i}/metrics", timeout=2)
     proc.send_signal(signal.SIGINT)
     out, rest = proc.communicate(timeout=30)
     assert proc.returncode == 0, err + rest

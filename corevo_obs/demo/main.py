@@ -51,14 +51,16 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 
 
 def _serve(ctx: DemoContext) -> None:
-    """Keep one endpoint per worker up (port, port+1, ...) until Ctrl-C."""
+    """Keep the workers up and one endpoint for all of them (one target per host) until
+    Ctrl-C: it serves every drill's series, each worker once."""
     assert ctx.metrics_port is not None
-    serving = [ctx.children.spawn(f"w{i}", "--role", "serve", *ctx.port_args(i))
-               for i in range(ctx.workers)]
+    serving = [ctx.children.spawn(
+        f"w{i}", "--role", "serve",
+        *(["--metrics-port", str(ctx.metrics_port), "--metrics-scope", "host"] if i == 0 else []))
+        for i in range(ctx.workers)]
     for c in serving:
         ctx.children.ready(c)
-    last = ctx.metrics_port + ctx.workers - 1
-    print(f"metrics of every drill on http://127.0.0.1:{ctx.metrics_port}/metrics .. :{last}"
+    print(f"metrics of every drill and worker on http://127.0.0.1:{ctx.metrics_port}/metrics"
           " - press Ctrl-C to stop", file=sys.stderr, flush=True)
     try:
         while all(c.proc.poll() is None for c in serving):

@@ -144,6 +144,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    choices=("frozen", "gateway", "executor", "holder", "serve"))
     p.add_argument("--metrics-port", type=int, default=-1,
                    help="serve /metrics (0: any free port, -1: none)")
+    p.add_argument("--metrics-scope", choices=("process", "host"), default="process",
+                   help="serve this worker's series, or every worker's (one per host)")
     p.add_argument("--blocking-url")
     p.add_argument("--offload-url")
     p.add_argument("--model-latency", type=float, default=0.05)
@@ -166,7 +168,8 @@ def main() -> None:
     try:
         enable_multiprocess()
         if ns.metrics_port >= 0:
-            ns.metrics_port = MetricsServer(port=ns.metrics_port).start().port
+            ns.metrics_port = MetricsServer(port=ns.metrics_port,
+                                            scope=ns.metrics_scope).start().port
         if ns.role == "frozen":
             if ns.metrics_port >= 0:  # lets the orchestrator scrape us while we freeze
                 print(json.dumps({"ready": True, "metrics_port": ns.metrics_port}), flush=True)

@@ -43,11 +43,16 @@ Source = tuple[int, str, str, MetricFile]  # dir fd, name at it, path for messag
 
 class LockedMultiProcessCollector(MultiProcessCollector):
     """Drop-in ``MultiProcessCollector`` that is safe to run during compactions and over a
-    directory that someone else can write.
+    directory that someone else can write. ``only_pid`` reads one writer's own files
+    (a per-worker endpoint), no accumulator and no other writer.
 
-    >>> reg = CollectorRegistry()
-    >>> LockedMultiProcessCollector(reg, path="/run/metrics")   # doctest: +SKIP
+    Example: ``LockedMultiProcessCollector(CollectorRegistry(), path="/run/metrics")``
     """
+
+    def __init__(self, registry: CollectorRegistry | None, path: str | None = None,
+                 only_pid: int | None = None) -> None:
+        self._only_pid = only_pid
+        super().__init__(registry, path)
 
     def collect(self) -> Iterable[Metric]:
         d = Path(self._path)
@@ -60,15 +65,19 @@ class LockedMultiProcessCollector(MultiProcessCollector):
             except OSError as exc:  # e.g. a read-only view of the directory: read unlocked
                 absorb("mpdir-lock", exc)
                 locked = False
-            return read_directory(d, None if locked else unlocked_plan(d))
+            return read_directory(d, None if locked else unlocked_plan(d), self._only_pid)
 
 
-def read_directory(d: Path, plan: Plan | None) -> list[Metric]:
-    """Merge every metric file of ``d`` that can be read safely, as ``plan`` would leave it."""
+def read_directory(d: Path, plan: Plan | None, only_pid: int | None = None) -> list[Metric]:
+    """Merge every metric file of ``d`` that can be read safely, as ``plan`` would leave it
+    (only ``only_pid``'s own files when it is given)."""
     left_out: list[str] = []
     parsed: list[tuple[MetricFile, Entries]] = []
     with DirFds(d) as fds:
         files, irregular = list_metric_files(d)
+        if only_pid is not None:
+            files = [f for f in files if f.pid == only_pid]
+            irregular = [f for f in irregular if f.pid == only_pid]
         left_out += [f"{f.path} ({describe(str(f.path))})" for f in irregular]
         for dir_fd, name, where, mf in _sources(fds, files, plan):
             try:
@@ -151,7 +160,10 @@ def _gauge(name: str, value: float) -> GaugeMetricFamily:
     return GaugeMetricFamily(name, spec(name).help, value=value)
 
 
-def install_collectors(registry: CollectorRegistry, path: str | os.PathLike[str]) -> None:
-    """What the suite's ``/metrics`` serves in multiprocess mode."""
-    LockedMultiProcessCollector(registry, path=str(path))
-    DirHealthCollector(path, registry)
+def install_collectors(registry: CollectorRegistry, path: str | os.PathLike[str],
+                       only_pid: int | None = None) -> None:
+    """What the suite's ``/metrics`` serves in multiprocess mode: the directory's
+    aggregate and its health, or (``only_pid``) one writer's own series."""
+    LockedMultiProcessCollector(registry, path=str(path), only_pid=only_pid)
+    if only_pid is None:
+        DirHealthCollector(path, registry)

@@ -224,7 +224,7 @@ class Cancels:
 
 async def main(ns: argparse.Namespace) -> None:
     health = install_loop_health(worker=ns.worker, interval=0.05, stall_threshold=0.2)
-    server = MetricsServer(port=0).start()
+    server = MetricsServer(port=0, scope="host").start()  # its own directory: host = itself
     work = Workload(ns.worker, ns.db, ns.jobs)
     cancels = Cancels(ns.worker, ns.db, ns.jobs) if ns.cancels else None
     cancelling = asyncio.get_running_loop().create_task(cancels.forever()) if cancels else None

@@ -30,7 +30,8 @@ def main() -> int:
     for component in filter(None, args.warm.split(",")):
         child("corevo_instrumentation_errors_total", None, worker="unknown",
               component=component).inc(0)
-    server = MetricsServer(port=0, compact_every=args.compact_every or None).start()
+    server = MetricsServer(port=0, compact_every=args.compact_every or None,
+                           scope="host").start()  # a writer serving every worker, on purpose
     print(json.dumps({"port": server.port, "pid": os.getpid()}), flush=True)
     sys.stdin.readline()
     server.stop()
