@@ -1,7 +1,7 @@
 """The transport under cancel and command routing: a durable marker plus a fast wake-up.
 
-The article's rule is "events are the accelerator, state is the truth": a cancel first
-writes a marker with a TTL (the truth, read at every lease heartbeat), then sends a
+The rule (docs/cancel.md): "events are the accelerator, state is the truth". A cancel
+first writes a marker with a TTL (the truth, read at every lease heartbeat), then sends a
 fire-and-forget message to the owner (the accelerator). A backend implements both halves;
 everything else (routing, the owner's re-check, metrics) is shared and lives above it.
 

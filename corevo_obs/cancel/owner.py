@@ -1,7 +1,7 @@
 """The owner's side: run an execution under its lease and stop it on a cancel, whichever
 way the cancel arrives.
 
-Three paths, fastest first (the article's layering):
+Three paths, fastest first (docs/cancel.md):
 
 - ``pubsub``: a routed command arrives on the owner's channel, passes the re-check of
   job, execution epoch and lease, and the execution is cancelled at once;

@@ -42,7 +42,8 @@ INSERT_CLAIMED: Final = """
 INSERT INTO {t} (id, created_at, payload, owner, claimed_at, epoch, token)
 VALUES (:job, :now, :payload, :owner, :now, 1, :token)"""
 
-# The article's claim: only an ownerless, never-started queued job; epoch + 1, new token.
+# The claim (docs/leases-claims.md, Claims): only an ownerless, never-started queued
+# job; epoch + 1, new token.
 CLAIM: Final = """
 UPDATE {t} SET owner = :owner, claimed_at = :now, epoch = epoch + 1, token = :token
 WHERE id = :job AND state = 'queued' AND owner IS NULL AND claimed_at IS NULL

@@ -1,4 +1,4 @@
-"""The job table behind the article's claim protocol, on any SQL backend.
+"""The job table behind the claim protocol (docs/leases-claims.md), on any SQL backend.
 
 ``JobStore`` runs the statements of ``sql.py`` through a small ``Database`` (SQLite or
 PostgreSQL), turns row counts into typed outcomes and reports each one through the

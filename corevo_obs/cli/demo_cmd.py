@@ -1,4 +1,4 @@
-"""``corevo-obs demo``: reproduce the article's incidents on embedded defaults."""
+"""``corevo-obs demo``: reproduce the three failure classes on embedded defaults (docs/demo.md)."""
 
 from __future__ import annotations
 

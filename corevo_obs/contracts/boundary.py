@@ -1,6 +1,6 @@
 """Find forbidden direct imports between the three layers and judge them against the debt.
 
-The layers are the article's: a control plane, neutral contracts, and the runtime kernel.
+The layers (docs/contracts.md): a control plane, neutral contracts, and the runtime kernel.
 The control plane may not import the kernel; the kernel reaches the control plane only
 through the contracts layer; the contracts layer, being neutral, imports neither. Only
 direct imports are judged, because a debt entry names one import statement's modules.

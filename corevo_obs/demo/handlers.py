@@ -1,6 +1,6 @@
 """Task handlers of the demo service, the good and the bad.
 
-``persist_artifact_blocking`` is the article's bug on purpose: a sync HTTP call inside
+``persist_artifact_blocking`` is failure class 1 on purpose: a sync HTTP call inside
 ``async def``. ``persist_artifact`` is the fix: the same call moved to a bounded thread pool.
 """
 

@@ -1,4 +1,4 @@
-"""The global quota of drill 3, two ways: the article's anonymous counter and named leases.
+"""The global quota of drill 3, two ways: the anonymous counter of failure class 3 and named leases.
 
 Both live in embedded SQLite by default (one file in the demo's temp dir); leases may
 use a real Redis instead. The holder processes and the orchestrator build their stores

@@ -1,6 +1,6 @@
 """Named leases on a global quota: the store interface and the handle a holder keeps.
 
-A backend implements a few primitives with the article's semantics — ``_try_acquire``
+A backend implements a few primitives with the semantics of docs/leases-claims.md — ``_try_acquire``
 (reap members whose heartbeat is older than the timeout, count, add: one atomic step),
 ``_renew`` (refresh only a member still present and not expired), ``_remove``
 (idempotent), ``holders`` and ``server_time`` — and inherits everything else from here:
