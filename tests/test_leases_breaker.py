@@ -18,7 +18,6 @@ import math
 import socket
 import threading
 import time
-from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -84,9 +83,11 @@ def test_breaker_unit_states_with_an_injected_clock(registry: CollectorRegistry)
     b = CircuitBreaker("lease:x", failures=3, backoff=1.0, worker="w", registry=registry,
                        clock=lambda: now[0])
     assert b.allow() and b.state == "closed"
-    b.failure(), b.failure()
+    for _ in range(2):
+        b.failure()
     b.success()                       # a success ends the streak
-    b.failure(), b.failure()
+    for _ in range(2):
+        b.failure()
     assert b.state == "closed"
     b.failure()
     assert b.state == "open" and not b.allow() and b.retry_after() == 1.0
@@ -122,7 +123,7 @@ def test_backend_down_10s_under_load_one_call_per_window(
     outcomes: dict[str, int] = {}
     grants: list[float] = []
 
-    async def scenario() -> dict[str, Any]:
+    async def scenario() -> dict[str, float]:
         store = AsyncRedisLeaseStore("brk", f"redis://127.0.0.1:{proxy.port}/0", limit=4,
                                      timeout=TIMEOUT, heartbeat_interval=0.4, margin=0.3,
                                      socket_timeout=0.3, connect_timeout=0.2,
@@ -154,7 +155,9 @@ def test_backend_down_10s_under_load_one_call_per_window(
             proxy.down = False
             return {"down": down, "up": time.monotonic()}
 
-        *_, times = await asyncio.gather(*(caller() for _ in range(20)), fault())
+        callers = asyncio.gather(*(caller() for _ in range(20)))
+        times = await fault()
+        await callers
         await store.close()
         return times
 
