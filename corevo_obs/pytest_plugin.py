@@ -18,7 +18,6 @@ Example::
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 from collections.abc import Callable, Iterable
 from typing import Any, Final
@@ -63,6 +62,8 @@ class LoopProbe:
         self._health: Any = None
 
     async def __aenter__(self) -> LoopProbe:
+        import asyncio  # here, not at import: the plugin loads into every pytest session
+
         from prometheus_client import CollectorRegistry
 
         from .loop.health import LoopHealth, LoopHealthConfig
@@ -80,6 +81,7 @@ class LoopProbe:
 
     async def __aexit__(self, exc_type: object, exc: object, tb: object) -> None:
         __tracebackhide__ = True  # pytest shows the test's line, not the probe's internals
+        import asyncio
         # A stall that ended just now is known only after the heartbeat ticks again.
         await asyncio.sleep(self.interval * 3)
         await self._health.stop()
