@@ -25,6 +25,7 @@ from __future__ import annotations
 import ast
 import io
 import os
+import types
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
@@ -38,6 +39,7 @@ _NEGATE = {"==": "!=", "!=": "==", "in": "not in", "not in": "in", "truthy": "fa
 TYPES: dict[str, type] = {f"builtins.{t.__name__}": t for t in (
     str, bytes, int, float, bool, dict, list, tuple, set, frozenset, bytearray)}
 TYPES["os.PathLike"] = os.PathLike
+TYPES["types.FunctionType"] = types.FunctionType
 TYPES.update({f"io.{t.__name__}": t for t in (
     io.IOBase, io.RawIOBase, io.BufferedIOBase, io.TextIOBase, io.BytesIO, io.StringIO)})
 FORWARD = "**"  # env key: the keywords a helper's **kwargs received

@@ -158,6 +158,26 @@ def _constant(node: ast.expr | None) -> object:
     return _NONE
 
 
+def _plain_defs(body: list[ast.stmt]) -> set[str]:
+    """Module-level names bound only by one undecorated ``def``: functions, nothing else."""
+    defs: dict[str, int] = {}
+    other: set[str] = set()
+    for stmt in body:
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            key = stmt.name if not stmt.decorator_list and not isinstance(
+                stmt, ast.ClassDef) else ""
+            defs[stmt.name] = defs.get(stmt.name, 0) + (1 if key else 2)
+            continue
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+                other.add(n.id)
+            elif isinstance(n, ast.alias):
+                other.add((n.asname or n.name).partition(".")[0])
+            elif isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                other.add(n.name)
+    return {name for name, count in defs.items() if count == 1 and name not in other}
+
+
 def _module_constants(body: list[ast.stmt]) -> dict[str, object]:
     """``NAME = <constant>`` at module level, assigned exactly once there."""
     found: dict[str, object] = {}
@@ -280,6 +300,7 @@ class FileScanner(ast.NodeVisitor):
         self._classes: list[dict[str, dict[str, int]]] = []  # attr -> method -> stores
         self._properties: list[dict[str, tuple[str, ast.expr]]] = []
         self._consts: dict[str, object] = {}
+        self._plain_defs: set[str] = set()
         self._awaited: set[int] = set()
         self._urllib3 = False
 
@@ -338,6 +359,7 @@ class FileScanner(ast.NodeVisitor):
         self._urllib3 = any(b.kind == "import" and (b.target or "").partition(".")[0] == "urllib3"
                             for b in self.tracker.stack[-1].bindings.values())
         self._consts = _module_constants(node.body)
+        self._plain_defs = _plain_defs(node.body)
         self.result.constants = {f"{self.result.module}.{k}": v for k, v in self._consts.items()}
         self.generic_visit(node)
         scope = self.tracker.pop()
@@ -493,6 +515,8 @@ class FileScanner(ast.NodeVisitor):
             module = self.tracker.stack[0].bindings.get(node.id)
             if binding is not None and binding is module and node.id in self._consts:
                 return ("v", self._consts[node.id])
+            if binding is not None and binding is module and node.id in self._plain_defs:
+                return ("v", Kind("types.FunctionType"))  # an undecorated module-level def
         if isinstance(node, ast.Name | ast.Attribute):
             ref = self.tracker.resolve(node)
             if ref is not None and ref.kind == "import":

@@ -128,3 +128,32 @@ async def unknown_state_keeps_every_path(app: object, config: Config, uri: str) 
     probe = Probe()
     probe.target = "/etc/probe"  # written outside the class: no state is assumed
     probe.run()  # error: COB110
+
+
+class Session:
+    def __init__(self) -> None:
+        self.open = True
+
+
+class Bot:
+    def __init__(self, token: str, session: Session | None = None) -> None:
+        if session is None:
+            Path("/etc/ssl/certs/ca.pem").read_bytes()
+        self.session = session
+
+
+async def a_built_object_is_not_none(token: str, session: Session | None) -> None:
+    mine = Session()
+    Bot(token, session=mine)
+    Bot(token, session=Session())
+    Bot(token)  # error: COB110
+    Bot(token, session=session)  # error: COB110
+
+
+async def asgi_app(scope: object) -> None:
+    return None
+
+
+async def a_function_is_no_import_string() -> None:
+    Config(asgi_app, reload=True)
+    Config("pkg.main:app", reload=True)  # error: COB110

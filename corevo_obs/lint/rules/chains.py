@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from ..guards import SELF, UNKNOWN, Args, Value, bind, instance, resolver, ruled_out
+from ..guards import SELF, UNKNOWN, Args, Kind, Value, bind, instance, resolver, ruled_out
 from ..model import CallSite, FuncFacts
 from . import declared
 from .base import Family, Spec, register
 
 CODE = "COB110"
 MAX_REEXPORT_HOPS = 4
+NOT_NONE = Kind("builtins.object")  # an instance: not None, nothing else known
 MAX_ARG_DEPTH = 16  # call depth past which arguments are no longer read (sound: all paths)
 
 
@@ -54,7 +55,7 @@ class ChainIndex:
                  written: Iterable[str] = ()) -> None:
         self.reexports = reexports or {}
         self.written = frozenset(written)  # obj.x = ... somewhere: x is no known state
-        self._resolve = resolver(constants or {})
+        self._constant = resolver(constants or {})
         self.funcs: dict[str, FuncFacts] = {}
         dup: set[str] = set()
         for qualname, facts in funcs:
@@ -64,6 +65,13 @@ class ChainIndex:
         for qualname in dup:
             del self.funcs[qualname]
         self._memo: dict[tuple[str, tuple[tuple[str, Value], ...]], list[str] | None] = {}
+
+    def _resolve(self, value: Value) -> object:
+        """A Value's constant; an object built by calling a class of the tree is at least
+        known not to be None."""
+        if value[0] == "i" and self.funcs.get(f"{instance(value)[0]}.__init__") is not None:
+            return NOT_NONE
+        return self._constant(value)
 
     def lookup(self, qualname: str) -> FuncFacts | None:
         for _ in range(MAX_REEXPORT_HOPS):

@@ -1,0 +1,210 @@
+"""Precision of ``corevo-obs lint`` on whole public asyncio projects that corevo-obs does
+not ship, against findings judged by reading the code (``findings.tsv``).
+
+Each project is a pinned release from PyPI: its source distribution, or its wheel when
+the sdist's metadata cannot be built here (pure-Python wheels carry the same modules).
+The archive is downloaded into ``downloads/`` when missing (git-ignored, never
+committed), unpacked, and linted whole as a user would (``corevo-obs lint .`` from the
+project's root, default configuration, no cache). Every finding is matched to its label
+by (project, file:line, code):
+
+- ``true``: the call blocks the event loop on a path that runs;
+- ``false``: it does not (the reason column says why).
+
+Precision = true / (true + false) over the findings of this run. A labelled ``true``
+finding the lint no longer reports is a recall loss, printed; an unlabelled finding is
+printed too and fails ``--check`` (label it: ``--append-unlabelled`` adds it with verdict
+``?``).
+
+    python bench/lint_realworld/run.py                 # download, lint, score
+    python bench/lint_realworld/run.py --check         # exit 1 below 0.95 or if unlabelled
+    python bench/lint_realworld/run.py --append-unlabelled
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import shutil
+import subprocess
+import sys
+import tarfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DOWNLOADS = HERE / "downloads"
+LABELS = HERE / "findings.tsv"
+TARGET = 0.95
+PROJECTS: tuple[tuple[str, str], ...] = (
+    ("aiohttp", "3.14.5"),
+    ("aiogram", "3.31.0"),
+    ("discord.py", "2.7.1"),
+    ("hikari", "2.7.0"),
+    ("telethon", "1.45.0"),
+    ("aiokafka", "0.14.0"),
+    ("uvicorn", "0.55.0"),
+    ("sanic", "25.12.1"),
+    ("asyncpg", "0.32.0"),
+    ("quart", "0.22.0"),
+)
+COLUMNS = ("project", "version", "location", "code", "verdict", "reason")
+Key = tuple[str, str, str]  # project, file:line, code
+
+
+@dataclass(frozen=True)
+class Label:
+    project: str
+    version: str
+    location: str
+    code: str
+    verdict: str
+    reason: str
+
+
+def _stem(name: str) -> str:
+    return name.lower().replace("-", "_").replace(".", "_")
+
+
+def archive(name: str, version: str) -> Path | None:
+    """The downloaded sdist or wheel of ``name==version``, if present."""
+    stem = f"{_stem(name)}-{version}"
+    for path in sorted(DOWNLOADS.glob("*")):
+        if _stem(path.name).startswith(_stem(stem)) and path.suffix in (".gz", ".zip", ".whl"):
+            return path
+    return None
+
+
+def download(name: str, version: str) -> Path:
+    """``pip download`` the sdist, else the wheel (whose modules are the same source)."""
+    found = archive(name, version)
+    if found is not None:
+        return found
+    DOWNLOADS.mkdir(exist_ok=True)
+    base = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", str(DOWNLOADS),
+            f"{name}=={version}"]
+    for extra in (["--no-binary", ":all:"], ["--only-binary", ":all:"]):
+        proc = subprocess.run([*base, *extra], capture_output=True, text=True, timeout=600)
+        found = archive(name, version)
+        if proc.returncode == 0 and found is not None:
+            return found
+    raise SystemExit(f"cannot download {name}=={version}: {proc.stderr.strip()[-500:]}")
+
+
+def unpack(path: Path) -> Path:
+    """The archive unpacked once under downloads/src/ (members outside it are refused)."""
+    dest = DOWNLOADS / "src" / path.name
+    if dest.is_dir():
+        return dest
+    tmp = dest.with_name(dest.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    if path.suffix == ".gz":
+        with tarfile.open(path) as tar:
+            tar.extractall(tmp, filter="data")
+    else:
+        with zipfile.ZipFile(path) as zf:
+            root = tmp.resolve()
+            for member in zf.namelist():
+                if not (tmp / member).resolve().is_relative_to(root):
+                    raise SystemExit(f"{path.name}: member outside the archive: {member}")
+            zf.extractall(tmp)
+    tmp.rename(dest)
+    return dest
+
+
+def project_root(unpacked: Path) -> Path:
+    """An sdist holds one top folder (name-version/); a wheel is the root itself."""
+    entries = [p for p in unpacked.iterdir() if not p.name.startswith(".")]
+    return entries[0] if len(entries) == 1 and entries[0].is_dir() else unpacked
+
+
+def lint(root: Path) -> list[tuple[str, str, str]]:
+    """(file:line, code, message) of ``corevo-obs lint .`` in ``root``."""
+    proc = subprocess.run([sys.executable, "-m", "corevo_obs.cli.main", "lint", ".",
+                           "--format", "json", "--no-cache"],
+                          cwd=root, capture_output=True, text=True, timeout=900)
+    if proc.returncode not in (0, 1, 2) or "Traceback" in proc.stderr:
+        raise SystemExit(f"lint failed in {root} ({proc.returncode}): {proc.stderr[-2000:]}")
+    out = []
+    for item in json.loads(proc.stdout or "[]"):
+        out.append((f"{item['path']}:{item['line']}", item["code"], item["message"]))
+    return out
+
+
+def load_labels() -> dict[Key, Label]:
+    labels: dict[Key, Label] = {}
+    if LABELS.is_file():
+        with LABELS.open(newline="") as fh:
+            for row in csv.DictReader(fh, delimiter="\t"):
+                label = Label(**{c: row[c] for c in COLUMNS})
+                labels[label.project, label.location, label.code] = label
+    return labels
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true",
+                    help=f"exit 1 when precision < {TARGET} or a finding is unlabelled")
+    ap.add_argument("--append-unlabelled", action="store_true",
+                    help="add unlabelled findings to findings.tsv with verdict '?'")
+    ap.add_argument("--projects", help="comma list of project names (default: all)")
+    ap.add_argument("--show", action="store_true", help="print every finding with its label")
+    args = ap.parse_args()
+    wanted = set(args.projects.split(",")) if args.projects else None
+    labels = load_labels()
+    true = false = 0
+    unlabelled: list[Label] = []
+    lost: list[Label] = []
+    print(f"{'project':12s} {'version':9s} {'files':>6s} {'findings':>8s} {'true':>5s} "
+          f"{'false':>5s} {'?':>3s}")
+    for name, version in PROJECTS:
+        if wanted and name not in wanted:
+            continue
+        root = project_root(unpack(download(name, version)))
+        files = sum(1 for _ in root.rglob("*.py"))
+        found = lint(root)
+        seen: set[Key] = set()
+        counts = {"true": 0, "false": 0, "?": 0}
+        for location, code, msg in found:
+            key = (name, location, code)
+            seen.add(key)
+            label = labels.get(key)
+            verdict = label.verdict if label is not None and label.version == version else "?"
+            if verdict not in ("true", "false"):
+                verdict = "?"
+                unlabelled.append(Label(name, version, location, code, "?", msg))
+            counts[verdict] += 1
+            if args.show:
+                print(f"    {verdict:5s} {location} {code} {msg}")
+        lost += [lb for k, lb in labels.items()
+                 if k[0] == name and lb.verdict == "true" and k not in seen]
+        true += counts["true"]
+        false += counts["false"]
+        print(f"{name:12s} {version:9s} {files:6d} {len(found):8d} {counts['true']:5d} "
+              f"{counts['false']:5d} {counts['?']:3d}", flush=True)
+    judged = true + false
+    precision = true / judged if judged else 1.0
+    print(f"precision {precision:.3f} ({true} true / {judged} judged findings); "
+          f"{len(unlabelled)} unlabelled; {len(lost)} true findings no longer reported")
+    for lb in lost:
+        print(f"    lost: {lb.project} {lb.location} {lb.code}: {lb.reason}")
+    for lb in unlabelled:
+        print(f"    unlabelled: {lb.project} {lb.location} {lb.code}: {lb.reason}")
+    if args.append_unlabelled and unlabelled:
+        new = not LABELS.is_file()
+        with LABELS.open("a", newline="") as fh:
+            writer = csv.writer(fh, delimiter="\t", lineterminator="\n")
+            if new:
+                writer.writerow(COLUMNS)
+            for lb in unlabelled:
+                writer.writerow([lb.project, lb.version, lb.location, lb.code, "?", lb.reason])
+    if args.check and (precision < TARGET or unlabelled):
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
