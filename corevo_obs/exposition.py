@@ -18,8 +18,9 @@ import weakref
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from prometheus_client import REGISTRY, CollectorRegistry, start_wsgi_server, values
+from prometheus_client import REGISTRY, CollectorRegistry, start_wsgi_server
 
+from .core import promclient
 from .errors import ConfigError, MetricsDirError
 from .guard import absorb
 from .identity import WORKER_ENV
@@ -77,8 +78,7 @@ def enable_multiprocess(path: str | os.PathLike[str] | None = None) -> Path:
         path = found
     p = check_metrics_dir(path)
     os.environ[MULTIPROC_ENV] = str(p)
-    if values.ValueClass is values.MutexValue:
-        values.ValueClass = values.MultiProcessValue()
+    promclient.use_multiprocess_values()
     from .mpdir.hooks import install_writer  # start-time record, fork + exit compaction
 
     try:

@@ -16,19 +16,14 @@ Example::
 
 from __future__ import annotations
 
-import functools
 import math
-import threading
-import time
-from bisect import bisect_left
-from collections.abc import Callable
 from numbers import Real
 from typing import Any, Final, Literal
 
 from prometheus_client import CollectorRegistry
-from prometheus_client.values import MutexValue
 
 from .catalog import CATALOG
+from .core import promclient
 from .guard import absorb
 from .identity import worker_name
 from .metrics import child
@@ -154,49 +149,6 @@ def _unknown(value: object, metric: str) -> ValueError:
     return ValueError(f"{value!r} is not a label value of {metric}")
 
 
-def _inc(counter: Any) -> Callable[[float], None]:
-    """The bound child's value ``inc``, skipping the wrapper's per-call checks.
-
-    A bound child is always observable and our amounts are never negative, so the checks
-    only cost. Falls back to ``counter.inc`` if prometheus_client changes its insides.
-    """
-    inc = getattr(getattr(counter, "_value", None), "inc", None)
-    return inc if callable(inc) else counter.inc  # type: ignore[no-any-return]
-
-
-def _set(gauge: Any) -> Callable[[float], None]:
-    """The bound gauge's value ``set``, keeping what ``Gauge.set`` adds: a timestamp for the
-    ``mostrecent`` multiprocess modes (so the newest writer wins across processes).
-    """
-    set_value = getattr(getattr(gauge, "_value", None), "set", None)
-    if not callable(set_value) or not hasattr(gauge, "_is_most_recent"):
-        return gauge.set  # type: ignore[no-any-return]
-    if gauge._is_most_recent:
-        return lambda v: set_value(float(v), timestamp=time.time())
-    return set_value  # type: ignore[no-any-return]
-
-
-class _Observe:
-    """``Histogram.observe`` for a bound child in one bisect (same buckets, same samples)."""
-
-    __slots__ = ("observe",)
-
-    def __init__(self, histogram: Any) -> None:
-        try:
-            add_sum = histogram._sum.inc
-            buckets = [b.inc for b in histogram._buckets]
-            bounds = list(histogram._upper_bounds)
-        except AttributeError:  # pragma: no cover - a future prometheus_client
-            self.observe = histogram.observe
-            return
-
-        def observe(amount: float) -> None:
-            add_sum(amount)
-            buckets[bisect_left(bounds, amount)](1)  # first bound >= amount, like observe()
-
-        self.observe = observe
-
-
 class _QuotaChildren:
     """The children of one quota, bound once (every outcome, so zero-valued series exist)."""
 
@@ -241,13 +193,14 @@ class _QuotaMetrics(_Quota):
 
     def __init__(self, c: _QuotaChildren) -> None:
         super().__init__(c)
-        self._acquire = {k: _inc(v) for k, v in c.acquire.items()}
-        self._heartbeat = {k: _inc(v) for k, v in c.heartbeat.items()}
-        self._release = {k: _inc(v) for k, v in c.release.items()}
-        self._reaped = _inc(c.reaped)
-        self._held = _set(c.held)
-        self._seconds = _Observe(c.seconds).observe
-        self._hold = _Observe(c.hold).observe
+        inc = promclient.fast_inc
+        self._acquire = {k: inc(v) for k, v in c.acquire.items()}
+        self._heartbeat = {k: inc(v) for k, v in c.heartbeat.items()}
+        self._release = {k: inc(v) for k, v in c.release.items()}
+        self._reaped = inc(c.reaped)
+        self._held = promclient.fast_set(c.held)
+        self._seconds = promclient.FastObserve(c.seconds).observe
+        self._hold = promclient.FastObserve(c.hold).observe
 
     def acquired(self, outcome: str, reaped: int, held: int | None,
                  seconds: float | None) -> None:
@@ -268,25 +221,6 @@ class _QuotaMetrics(_Quota):
             self._hold(held_seconds)
 
 
-_sharing = threading.Lock()  # serialises handing a quota's lock to its values
-
-
-@functools.cache
-def _mutex_value_layout_ok() -> bool:
-    """Whether this prometheus_client's ``MutexValue`` still reads ``_value`` under
-    ``_lock``: probed once on a private value, so a release that changes its internals
-    sends us down the public path instead of writing where no scrape looks."""
-    try:
-        probe = MutexValue("counter", "probe", "probe", (), (), "")
-        lock = probe._lock
-        probe._lock = threading.Lock()
-        probe._value += 2.0
-        probe.inc(1.0)
-        return type(lock) is type(probe._lock) and probe.get() == 3.0
-    except Exception:  # noqa: BLE001 - any surprise means: do not take the fast path
-        return False
-
-
 class _LockedQuota(_Quota):
     """The same updates written straight into prometheus_client's in-process values under
     one lock: an acquire takes one lock instead of making four locked calls (the bulk of
@@ -298,68 +232,58 @@ class _LockedQuota(_Quota):
     value is exactly a ``MutexValue`` (``with self._lock: self._value ...``).
     """
 
-    def __init__(self, c: _QuotaChildren, values: list[Any]) -> None:
+    def __init__(self, c: _QuotaChildren, cells: list[Any]) -> None:
         super().__init__(c)
-        lock: threading.Lock = c.held._value._lock
-        with _sharing:
-            for value in values:
-                value._lock = lock
-        self._lock = lock
-        self._acq = {k: v._value for k, v in c.acquire.items()}
-        self._beat = {k: v._value for k, v in c.heartbeat.items()}
-        self._rel = {k: v._value for k, v in c.release.items()}
-        self._reaped_v, self._held_v = c.reaped._value, c.held._value
-        self._sec = (c.seconds._sum, list(c.seconds._buckets), list(c.seconds._upper_bounds))
-        self._hold_h = (c.hold._sum, list(c.hold._buckets), list(c.hold._upper_bounds))
+        # the held gauge's value comes first in hot_cells: its lock is the one shared
+        self._lock = promclient.share_lock(cells)
+        cell = promclient.value_cell
+        self._acq = {k: cell(v) for k, v in c.acquire.items()}
+        self._beat = {k: cell(v) for k, v in c.heartbeat.items()}
+        self._rel = {k: cell(v) for k, v in c.release.items()}
+        self._reaped_v, self._held_v = cell(c.reaped), cell(c.held)
+        self._sec = promclient.histogram_cells(c.seconds)
+        self._hold_h = promclient.histogram_cells(c.hold)
 
     @staticmethod
-    def hot_values(c: _QuotaChildren) -> list[Any] | None:
-        """Every value the fast path writes, or None unless all are plain ``MutexValue``s."""
-        try:
-            out = [ch._value for d in (c.acquire, c.heartbeat, c.release) for ch in d.values()]
-            out += [c.reaped._value, c.held._value, c.seconds._sum, c.hold._sum,
-                    *c.seconds._buckets, *c.hold._buckets]
-        except AttributeError:  # pragma: no cover - a future prometheus_client
-            return None
-        ok = _mutex_value_layout_ok() and all(
-            type(v) is MutexValue and hasattr(v, "_lock") and hasattr(v, "_value") for v in out
-        )
-        return out if ok else None
+    def hot_cells(c: _QuotaChildren) -> list[Any] | None:
+        """Every value the fast path writes (the held gauge's first), or None unless all
+        are plain in-process values (see ``core.promclient.plain_cells``)."""
+        return promclient.plain_cells(
+            [c.held, c.reaped, *(ch for d in (c.acquire, c.heartbeat, c.release)
+                                 for ch in d.values())],
+            [c.seconds, c.hold])
 
     def acquired(self, outcome: str, reaped: int, held: int | None,
                  seconds: float | None) -> None:
         counter = self._acq[outcome]  # a bad outcome raises before anything is written
+        add = promclient.add
         with self._lock:
-            counter._value += 1
+            add(counter, 1)
             if reaped:
-                self._reaped_v._value += reaped
+                add(self._reaped_v, reaped)
             if held is not None:
-                self._held_v._value = float(held)
+                promclient.put(self._held_v, float(held))
             if seconds is not None:
-                total, buckets, bounds = self._sec
-                total._value += seconds
-                buckets[bisect_left(bounds, seconds)]._value += 1  # like observe()
+                promclient.observe_cells(self._sec, seconds)
 
     def renewed(self, outcome: str) -> None:
         counter = self._beat[outcome]
         with self._lock:
-            counter._value += 1
+            promclient.add(counter, 1)
 
     def released(self, outcome: str, held_seconds: float | None) -> None:
         counter = self._rel[outcome]
         with self._lock:
-            counter._value += 1
+            promclient.add(counter, 1)
             if held_seconds is not None:
-                total, buckets, bounds = self._hold_h
-                total._value += held_seconds
-                buckets[bisect_left(bounds, held_seconds)]._value += 1
+                promclient.observe_cells(self._hold_h, held_seconds)
 
 
 def _quota_metrics(worker: str, quota: str, registry: CollectorRegistry | None
                    ) -> _Quota:
     c = _QuotaChildren(worker, quota, registry)
-    values = _LockedQuota.hot_values(c)
-    return _QuotaMetrics(c) if values is None else _LockedQuota(c, values)
+    cells = _LockedQuota.hot_cells(c)
+    return _QuotaMetrics(c) if cells is None else _LockedQuota(c, cells)
 
 
 class MetricsObserver(Observer):

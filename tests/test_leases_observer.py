@@ -159,20 +159,20 @@ def test_an_unknown_mutex_value_layout_takes_the_public_path(registry, monkeypat
     must not get the fast path: its writes would land where no scrape reads."""
     from prometheus_client import values
 
-    import corevo_obs.observer as observer
+    from corevo_obs.core import promclient
 
     class Renamed(values.MutexValue):
         def get(self):  # reads elsewhere, as a refactored release might
             return 0.0
 
-    observer._mutex_value_layout_ok.cache_clear()
-    monkeypatch.setattr(observer, "MutexValue", Renamed)
+    promclient._mutex_layout_ok.cache_clear()
+    monkeypatch.setattr(values, "MutexValue", Renamed)
     try:
-        assert observer._mutex_value_layout_ok() is False
+        assert promclient._mutex_layout_ok() is False
         obs = MetricsObserver(worker="w0", registry=registry)
         assert not isinstance(obs._quota("q"), _LockedQuota)
         obs.lease_acquired("q", "granted", reaped=2, held=1, seconds=0.25)
         assert registry.get_sample_value(
             "corevo_lease_reaped_total", {"worker": "w0", "quota": "q"}) == 2
     finally:
-        observer._mutex_value_layout_ok.cache_clear()
+        promclient._mutex_layout_ok.cache_clear()

@@ -6,9 +6,9 @@ the dead writers' files or the accumulator that replaced them, never both or nei
 
 It reads through the suite's own safe path (``dbfile``: no symlink followed, no FIFO or
 directory opened for reading, no mmap) instead of handing prometheus_client a list of
-paths, and merges with prometheus_client's ``_accumulate_metrics`` (checked against
-0.26), so what it reports is what ``MultiProcessCollector`` would. Anything it cannot
-read safely (corrupt bytes, a planted FIFO, mode 000) is left out of the scrape, named,
+paths, and merges with prometheus_client's own merge (``core.promclient``), so what it
+reports is what ``MultiProcessCollector`` would. Anything it cannot read safely (corrupt
+bytes, a planted FIFO, mode 000) is left out of the scrape, named,
 counted and logged once, instead of failing or hanging it. When the readers' lock stays
 taken (a stopped compactor, a foreign ``flock``) it waits ``SCRAPE_WAIT`` and then reads
 without it, applying a committed journal in its head: the files it would remove are
@@ -28,6 +28,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from ..catalog import spec
+from ..core import promclient
 from ..errors import CorevoObsError
 from ..guard import absorb
 from .compactor import _CORRUPT, _why
@@ -89,7 +90,7 @@ def read_directory(d: Path, plan: Plan | None, only_pid: int | None = None) -> l
     if left_out:
         absorb("mpdir-collect", RuntimeError(
             f"left unreadable files out of the scrape: {'; '.join(left_out)}"))
-    return list(MultiProcessCollector._accumulate_metrics(_metrics(parsed), True))
+    return promclient.merge_multiprocess(_metrics(parsed))
 
 
 def _sources(fds: DirFds, files: list[MetricFile], plan: Plan | None) -> Iterator[Source]:
@@ -124,7 +125,7 @@ def _metrics(parsed: list[tuple[MetricFile, Entries]]) -> dict[str, Metric]:
             if metric is None:
                 metric = metrics[metric_name] = Metric(metric_name, help_text, typ)
             if mode is not None:
-                metric._multiprocess_mode = mode  # type: ignore[attr-defined]
+                promclient.set_multiprocess_mode(metric, mode)
                 metric.add_sample(name, labels_key + (("pid", mf.writer),),  # type: ignore[arg-type]
                                   value, timestamp)
             else:

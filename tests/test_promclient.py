@@ -1,0 +1,70 @@
+"""prometheus_client's insides, used only by corevo_obs.core.promclient: the installed
+release is one the module was checked against, and each fast writer leaves exactly the
+samples the public API would (so a change in a new release shows up here first)."""
+
+from __future__ import annotations
+
+import threading
+from importlib.metadata import version
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from corevo_obs.core import promclient
+
+
+def _release() -> tuple[int, int]:
+    major, minor = version("prometheus-client").split(".")[:2]
+    return int(major), int(minor)
+
+
+def test_installed_release_is_within_the_checked_range() -> None:
+    low, high = promclient.SUPPORTED
+    assert low <= _release() <= high, (
+        f"prometheus_client {version('prometheus-client')} is outside the releases "
+        f"core/promclient.py was checked against {low}..{high}: re-check its insides, "
+        "then widen SUPPORTED")
+
+
+def _pair(kind: type, **kw: object) -> tuple[object, object, CollectorRegistry, CollectorRegistry]:
+    ra, rb = CollectorRegistry(), CollectorRegistry()
+    a = kind("m", "h", ["l"], registry=ra, **kw).labels(l="x")  # type: ignore[operator]
+    b = kind("m", "h", ["l"], registry=rb, **kw).labels(l="x")  # type: ignore[operator]
+    return a, b, ra, rb
+
+
+def _samples(reg: CollectorRegistry) -> list[tuple[str, dict[str, str], float]]:
+    return [(s.name, s.labels, s.value) for m in reg.collect() for s in m.samples
+            if not s.name.endswith("_created")]
+
+
+def test_fast_writers_leave_the_public_api_samples() -> None:
+    a, b, ra, rb = _pair(Counter)
+    promclient.fast_inc(a)(2.5)
+    b.inc(2.5)  # type: ignore[attr-defined]
+    assert _samples(ra) == _samples(rb)
+    a, b, ra, rb = _pair(Gauge)
+    promclient.fast_set(a)(7)
+    b.set(7)  # type: ignore[attr-defined]
+    assert _samples(ra) == _samples(rb)
+    a, b, ra, rb = _pair(Histogram, buckets=(0.1, 1.0))
+    for v in (0.05, 0.1, 0.5, 3.0):
+        promclient.FastObserve(a).observe(v)
+        b.observe(v)  # type: ignore[attr-defined]
+    assert _samples(ra) == _samples(rb)
+
+
+def test_cells_under_one_shared_lock_match_the_public_api() -> None:
+    reg, ref = CollectorRegistry(), CollectorRegistry()
+    c = Counter("c", "h", registry=reg)
+    h = Histogram("h", "h", buckets=(0.1, 1.0), registry=reg)
+    cells = promclient.plain_cells([c], [h])
+    assert cells is not None, "the in-process layout is no longer the known one"
+    lock = promclient.share_lock(cells)
+    assert isinstance(lock, type(threading.Lock()))
+    hist = promclient.histogram_cells(h)
+    with lock:
+        promclient.add(promclient.value_cell(c), 3)
+        promclient.observe_cells(hist, 0.5)
+    Counter("c", "h", registry=ref).inc(3)
+    Histogram("h", "h", buckets=(0.1, 1.0), registry=ref).observe(0.5)
+    assert _samples(reg) == _samples(ref)
