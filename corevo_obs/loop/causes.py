@@ -35,26 +35,34 @@ from .stacks import FrameFilter, FrameInfo, capture_thread
 CAUSES: Final = ("blocking", "import", "gc", "gil", "starved", "throttled", "unknown")
 
 MIN_SHARE: Final = 0.3  # the winning part must explain at least this much of the stall
-GIL_OTHERS_SHARE: Final = 0.5  # others' CPU per second the loop thread was off the CPU
+GIL_OTHERS_SHARE: Final = 0.3  # others' CPU, as a share of the stall
 ON_CPU_SHARE: Final = 0.5
 
-Reading = tuple[float, bytes | None, int, float, tuple[bytes | None, ...]]
-"""(monotonic time, loop thread's schedstat, process CPU ns, GC seconds, cpu.stat files)."""
+Beat = tuple[float, int, int, float]
+"""Taken by the loop thread at each sampler beat, with calls that keep the GIL (a file
+read would release it, and under a busy thread getting it back costs a switch interval):
+(monotonic time, loop thread CPU ns, process CPU ns, GC seconds)."""
+
+Sched = tuple[float, bytes | None, tuple[bytes | None, ...]]
+"""Taken by the watchdog thread at each of its wakes: (monotonic time, the loop thread's
+schedstat, the cgroup cpu.stat files)."""
+
+
+def beat_reading(now: float, gc_watch: GcWatch) -> Beat:
+    """About 0.6 µs: two clock calls and an attribute read."""
+    return (now, time.thread_time_ns(), time.process_time_ns(), gc_watch.total)
 
 
 class Probe:
-    """The readings a beat takes: about 1.5 µs (a ``pread`` per file, one clock call)."""
+    """The files the watchdog re-reads (a ``pread`` each, about 0.5 µs)."""
 
-    def __init__(self, loop_native_id: int, gc_watch: GcWatch,
-                 cgroup: CgroupProbe | None = None) -> None:
+    def __init__(self, loop_native_id: int, cgroup: CgroupProbe | None = None) -> None:
         self.loop_native_id = loop_native_id
         self.thread = schedstat.ThreadProbe(loop_native_id)
         self.cgroup = cgroup if cgroup is not None else CgroupProbe()
-        self.gc = gc_watch
 
-    def read(self, now: float) -> Reading:
-        return (now, self.thread.read(), time.process_time_ns(), self.gc.total,
-                self.cgroup.read())
+    def read(self, now: float) -> Sched:
+        return (now, self.thread.read(), self.cgroup.read())
 
     def close(self) -> None:
         self.thread.close()
@@ -63,42 +71,56 @@ class Probe:
 
 @dataclass(frozen=True, slots=True)
 class Window:
-    """What happened between two readings, in seconds (None: not measurable here)."""
+    """What happened around one stall, in seconds (None: not measurable here).
+
+    ``seconds`` spans the beats before and after the stall (CPU times and GC come from
+    them); ``sched_seconds`` spans the watchdog's readings around it (run delay and
+    throttling come from those, a little wider).
+    """
 
     seconds: float
     gc: float
     loop_ran: float | None = None
-    loop_waited: float | None = None
     others_ran: float | None = None
+    sched_seconds: float | None = None
+    loop_waited: float | None = None
     throttled: float | None = None
     times_throttled: int = 0
 
     @classmethod
-    def between(cls, a: Reading | None, b: Reading | None) -> Window | None:
+    def between(cls, a: Beat | None, b: Beat | None, sa: Sched | None = None,
+                sb: Sched | None = None) -> Window | None:
         if a is None or b is None:
             return None
-        loop_a, loop_b = schedstat.parse(a[1]), schedstat.parse(b[1])
-        ran = waited = others = None
-        if loop_a is not None and loop_b is not None:
-            ran = (loop_b[0] - loop_a[0]) / 1e9
-            waited = (loop_b[1] - loop_a[1]) / 1e9
-            others = max(0.0, (b[2] - a[2]) / 1e9 - ran)
-        thr_a, thr_b = throttled(a[4]), throttled(b[4])
-        thr, times = None, 0
-        if thr_a is not None and thr_b is not None and len(a[4]) == len(b[4]):
-            thr, times = (thr_b[0] - thr_a[0]) / 1e9, thr_b[1] - thr_a[1]
-        return cls(seconds=b[0] - a[0], gc=b[3] - a[3], loop_ran=ran, loop_waited=waited,
-                   others_ran=others, throttled=thr, times_throttled=times)
+        ran = (b[1] - a[1]) / 1e9
+        others = max(0.0, (b[2] - a[2]) / 1e9 - ran)
+        span = waited = thr = None
+        times = 0
+        if sa is not None and sb is not None and sb[0] > sa[0]:
+            span = sb[0] - sa[0]
+            loop_a, loop_b = schedstat.parse(sa[1]), schedstat.parse(sb[1])
+            if loop_a is not None and loop_b is not None:
+                waited = (loop_b[1] - loop_a[1]) / 1e9
+            thr_a, thr_b = throttled(sa[2]), throttled(sb[2])
+            if thr_a is not None and thr_b is not None and len(sa[2]) == len(sb[2]):
+                thr, times = (thr_b[0] - thr_a[0]) / 1e9, thr_b[1] - thr_a[1]
+        return cls(seconds=b[0] - a[0], gc=b[3] - a[3], loop_ran=ran, others_ran=others,
+                   sched_seconds=span, loop_waited=waited, throttled=thr,
+                   times_throttled=times)
 
     def measures(self) -> dict[str, float]:
         out = {"window_seconds": self.seconds, "gc_seconds": self.gc}
         for name, value in (("loop_cpu_seconds", self.loop_ran),
-                            ("loop_run_delay_seconds", self.loop_waited),
                             ("other_threads_cpu_seconds", self.others_ran),
+                            ("sched_window_seconds", self.sched_seconds),
+                            ("loop_run_delay_seconds", self.loop_waited),
                             ("throttled_seconds", self.throttled)):
             if value is not None:
                 out[name] = value
-        return {k: round(v, 6) for k, v in out.items()}
+        out = {k: round(v, 6) for k, v in out.items()}
+        if self.throttled is not None:
+            out["times_throttled"] = self.times_throttled
+        return out
 
 
 @dataclass(frozen=True)
@@ -139,41 +161,53 @@ def _s(seconds: float | None) -> str:
 
 
 def parts(duration: float, w: Window) -> dict[str, float]:
-    """How the stall's seconds split, from the two readings around it.
+    """How the stall's seconds split, from the readings around it.
 
-    Throttled time also shows as run delay (the throttled thread stays queued), so it
-    is taken out of ``starved``; collections run on a CPU, so they are taken out of the
-    loop thread's CPU time; off-CPU time not spent waiting for a CPU is sleeping (a
-    syscall, a lock, or the GIL).
+    The readings bracket the stall, so each amount is capped at the stall: the part of
+    it outside the stall is unknown, and a loop that was late is rarely the worse for
+    the seconds just before or after (a diluting share would miss the idle loop whose
+    starved watchdog read the files far apart). Throttled time also shows as run delay
+    (the throttled thread stays queued), so it is taken out of ``starved``; collections
+    run on a CPU, so they are taken out of the loop thread's CPU time; time neither on a
+    CPU nor waiting for one is ``off_cpu`` (a syscall, a lock, the GIL).
     """
-    d = max(duration, 1e-9)
-    throttled = min(w.throttled or 0.0, d)
-    waited = min(w.loop_waited or 0.0, d)
-    gc = min(w.gc, d)
-    ran = min(w.loop_ran, d) if w.loop_ran is not None else None
-    off = max(0.0, d - (ran or 0.0) - waited) if ran is not None else 0.0
+    def part(value: float | None) -> float:
+        return min(max(value or 0.0, 0.0), duration)
+
+    throttled, waited, gc, ran = (part(w.throttled), part(w.loop_waited), part(w.gc),
+                                  part(w.loop_ran))
+    if w.times_throttled > 0:
+        # the group was throttled in the window: its run delay is the throttle, even when
+        # the kernel has not yet added the period to throttled time (seen on v1)
+        throttled = max(throttled, waited)
     return {
         "throttled": throttled,
         "starved": max(0.0, waited - throttled),
         "gc": gc,
-        "on_cpu": max(0.0, (ran or 0.0) - gc),
-        "off_cpu": off,
+        "on_cpu": max(0.0, ran - gc),
+        "off_cpu": max(0.0, duration - ran - waited) if w.loop_ran is not None else 0.0,
     }
 
 
-def _cpu_line(duration: float, w: Window, p: dict[str, float]) -> str:
-    return (f"of {duration:.3f}s: loop thread on the CPU {_s(w.loop_ran)}, waiting for a CPU "
-            f"{_s(w.loop_waited)}, off the CPU {p['off_cpu']:.3f}s; gc {w.gc:.3f}s; "
-            f"cgroup throttled {_s(w.throttled)}; other threads on the CPU {_s(w.others_ran)}")
+def _cpu_line(w: Window) -> str:
+    return (f"between the beats around it ({w.seconds:.3f}s): loop thread on the CPU "
+            f"{_s(w.loop_ran)}, other threads {_s(w.others_ran)}, gc {w.gc:.3f}s; "
+            f"over {_s(w.sched_seconds)}: loop thread waiting for a CPU {_s(w.loop_waited)}, "
+            f"cgroup throttled {_s(w.throttled)} ({w.times_throttled} times)")
 
 
 def gil_candidate(duration: float, window: Window | None) -> bool:
     """Cheap pre-check (before looking for the busy thread): the loop thread was off the
-    CPU for most of the stall while other threads of the process ran."""
+    CPU for most of the stall while other threads of the process ran.
+
+    Others' CPU is taken as measured, capped at the stall: a thread holding the GIL
+    keeps the loop from its next beat too, so the window around a GIL stall is longer
+    than the stall, and spreading others' CPU evenly over it would undercount."""
     if window is None or window.loop_ran is None or window.others_ran is None:
         return False
     off = parts(duration, window)["off_cpu"]
-    return off >= MIN_SHARE * duration and window.others_ran >= GIL_OTHERS_SHARE * off
+    others = min(window.others_ran, duration)
+    return off >= MIN_SHARE * duration and others >= GIL_OTHERS_SHARE * duration
 
 
 def _caught_line(caught: Caught) -> str | None:
@@ -189,16 +223,19 @@ def attribute(duration: float, window: Window | None, caught: Caught, frames: Fr
               blocker: BusyThread | None = None) -> Attribution:
     """The cause of one stall of ``duration`` seconds (see the module docstring)."""
     w = window
+    if blocker is not None and blocker.cpu_seconds < GIL_OTHERS_SHARE * duration:
+        blocker = None  # it barely ran: not what held the GIL
     first = caught.samples[0] if caught.samples else ()
     idle = frames.is_idle(first)
-    project = frames.innermost_project_frame(first)
+    # an idle loop's innermost project frame is whatever called asyncio.run: not a culprit
+    project = None if idle else frames.innermost_project_frame(first)
     evidence: list[str] = []
     p: dict[str, float] = {}
     if w is not None and w.loop_ran is not None:
         p = parts(duration, w)
-        evidence.append(_cpu_line(duration, w, p))
+        evidence.append(_cpu_line(w))
     elif w is not None:
-        evidence.append(f"gc {w.gc:.3f}s of {duration:.3f}s (no scheduler readings here)")
+        evidence.append(f"gc {w.gc:.3f}s of {duration:.3f}s (no CPU readings around it)")
         p = {"gc": min(w.gc, duration)}
     said = _caught_line(caught)
     if said:
@@ -208,7 +245,10 @@ def attribute(duration: float, window: Window | None, caught: Caught, frames: Fr
     gil_like = not first or idle or caught.syscall == "futex"
     if gil_like and gil_candidate(duration, w):
         scores["gil"] = p["off_cpu"]
-    scores["code"] = p.get("on_cpu", 0.0) + (0.0 if "gil" in scores else p.get("off_cpu", 0.0))
+    # off-CPU time is the code's only when the stack shows the loop inside it (a blocking
+    # call), or when no stack was caught: an idle loop's time off the CPU is not code
+    code_off = "gil" not in scores and (not first or not idle)
+    scores["code"] = p.get("on_cpu", 0.0) + (p.get("off_cpu", 0.0) if code_off else 0.0)
     cause = max(scores, key=lambda k: scores[k])
     if cause != "code" and scores[cause] >= MIN_SHARE * duration:
         where = " while idle in its selector wait" if idle else (
@@ -218,7 +258,7 @@ def attribute(duration: float, window: Window | None, caught: Caught, frames: Fr
             summary = (f"the cgroup's CPU quota throttled the process {_s(w.throttled)}, "
                        f"{w.times_throttled} times")
         elif cause == "starved":
-            summary = f"the loop thread waited {scores[cause]:.3f}s for a CPU{where}"
+            summary = f"the loop thread waited {_s(w.loop_waited)} for a CPU{where}"
         elif cause == "gc":
             summary = f"garbage collection ran {w.gc:.3f}s{where}"
         else:
@@ -237,7 +277,7 @@ def _from_stack(duration: float, w: Window | None, caught: Caught, frames: Frame
                 evidence: list[str]) -> Attribution:
     """No environmental cause explains the stall: what the loop thread was doing does."""
     first = caught.samples[0] if caught.samples else ()
-    project = frames.innermost_project_frame(first)
+    project = None if frames.is_idle(first) else frames.innermost_project_frame(first)
     for sample in caught.samples:
         if any(frames.kind(f.filename) == "import" for f in sample):
             importer = frames.importing_frame(sample)

@@ -29,10 +29,11 @@ from ..metrics import child
 from . import schedstat
 from .causes import (
     CAUSES,
+    Beat,
     BusyThread,
     Caught,
     Probe,
-    Reading,
+    Sched,
     Window,
     attribute,
     busiest_thread,
@@ -52,6 +53,8 @@ _MIN_WAIT: Final = 0.002
 _MAX_WAIT: Final = 1.0
 _MAX_SAMPLES: Final = 8  # stacks kept per stall (the first and later changes)
 _CLOSE_TIMEOUT: Final = 2.0
+_EXIT_POLLS: Final = 50
+_SCHEDS: Final = 32  # watchdog readings kept (about 3 s of a healthy loop's wakes)
 _BLOCKER_LINES: Final = 8
 
 
@@ -190,18 +193,19 @@ class StallWatchdog:
         }
         self._listeners: list[StallListener] = []
         self._last_beat = clock()
-        # beat() (loop thread) only appends to _ended and stores _reading and _last_beat:
+        # beat() (loop thread) only appends to _ended and stores _beat and _last_beat:
         # a deque append and two stores, all atomic, so the beat takes no lock. Everything
         # else that changes (_pending, draining _ended, the log throttle) is shared by the
         # watchdog thread and stop() (the loop thread) and changes under _state.
         self._state = threading.Lock()
-        self._ended: deque[tuple[float, float, Reading | None, Reading | None]] = deque()
+        self._ended: deque[tuple[float, float, Beat | None, Beat]] = deque()
         self._pending: _Pending | None = None
         self._loop_thread: int | None = None
         self._loop_native: int | None = None
         self._gc = GcWatch(clock)
         self._probe: Probe | None = None
-        self._reading: Reading | None = None
+        self._beat: Beat | None = None
+        self._scheds: deque[Sched] = deque(maxlen=_SCHEDS)
         self._threads_cpu: dict[int, int] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -211,12 +215,12 @@ class StallWatchdog:
 
     # --- loop thread side: keep it tiny ---
     def beat(self, now: float, lag: float) -> None:
-        probe = self._probe
-        reading = probe.read(now) if probe is not None else None
+        # clocks only: they keep the GIL (a file read here would hand it to a busy thread)
+        reading = (now, time.thread_time_ns(), time.process_time_ns(), self._gc.total)
         if lag >= self.threshold:
             # before the stamp: _check relies on this order
-            self._ended.append((now, lag, self._reading, reading))
-        self._reading = reading
+            self._ended.append((now, lag, self._beat, reading))
+        self._beat = reading
         self._last_beat = now
 
     # --- lifecycle ---
@@ -268,6 +272,11 @@ class StallWatchdog:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(_CLOSE_TIMEOUT):
                     await ended
+            thread = self._thread
+            for _ in range(_EXIT_POLLS):  # it has said its last word: gone in microseconds
+                if thread is None or not thread.is_alive():
+                    break
+                await asyncio.sleep(0.001)
         self._finish()
 
     def _finish(self) -> None:
@@ -292,7 +301,11 @@ class StallWatchdog:
     # --- watchdog thread ---
     def _run(self) -> None:
         try:
-            self._open_probe()
+            try:
+                self._open_probe()
+            except Exception as exc:  # noqa: BLE001 - no readings: stacks and gc still work
+                guard.absorb("stall_watchdog", exc, worker=self.worker,
+                             registry=self._registry)
             while not self._stop.wait(self._wait()):
                 self.wakes += 1
                 try:
@@ -321,8 +334,18 @@ class StallWatchdog:
         loop thread, once."""
         self.frame_filter = FrameFilter.resolved(self.project_roots)
         if self._loop_native is not None:
-            self._probe = Probe(self._loop_native, self._gc)
+            self._probe = Probe(self._loop_native)
             self._threads_cpu = schedstat.threads_cpu()
+            self._read_sched()
+
+    def _read_sched(self) -> Sched | None:
+        """One reading of the loop thread's schedstat and the cgroup (watchdog thread)."""
+        probe = self._probe
+        if probe is None:
+            return None
+        sched = probe.read(self._clock())
+        self._scheds.append(sched)
+        return sched
 
     def _wait(self) -> float:
         try:
@@ -345,6 +368,7 @@ class StallWatchdog:
         return min(max(due, _MIN_WAIT), _MAX_WAIT)
 
     def _check(self) -> None:
+        self._read_sched()
         with self._state:
             reports = self._drain_ended(self._find_blocker)
             pending = self._pending
@@ -375,32 +399,46 @@ class StallWatchdog:
         if frames is not None and frames != pending.samples[-1]:
             pending.samples.append(frames)
 
-    def _drain_ended(self, find_blocker: _BlockerFinder | None) -> list[StallReport]:
+    def _drain_ended(self, find_blocker: _BlockerFinder | None = None) -> list[StallReport]:
         """Pair each ended stall with what was caught during it; the caller holds _state.
 
         The watchdog thread passes ``find_blocker`` (it reads /proc for a busy thread's
         stack); the loop thread's final drain passes None and touches no file.
         """
         reports: list[StallReport] = []
+        found: list[BusyThread | None] = []
+
+        def once() -> BusyThread | None:  # one look per batch: CPU since the last look
+            if not found and find_blocker is not None:
+                found.append(find_blocker())
+            return found[0] if found else None
+
         while self._ended:
             woke, lag, before, after = self._ended.popleft()
             pending, self._pending = self._pending, None
             if pending is not None and pending.at > woke:
                 self._pending, pending = pending, None  # belongs to a later stall
-            reports.append(self._report(woke, lag, before, after, pending, find_blocker))
+            reports.append(self._report(woke, lag, before, after, pending,
+                                        once if find_blocker is not None else None))
         return reports
 
     def _find_blocker(self) -> BusyThread | None:
         exclude = [n for n in (self._loop_native, threading.get_native_id()) if n]
         return busiest_thread(self._threads_cpu, exclude)
 
-    def _report(self, woke: float, lag: float, before: Reading | None,
-                after: Reading | None, pending: _Pending | None,
+    def _report(self, woke: float, lag: float, before: Beat | None,
+                after: Beat, pending: _Pending | None,
                 find_blocker: _BlockerFinder | None) -> StallReport:
         frames = pending.frames if pending is not None else ()
         caught = Caught() if pending is None else Caught(
             samples=tuple(pending.samples), syscall=pending.syscall, state=pending.state)
-        window = Window.between(before, after)
+        start = woke - lag
+        scheds = list(self._scheds)
+        sched_before = next((x for x in reversed(scheds) if x[0] <= start), None)
+        sched_after = next((x for x in scheds if x[0] >= woke), None)
+        if find_blocker is not None:  # the watchdog thread: a fresh reading is cheap
+            sched_after = self._read_sched() or sched_after
+        window = Window.between(before, after, sched_before, sched_after)
         if window is None:
             window = _gc_only(self._gc, woke - lag, woke)
         blocker = None
