@@ -193,3 +193,123 @@ def test_one_warning_per_stall_first_line_names_the_project_frame(registry, capl
     line = _line_of(handler_sleeps, "BLOCKING-SLEEP")
     assert f"test_loop_health.py:{line}:handler_sleeps" in first_line
     assert records[0].corevo_stall["culprit"]["line"] == line
+
+
+# --- readable reports and the causes' arithmetic -------------------------------------
+def test_report_leads_with_cause_then_project_frames_then_a_trimmed_stack(
+        monkeypatch, registry):
+    monkeypatch.setenv("COREVO_LOOP_STACK_FRAMES", "2")
+
+    async def main():
+        health = install_loop_health(registry=registry, worker="t7", interval=0.01)
+        assert health.config.stack_frames == 2
+        await asyncio.sleep(0.1)
+        await handler_sleeps(0.3)
+        await asyncio.sleep(0.15)
+        await health.stop()
+        return health.reports
+
+    (r,) = asyncio.run(main())
+    line = _line_of(handler_sleeps, "BLOCKING-SLEEP")
+    text = r.format().splitlines()
+    assert r.cause == "blocking"
+    assert text[0] == (f"[blocking] event loop of worker t7 stalled {r.duration:.3f}s at "
+                       f"{r.culprit}") and f":{line}:handler_sleeps" in text[0]
+    assert text[1].startswith("  why: the loop thread waited in clock_nanosleep")
+    assert text.index("  project frames (innermost last):") < next(
+        i for i, t in enumerate(text) if t.startswith("  stack ("))
+    assert any(t.strip().startswith("… ") and "library frames …" in t for t in text)
+    assert len(text) < len(r.frames) + 8  # folded: shorter than the raw stack
+    d = r.as_dict()
+    assert d["cause"] == "blocking" and d["frames"] == [str(f) for f in r.frames]
+    assert d["project_frames"][-1].endswith(f":{line}:handler_sleeps")
+    assert d["measures"]["loop_cpu_seconds"] < 0.5 * r.duration  # asleep, not on the CPU
+    assert registry.get_sample_value("corevo_event_loop_stalls_by_cause_total",
+                                     {"worker": "t7", "cause": "blocking"}) == 1
+    monkeypatch.setenv("COREVO_LOOP_STACK_FRAMES", "many")
+    with pytest.raises(ConfigError, match=r"\$COREVO_LOOP_STACK_FRAMES.*'many'"):
+        asyncio.run(main())
+
+
+def test_frame_filter_needs_project_roots_for_the_suites_own_demo():
+    from corevo_obs.loop.stacks import FrameFilter, FrameInfo
+
+    demo = os.path.join(os.path.dirname(corevo_obs_file()), "demo", "handlers.py")
+    assert FrameFilter().kind(demo) == "library"  # no hard-coded host dirs any more
+    rooted = FrameFilter.resolved([os.path.dirname(demo)])
+    assert rooted.kind(demo) == "project" and rooted.kind(HERE) == "library"
+    assert FrameFilter().kind("<frozen importlib._bootstrap>") == "import"
+    stack = [FrameInfo(HERE, 1, "outer"), FrameInfo("<frozen importlib._bootstrap>", 2, "x"),
+             FrameInfo("<frozen importlib._bootstrap>", 3, "y"), FrameInfo(HERE, 9, "<module>")]
+    assert FrameFilter().importing_frame(stack) == stack[0]
+    assert FrameFilter().imported_module(stack) == stack[3]
+    assert FrameFilter().trimmed(stack, 0) == [str(stack[0]), "… 2 import-machinery frames …",
+                                              str(stack[3])]
+
+
+def corevo_obs_file() -> str:
+    import corevo_obs
+
+    return corevo_obs.__file__
+
+
+def _window(**kw):
+    from corevo_obs.loop.causes import Window
+
+    base = {"seconds": 0.22, "gc": 0.0, "loop_ran": 0.0, "others_ran": 0.0,
+            "sched_seconds": 0.3, "loop_waited": 0.0, "throttled": 0.0}
+    return Window(**(base | kw))
+
+
+@pytest.mark.parametrize(("window", "stack", "cause"), [
+    ({"loop_waited": 0.19}, "idle", "starved"),
+    ({"loop_waited": 0.2, "throttled": 0.18, "times_throttled": 1}, "code", "throttled"),
+    ({"loop_waited": 0.2, "times_throttled": 2}, None, "throttled"),   # not yet accounted
+    ({"gc": 0.19, "loop_ran": 0.2}, "code", "gc"),
+    ({"others_ran": 0.2}, None, "gil"),
+    ({"others_ran": 0.2}, "idle", "gil"),
+    ({"others_ran": 0.2}, "code", "blocking"),     # asleep in code while a thread works
+    ({"loop_ran": 0.19, "loop_waited": 0.05}, "code", "blocking"),  # slowed, still code
+    ({"loop_ran": 0.19}, None, "blocking"),        # C code held the GIL: no stack
+    ({}, "idle", "unknown"),                       # e.g. SIGSTOP: nothing ran, nobody waited
+])
+def test_attribution_from_readings(window, stack, cause):
+    from corevo_obs.loop.causes import Caught, attribute
+    from corevo_obs.loop.stacks import FrameFilter, FrameInfo
+
+    sel = FrameInfo(os.path.join(os.path.dirname(asyncio.__file__), "..", "selectors.py"),
+                    1, "select")
+    sel = FrameInfo(os.path.realpath(sel.filename), 1, "select")
+    code = FrameInfo(HERE, 5, "handler")
+    samples = {"idle": ((sel,),), "code": ((code,),), None: ()}[stack]
+    got = attribute(0.2, _window(**window), Caught(samples=samples), FrameFilter())
+    assert got.cause == cause, got
+    if cause == "blocking" and stack == "code":
+        assert got.culprit == code
+    if stack == "idle":
+        assert got.culprit is None  # asyncio.run's caller is no culprit
+
+
+def test_cgroup_files_found_from_proc_files_for_v1_and_v2(tmp_path):
+    from corevo_obs.loop.cgroup import cpu_stat_files, throttled
+
+    for version, line, mount, stat in [
+        ("v2", "0::/app/web", "cgroup2 cgroup2 rw", b"usage_usec 5\nnr_throttled 3\n"
+                                                    b"throttled_usec 2500\n"),
+        ("v1", "4:cpu,cpuacct:/app/web", "cgroup cgroup rw,cpu,cpuacct",
+         b"nr_periods 9\nnr_throttled 3\nthrottled_time 2500000\n"),
+    ]:
+        root = tmp_path / version
+        leaf = root / "app" / "web"
+        leaf.mkdir(parents=True)
+        (leaf / "cpu.stat").write_bytes(stat)
+        (root / "app" / "cpu.stat").write_bytes(b"usage_usec 1\n")  # no throttle fields
+        (tmp_path / f"{version}.cgroup").write_text(f"{line}\n")
+        (tmp_path / f"{version}.mountinfo").write_text(
+            f"30 25 0:26 / {root} rw,nosuid - {mount}\n")
+        found = cpu_stat_files(str(tmp_path / f"{version}.cgroup"),
+                               str(tmp_path / f"{version}.mountinfo"))
+        assert found == (str(leaf / "cpu.stat"),), version
+        assert throttled([stat]) == (2_500_000, 3), version
+    assert throttled([b"usage_usec 1\n", None]) is None
+    assert cpu_stat_files(str(tmp_path / "missing"), str(tmp_path / "missing")) == ()
