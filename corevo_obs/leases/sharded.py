@@ -9,10 +9,14 @@ fencing tokens of ``redis_store``), whose limit is kept *in Redis* beside it
 the 16384 slots, so with the usual contiguous slot ranges the shards spread evenly over
 the primaries — and the names depend only on (quota, K), never on a topology snapshot.
 
-Admission: the caller's shard (CRC32 of a caller key — a tenant, a model — modulo K),
-then the others in a fixed order (``home+1, home+2, …``), up to ``spill`` shards. A
-rejection on the home shard counts a *miss* there (in the acquire script): demand the
-shard's limit did not cover, whether or not a spill served it.
+Admission: the caller's shard (CRC32 of a caller key — a tenant, a model — modulo K;
+a random one when no key is given),
+then the others in a fixed order (``home+1, home+2, …``), up to ``spill`` shards,
+skipping a shard this worker saw full less than ``view_ttl`` (50 ms) ago — from its own
+replies and releases — so a saturated quota rejects after about one round trip, not K (a
+slot freed meanwhile by another worker is the exactness traded: the bench measures the
+stranded share it costs). A rejection on the home shard counts a *miss* there (in the
+acquire script): demand the shard's limit did not cover, whether or not a spill served it.
 
 Rebalance: the sum of shard limits never exceeds N at any instant. One worker at a time
 rebalances — the holder of the lease ``<quota>.rebalance`` (limit 1) — every
@@ -47,6 +51,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import random
 import threading
 import time
 import zlib
@@ -62,6 +67,8 @@ from .breaker import open_pause
 from .redis_store import KEY_PREFIX, AsyncRedisLeaseStore, RedisLeaseStore
 
 SLOTS: Final = 16384
+#: a spill skips a shard this worker saw full less than this long ago (seconds)
+VIEW_TTL: Final = 0.05
 T = TypeVar("T")
 #: '1' while a shard is tried as the caller's home shard (its rejection is a miss there);
 #: a context variable, so concurrent tasks and threads each see their own
@@ -178,8 +185,8 @@ class _ShardCore:
     """Configuration, names, admission order, the local view and the metrics."""
 
     def __init__(self, quota: str, *, limit: int, shards: int, spill: int | None,
-                 timeout: float, rebalance_every: float | None, options: dict[str, Any]
-                 ) -> None:
+                 timeout: float, rebalance_every: float | None, view_ttl: float,
+                 options: dict[str, Any]) -> None:
         if isinstance(shards, bool) or not isinstance(shards, int) or not 1 <= shards <= 64:
             raise ConfigError(f"shards must be an int in 1..64, got {shards!r}",
                               source="sharded lease store")
@@ -188,6 +195,7 @@ class _ShardCore:
                               source="sharded lease store")
         self.quota, self.limit, self.k = quota, limit, shards
         self.spill = shards if spill is None else max(1, min(shards, spill))
+        self.view_ttl = float(view_ttl)
         self.timeout = float(timeout)
         self.rebalance_every = (self.timeout / 2 if rebalance_every is None
                                 else float(rebalance_every))
@@ -206,9 +214,10 @@ class _ShardCore:
         self._moved = child("corevo_lease_rebalanced_total", registry, worker=worker,
                             quota=self.quota)
 
-    def order(self, key: str) -> list[int]:
-        """The shards an admission for ``key`` tries, in order."""
-        h = home(key, self.k)
+    def order(self, key: str | None) -> list[int]:
+        """The shards an admission for ``key`` tries, in order (no key: a random home
+        shard, for callers that need no affinity — it spreads the load best)."""
+        h = home(key, self.k) if key is not None else random.randrange(self.k)  # noqa: S311
         return [(h + j) % self.k for j in range(self.spill)]
 
     def view(self) -> list[tuple[int, int]]:
@@ -217,7 +226,7 @@ class _ShardCore:
         return [s.seen for s in self.shards]
 
     def _rejected_all(self, tried: list[int]) -> None:
-        """Count a stranded rejection when an untried shard had room as last seen."""
+        """Count a stranded rejection when a shard not asked had room as last seen."""
         for i in set(range(self.k)) - set(tried):
             held, limit = self.shards[i].seen
             if held < limit:
@@ -229,7 +238,7 @@ class _ShardCore:
             return None  # a newer rebalancer wrote on some shard: this one is stale
         states = [ShardState(int(r[0]), int(r[1]), int(r[2])) for r in replies]
         for shard, st in zip(self.shards, states, strict=True):
-            shard.seen = (st.held, st.limit)
+            shard._saw(st.held, st.limit)
         return states
 
     def _pause(self, started: float, wait: float, poll: float) -> float | None:
@@ -248,36 +257,67 @@ def _shard_keys(store: Any) -> list[str]:
     return [store.key, store.limit_key, f"{store.key}:fence", store.misses_key]
 
 
-class _Shard(RedisLeaseStore):
+class _SeenShard:
+    """This worker's last view of one shard: (held, limit) and when it was seen."""
+
+    #: (held, limit) from the last reply: the sharded store's view of this shard
+    seen: tuple[int, int] = (0, 0)
+    seen_at = float("-inf")
+
+    def _saw(self, held: int, limit: int) -> None:
+        self.seen, self.seen_at = (held, limit), monotonic()
+
+    def _released_one(self) -> None:
+        held, limit = self.seen
+        self.seen = (max(0, held - 1), limit)
+
+    def surely_full(self, ttl: float) -> bool:
+        """Seen full less than ``ttl`` s ago: a spill skips it (no round trip)."""
+        held, limit = self.seen
+        return held >= limit and monotonic() - self.seen_at < ttl
+
+
+class _Shard(_SeenShard, RedisLeaseStore):
     """One shard: its limit and misses live in Redis (``limit_key``); a missing limit is
     0 (nothing granted before the rebalancer's first round)."""
 
     _limit_key = True
-    #: (held, limit) from the last reply: the sharded store's view of this shard
-    seen: tuple[int, int] = (0, 0)
 
     def _try_acquire(self, holder: str) -> AcquireResult:
         granted, reaped, held, token, limit = self._acquire_script(
             keys=self.keys, args=[self.timeout, 0, holder, _HOME.get()])
-        self.limit, self.seen = limit, (held, limit)  # the lease metrics report it
+        self.limit = limit  # what the lease metrics report
+        self._saw(held, limit)
         return AcquireResult(granted == 1, reaped, held, token, granted == 2)
 
+    def _remove(self, holder: str) -> bool:
+        removed = super()._remove(holder)
+        if removed:
+            self._released_one()
+        return removed
 
-class _AsyncShard(AsyncRedisLeaseStore):
+
+class _AsyncShard(_SeenShard, AsyncRedisLeaseStore):
     _limit_key = True
-    seen: tuple[int, int] = (0, 0)
 
     async def _try_acquire(self, holder: str) -> AcquireResult:
         granted, reaped, held, token, limit = await self._acquire_script(
             keys=self.keys, args=[self.timeout, 0, holder, _HOME.get()])
-        self.limit, self.seen = limit, (held, limit)
+        self.limit = limit
+        self._saw(held, limit)
         return AcquireResult(granted == 1, reaped, held, token, granted == 2)
+
+    async def _remove(self, holder: str) -> bool:
+        removed = await super()._remove(holder)
+        if removed:
+            self._released_one()
+        return removed
 
 
 class _Keyed:
     """What ``Hold``/``AsyncHold`` call: ``acquire_within`` with the caller key bound."""
 
-    def __init__(self, store: Any, key: str) -> None:
+    def __init__(self, store: Any, key: str | None) -> None:
         self.store, self.key = store, key
 
     def acquire_within(self, wait: float, *, holder: str | None, poll: float) -> Any:
@@ -290,16 +330,17 @@ class ShardedLeaseStore(_ShardCore):
     ``client`` is shared by the shards; ``store_options`` (``timeout``,
     ``heartbeat_interval``, ``margin``, ``worker``, ``registry``, ``socket_timeout``, …)
     go to every shard store. ``spill`` bounds the shards one admission tries (default:
-    all). The handle returned is the shard's own ``Lease``: heartbeat and release go to
-    that shard.
+    all), ``view_ttl`` how long a shard seen full is skipped (0: never). The handle
+    returned is the shard's own ``Lease``: heartbeat and release go to that shard.
     """
 
     def __init__(self, quota: str, client: Any, *, limit: int, shards: int,
                  spill: int | None = None, rebalance_every: float | None = None,
-                 **store_options: Any) -> None:
+                 view_ttl: float = VIEW_TTL, **store_options: Any) -> None:
         timeout = float(store_options.get("timeout", DEFAULT_TIMEOUT))
         super().__init__(quota, limit=limit, shards=shards, spill=spill, timeout=timeout,
-                         rebalance_every=rebalance_every, options=store_options)
+                         rebalance_every=rebalance_every, view_ttl=view_ttl,
+                         options=store_options)
         self.client = client
         self.shards = [_Shard(n, client, limit=max(1, limit // shards), **store_options)
                        for n in self.names]
@@ -312,10 +353,12 @@ class ShardedLeaseStore(_ShardCore):
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def acquire(self, key: str = "", holder: str | None = None) -> Lease | None:
+    def acquire(self, key: str | None = None, holder: str | None = None) -> Lease | None:
         """A lease on the first shard in ``key``'s order with room, or None."""
         tried: list[int] = []
         for i in self.order(key):
+            if tried and self.shards[i].surely_full(self.view_ttl):
+                continue
             mark = _HOME.set("0" if tried else "1")
             try:
                 lease = self.shards[i].acquire(holder)
@@ -327,8 +370,8 @@ class ShardedLeaseStore(_ShardCore):
         self._rejected_all(tried)
         return None
 
-    def acquire_within(self, wait: float = 0.0, *, key: str = "", holder: str | None = None,
-                       poll: float = DEFAULT_POLL) -> Lease:
+    def acquire_within(self, wait: float = 0.0, *, key: str | None = None,
+                       holder: str | None = None, poll: float = DEFAULT_POLL) -> Lease:
         """See ``LeaseStore.acquire_within``; ``BreakerOpen`` when every shard's backend
         is known down (``_pause``)."""
         holder = holder or self.shards[0].new_holder()
@@ -343,8 +386,8 @@ class ShardedLeaseStore(_ShardCore):
                                     wait)
             time.sleep(pause)
 
-    def hold(self, key: str = "", *, holder: str | None = None, wait: float = 0.0,
-             poll: float = DEFAULT_POLL) -> Hold:
+    def hold(self, key: str | None = None, *, holder: str | None = None,
+             wait: float = 0.0, poll: float = DEFAULT_POLL) -> Hold:
         """``with quota.hold("tenant") as lease:`` — ``LeaseStore.hold`` on the shards."""
         return Hold(_Keyed(self, key), holder, wait, poll)  # type: ignore[arg-type]
 
@@ -368,10 +411,13 @@ class ShardedLeaseStore(_ShardCore):
                 return None
             taken += int(reply[3])
             states[i].limit = int(reply[0])
+            self.shards[i]._saw(int(reply[1]), int(reply[0]))
         spare = self.limit - sum(s.limit for s in states)
         for i, amount in plan_raises(states, spare):
-            if int(self._limit_op(i, token, "raise", amount)[0]) < 0 or not lease.valid():
+            reply = self._limit_op(i, token, "raise", amount)
+            if int(reply[0]) < 0 or not lease.valid():
                 return None
+            self.shards[i]._saw(int(reply[1]), int(reply[0]))
         if taken:
             self._moved.inc(taken)
         return taken
@@ -414,10 +460,11 @@ class AsyncShardedLeaseStore(_ShardCore):
 
     def __init__(self, quota: str, client: Any, *, limit: int, shards: int,
                  spill: int | None = None, rebalance_every: float | None = None,
-                 **store_options: Any) -> None:
+                 view_ttl: float = VIEW_TTL, **store_options: Any) -> None:
         timeout = float(store_options.get("timeout", DEFAULT_TIMEOUT))
         super().__init__(quota, limit=limit, shards=shards, spill=spill, timeout=timeout,
-                         rebalance_every=rebalance_every, options=store_options)
+                         rebalance_every=rebalance_every, view_ttl=view_ttl,
+                         options=store_options)
         self.client = client
         self.shards = [_AsyncShard(n, client, limit=max(1, limit // shards), **store_options)
                        for n in self.names]
@@ -429,9 +476,12 @@ class AsyncShardedLeaseStore(_ShardCore):
         self._limit_script = client.register_script(LIMIT_LUA)
         self._task: asyncio.Task[None] | None = None
 
-    async def acquire(self, key: str = "", holder: str | None = None) -> AsyncLease | None:
+    async def acquire(self, key: str | None = None,
+                      holder: str | None = None) -> AsyncLease | None:
         tried: list[int] = []
         for i in self.order(key):
+            if tried and self.shards[i].surely_full(self.view_ttl):
+                continue
             mark = _HOME.set("0" if tried else "1")
             try:
                 lease = await self.shards[i].acquire(holder)
@@ -443,7 +493,7 @@ class AsyncShardedLeaseStore(_ShardCore):
         self._rejected_all(tried)
         return None
 
-    async def acquire_within(self, wait: float = 0.0, *, key: str = "",
+    async def acquire_within(self, wait: float = 0.0, *, key: str | None = None,
                              holder: str | None = None,
                              poll: float = DEFAULT_POLL) -> AsyncLease:
         holder = holder or self.shards[0].new_holder()
@@ -458,12 +508,13 @@ class AsyncShardedLeaseStore(_ShardCore):
                                     wait)
             await asyncio.sleep(pause)
 
-    def hold(self, key: str = "", *, holder: str | None = None, wait: float = 0.0,
-             poll: float = DEFAULT_POLL) -> AsyncHold:
+    def hold(self, key: str | None = None, *, holder: str | None = None,
+             wait: float = 0.0, poll: float = DEFAULT_POLL) -> AsyncHold:
         return AsyncHold(_Keyed(self, key), holder, wait, poll)  # type: ignore[arg-type]
 
-    async def run(self, fn: Callable[..., Awaitable[T]], *args: Any, key: str = "",
-                  wait: float = 0.0, poll: float = DEFAULT_POLL) -> T:
+    async def run(self, fn: Callable[..., Awaitable[T]], *args: Any,
+                  key: str | None = None, wait: float = 0.0,
+                  poll: float = DEFAULT_POLL) -> T:
         async with self.hold(key, wait=wait, poll=poll):
             return await fn(*args)
 
@@ -486,11 +537,13 @@ class AsyncShardedLeaseStore(_ShardCore):
                 return None
             taken += int(reply[3])
             states[i].limit = int(reply[0])
+            self.shards[i]._saw(int(reply[1]), int(reply[0]))
         spare = self.limit - sum(s.limit for s in states)
         for i, amount in plan_raises(states, spare):
-            if int((await self._limit_op(i, token, "raise", amount))[0]) < 0 \
-                    or not lease.valid():
+            reply = await self._limit_op(i, token, "raise", amount)
+            if int(reply[0]) < 0 or not lease.valid():
                 return None
+            self.shards[i]._saw(int(reply[1]), int(reply[0]))
         if taken:
             self._moved.inc(taken)
         return taken

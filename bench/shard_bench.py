@@ -1,0 +1,178 @@
+"""A hot quota on a 3-primary Redis Cluster: one key vs K = 3, 6, 12 shards, in one run.
+
+Usage: python bench/shard_bench.py [--steps 4000] [--instructions]
+
+Starts a real 3-primary Cluster (tests/helpers/redis_topology.py), then for the single-key
+quota (``RedisLeaseStore``) and each sharded quota (``ShardedLeaseStore``, limit 48) runs
+the same admission workload twice: callers from 1,000 tenants, evenly, then skewed (16
+tenants, tenant 0 asking for 40 % of the admissions, the rest spread evenly); each step
+admits one more caller (p = 0.55) or releases a random holder, so the quota drifts up to
+its limit and runs there with rejections; the rebalancer runs every 50 steps (in process:
+deterministic).
+
+Printed per variant:
+- busiest primary's share of the admission scripts (EVALSHA calls in each server's
+  ``INFO commandstats``; one key: 100 %), for even and for skewed callers,
+- round trips per admission attempt (acquire scripts / attempts; a spill to a second
+  shard is a second round trip),
+- stranded capacity: rejections while some shard had a free slot, read exactly (every
+  shard's live holders and limit) right after each rejection, as a share of rejections,
+- with ``--instructions``: client instructions per uncontended acquire + release under
+  callgrind (the difference of a 40- and a 240-pair run, so start-up cancels out).
+Targets: busiest primary ≤ 40 % at K = 6; ≤ 1.3× the single-key cost per admission;
+stranded ≤ 5 % of rejections.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import callgrind  # noqa: E402 - bench/callgrind.py, beside this script
+from prometheus_client import CollectorRegistry  # noqa: E402
+from redis.backoff import NoBackoff  # noqa: E402
+from redis.cluster import RedisCluster  # noqa: E402
+from redis.retry import Retry  # noqa: E402
+
+from corevo_obs.leases.redis_store import RedisLeaseStore  # noqa: E402
+from corevo_obs.leases.sharded import ShardedLeaseStore  # noqa: E402
+from tests.helpers.redis_topology import RedisCluster3  # noqa: E402
+
+LIMIT, TENANTS, HOT, ADMIT, EVEN = 48, 16, 0.4, 0.55, 1000
+KINDS = (0, 1, 3, 6, 12)
+REBALANCE = 50  # steps between rebalance rounds (20 was measured worse: 1.43× at K = 6)
+OPTS: dict[str, Any] = {"timeout": 30.0, "heartbeat_interval": 5.0, "margin": 1.0}
+
+
+def client(port: int) -> RedisCluster:
+    return RedisCluster(host="127.0.0.1", port=port, socket_timeout=1.0,
+                        socket_connect_timeout=0.5, retry=Retry(NoBackoff(), 0))
+
+
+def make(kind: int, cl: RedisCluster, name: str) -> Any:
+    """0: the single-key quota; K >= 1: a sharded one (rebalanced once, so it is open)."""
+    if kind == 0:
+        single = RedisLeaseStore(name, cl, limit=LIMIT, registry=CollectorRegistry(), **OPTS)
+        single.declare_fresh()
+        return single
+    store = ShardedLeaseStore(name, cl, limit=LIMIT, shards=kind, registry=CollectorRegistry(),
+                              rebalance_every=1e9, **OPTS)
+    store.declare_fresh()
+    store.rebalance()
+    return store
+
+
+def room(store: Any) -> bool:
+    """Exactly now: does some shard have a live holder fewer than its limit?"""
+    cl = store.client
+    for s in store.shards:
+        held = cl.zcount(s.key, time.time() - store.timeout, "+inf")
+        if held < int(cl.get(s.limit_key) or 0):
+            return True
+    return False
+
+
+def workload(topo: RedisCluster3, kind: int, steps: int, hot: float,
+             tenants: int = TENANTS, seed: int = 7) -> dict[str, float]:
+    cl = client(topo.ports[0])
+    store = make(kind, cl, f"bench{kind}-{hot}")
+    rng = random.Random(seed)
+    held: list[Any] = []
+    attempts = rejections = stranded = 0
+    topo.reset_stats()
+    for step in range(steps):
+        if not held or rng.random() < ADMIT:
+            tenant = 0 if rng.random() < hot else rng.randrange(1, tenants)
+            attempts += 1
+            lease = store.acquire() if kind == 0 else store.acquire(f"tenant-{tenant}")
+            if lease is None:
+                rejections += 1
+                if kind and room(store):
+                    stranded += 1
+            else:
+                held.append(lease)
+        else:
+            held.pop(rng.randrange(len(held))).release()
+        if kind and step % REBALANCE == REBALANCE - 1:
+            store.rebalance()
+    stats = topo.commandstats()
+    for lease in held:
+        lease.release()
+    store.close()
+    evalsha = {p: s.get("evalsha", 0) for p, s in stats.items()}
+    # the rebalancer's own scripts: (K limit reads + 1 lease) per round, and its writes
+    rounds = steps // REBALANCE if kind else 0
+    scripts = sum(evalsha.values()) - rounds * (kind + 1)
+    return {"busiest": max(evalsha.values()) / sum(evalsha.values()),
+            "round_trips": scripts / attempts, "rejections": rejections,
+            "stranded": stranded / rejections if rejections else 0.0, "attempts": attempts,
+            **{f"evalsha:{p}": float(v) for p, v in evalsha.items()}}
+
+
+def inner(port: int, kind: int, pairs: int) -> None:
+    """Under callgrind: ``pairs`` uncontended acquire + release pairs (one caller key)."""
+    store = make(kind, client(port), f"cg{kind}")
+    for _ in range(pairs):
+        lease = store.acquire() if kind == 0 else store.acquire("tenant-1")
+        assert lease is not None
+        lease.release()
+    store.close()
+
+
+def instructions(port: int, kind: int) -> float:
+    script = str(Path(__file__).resolve())
+    few, _ = callgrind.instructions([script, "--inner", str(port), str(kind), "40"])
+    many, _ = callgrind.instructions([script, "--inner", str(port), str(kind), "240"])
+    return (many - few) / 200
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=4000)
+    ap.add_argument("--instructions", action="store_true")
+    ap.add_argument("--inner", nargs=3, type=int, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.inner:
+        inner(*args.inner)
+        return 0
+    if args.steps < 100:
+        print("shard_bench: --steps must be >= 100", file=sys.stderr)
+        return 2
+    if args.instructions and not callgrind.available():
+        print("shard_bench: --instructions needs valgrind (apt-get install valgrind)",
+              file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory() as tmp, RedisCluster3(Path(tmp)) as topo:
+        even = {k: workload(topo, k, args.steps, 1 / EVEN, EVEN) for k in KINDS}
+        rows = {k: workload(topo, k, args.steps, HOT) for k in KINDS}
+        cost = {k: instructions(topo.ports[0], k) for k in rows} if args.instructions else {}
+    base_rt = rows[0]["round_trips"]
+    print(f"limit {LIMIT}, {args.steps} steps, 3 primaries, rebalance every {REBALANCE} "
+          f"steps; even callers ({EVEN} tenants) and skewed ({TENANTS} tenants, tenant 0: "
+          f"{HOT:.0%})")
+    print("| quota | busiest primary, even | busiest primary, skewed | round trips / "
+          "admission, skewed | vs one key | stranded / rejections, skewed | rejections |"
+          + (" client instr. / pair | × one key | est. per admission × |" if cost else ""))
+    print("|---|---|---|---|---|---|---|" + ("---|---|---|" if cost else ""))
+    for k, r in rows.items():
+        line = (f"| {'one key' if k == 0 else f'K = {k}'} | {even[k]['busiest']:.1%} | "
+                f"{r['busiest']:.1%} | {r['round_trips']:.3f} | "
+                f"{r['round_trips'] / base_rt:.2f}× | {r['stranded']:.1%} | "
+                f"{r['rejections']:.0f} of {r['attempts']:.0f} |")
+        if cost:
+            ratio = cost[k] / cost[0]
+            line += (f" {cost[k]:,.0f} | {ratio:.3f}× | "
+                     f"{ratio * r['round_trips'] / base_rt:.2f}× |")
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
