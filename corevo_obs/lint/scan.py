@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import copy
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +53,7 @@ class _Ctx:
     _stable: frozenset[str] | None = None
     _counts: dict[str, int] = field(default_factory=dict)
     _once: frozenset[str] = frozenset()
+    walrus: bool = True  # the file may bind names inside expressions (``:=``)
 
     def _scan_stores(self) -> None:
         facts, node = self.facts, self.node
@@ -60,19 +62,15 @@ class _Ctx:
         if node is None:
             self._stable = names
             return
-        plain: set[int] = set()
         stores: dict[str, int] = {}
         other: set[str] = set()
-        for stmt in node.body:
-            for n in ast.walk(stmt):
-                if isinstance(n, ast.Assign) and len(n.targets) == 1:
-                    plain.add(id(n.targets[0]))
-                key = self._store_key(n)
-                if key is None:
-                    continue
-                stores[key] = stores.get(key, 0) + 1
-                if id(n) not in plain:
-                    other.add(key)
+        for n, plain in (_walk_stores(node.body) if self.walrus else _store_targets(node.body)):
+            key = self._store_key(n)
+            if key is None:
+                continue
+            stores[key] = stores.get(key, 0) + 1
+            if not plain:
+                other.add(key)
         once = {k for k, c in stores.items() if c == 1 and k not in other}
         self._counts = {k: (c if k not in other else c + 1) for k, c in stores.items()}
         self._stable = names - set(stores)
@@ -202,6 +200,60 @@ def _module_constants(body: list[ast.stmt]) -> dict[str, object]:
     return found
 
 
+_BODIES = ("body", "orelse", "finalbody")
+
+
+def _store_targets(stmts: list[ast.stmt]) -> Iterator[tuple[ast.AST, bool]]:
+    """(node that binds a name or attribute, made by a plain ``x = ...``?) for these
+    statements and every statement nested in them, nested defs included. Expressions are
+    not entered: only ``:=`` binds inside one (see ``_walk_stores``), a comprehension's
+    variables are its own."""
+    stack: list[ast.AST] = list(stmts)
+    while stack:
+        st = stack.pop()
+        targets: list[ast.expr] = []
+        if isinstance(st, ast.Assign):
+            if len(st.targets) == 1 and isinstance(st.targets[0], ast.Name | ast.Attribute):
+                yield st.targets[0], True
+            else:
+                targets = st.targets
+        elif isinstance(st, ast.AugAssign | ast.AnnAssign | ast.For | ast.AsyncFor):
+            targets = [st.target]
+        elif isinstance(st, ast.With | ast.AsyncWith):
+            targets = [i.optional_vars for i in st.items if i.optional_vars is not None]
+        elif isinstance(st, ast.Delete):
+            targets = st.targets
+        elif isinstance(st, ast.Import | ast.ImportFrom):
+            yield from ((a, False) for a in st.names)
+        elif isinstance(st, ast.Global | ast.Nonlocal):
+            yield from ((ast.Name(n, ast.Store()), False) for n in st.names)
+        elif isinstance(st, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+                        | ast.ExceptHandler):
+            yield st, False
+        elif isinstance(st, ast.Match):
+            for case in st.cases:
+                yield from ((n, False) for n in ast.walk(case.pattern))
+                stack.extend(case.body)
+        elif isinstance(st, ast.Try | ast.TryStar):
+            stack.extend(st.handlers)
+        for t in targets:
+            yield from ((n, False) for n in ast.walk(t)
+                        if isinstance(n, ast.Name | ast.Attribute)
+                        and not isinstance(n.ctx, ast.Load))
+        for name in _BODIES:
+            stack.extend(getattr(st, name, ()))
+
+
+def _walk_stores(stmts: list[ast.stmt]) -> Iterator[tuple[ast.AST, bool]]:
+    """The same as ``_store_targets`` by walking every node (for files that use ``:=``)."""
+    plain: set[int] = set()
+    for stmt in stmts:
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Assign) and len(n.targets) == 1:
+                plain.add(id(n.targets[0]))
+            yield n, id(n) in plain
+
+
 def _attribute_stores(node: ast.ClassDef) -> dict[str, dict[str, int]]:
     """``attr -> {method: stores of self.attr}`` for the class's own methods. Attributes
     that are methods or properties of the class, and every attribute of a class with
@@ -216,13 +268,11 @@ def _attribute_stores(node: ast.ClassDef) -> dict[str, dict[str, int]]:
         if not first:
             continue
         me = first[0].arg
-        for stmt in m.body:
-            for n in ast.walk(stmt):
-                if (isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load)
-                        and isinstance(n.value, ast.Name) and n.value.id == me
-                        and n.attr not in names):
-                    where = out.setdefault(n.attr, {})
-                    where[m.name] = where.get(m.name, 0) + 1
+        for n, _ in _store_targets(m.body):  # attributes are never bound by ``:=``
+            if (isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+                    and n.value.id == me and n.attr not in names):
+                where = out.setdefault(n.attr, {})
+                where[m.name] = where.get(m.name, 0) + 1
     return out
 
 
@@ -301,6 +351,7 @@ class FileScanner(ast.NodeVisitor):
         self._properties: list[dict[str, tuple[str, ast.expr]]] = []
         self._consts: dict[str, object] = {}
         self._plain_defs: set[str] = set()
+        self._walrus = b":=" in source
         self._awaited: set[int] = set()
         self._urllib3 = False
 
@@ -375,7 +426,8 @@ class FileScanner(ast.NodeVisitor):
         qualname = self._child_qualname(node.name)
         display = self._display(qualname)
         if isinstance(node, ast.AsyncFunctionDef):
-            ctx = _Ctx(qualname, display, on_loop=True, node=node)  # type: ignore[arg-type]
+            ctx = _Ctx(qualname, display, on_loop=True, node=node,  # type: ignore[arg-type]
+                       walrus=self._walrus)
         elif self._offload_decorated(node):  # @sync_to_async def f(): calls return awaitables
             ctx = _Ctx(qualname, display, on_loop=False)
         else:
@@ -385,7 +437,8 @@ class FileScanner(ast.NodeVisitor):
             if qualname in self.result.funcs:
                 self._dups.add(qualname)
             self.result.funcs[qualname] = facts
-            ctx = _Ctx(qualname, display, on_loop=False, facts=facts, node=node)
+            ctx = _Ctx(qualname, display, on_loop=False, facts=facts, node=node,
+                       walrus=self._walrus)
             self._method_attrs(node, ctx)
         self.tracker.push_function(node, qualname)
         self._ctx.append(ctx)
