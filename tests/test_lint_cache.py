@@ -5,14 +5,12 @@ never a crash or a wrong finding."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
@@ -20,9 +18,9 @@ from corevo_obs.lint import LintConfig, lint_paths, load_catalog, load_config
 from corevo_obs.lint.cache import LintCache, decode, encode
 from corevo_obs.lint.runner import iter_files, module_name
 from corevo_obs.lint.scan import scan_source
+from tests.test_lint_peers import _bench  # loads bench/lint_bench.py
 
 TESTS = Path(__file__).parent
-BENCH = TESTS.parent / "bench" / "lint_bench.py"
 TREES = [(TESTS / "lint_corpus", load_config(TESTS / "lint_corpus" / "pyproject.toml")),
          (TESTS / "lint_eval", LintConfig(offload_methods={"submit_blocking": 0}))]
 
@@ -271,15 +269,6 @@ def test_cli_cache_flags_and_environment(tmp_path: Path) -> None:
     bad = _cli(tmp_path, ".", "--cache-dir", str(tmp_path / "blocked" / "c"))
     assert bad.returncode == 1 and bad.stdout == first.stdout
     assert "note: cache" in bad.stderr and "Traceback" not in bad.stderr
-
-
-def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("lint_bench", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("lint_bench", module)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_a_warm_run_parses_nothing_and_one_edit_parses_one_file(tmp_path: Path) -> None:
