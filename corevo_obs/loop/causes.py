@@ -307,9 +307,11 @@ def _from_stack(duration: float, w: Window | None, caught: Caught, frames: Frame
     return Attribution("unknown", summary, tuple(evidence), culprit=project)
 
 
-def busiest_thread(since: dict[int, int], exclude: Sequence[int]) -> BusyThread | None:
+def busiest_thread(since: dict[int, int], exclude: Sequence[int],
+                   names: dict[int, str] | None = None) -> BusyThread | None:
     """The thread (not in ``exclude``) with the most CPU since the snapshot ``since``
-    (which is updated), with its current stack."""
+    (which is updated), with its current stack. ``names`` (native id -> name, kept by
+    the caller) names a thread that has ended since it held the GIL."""
     now = schedstat.threads_cpu()
     best = max(((cpu - since.get(tid, 0), tid) for tid, cpu in now.items()
                 if tid not in exclude), default=None)
@@ -318,9 +320,7 @@ def busiest_thread(since: dict[int, int], exclude: Sequence[int]) -> BusyThread 
     if best is None or best[0] <= 0:
         return None
     delta, tid = best
-    names = {native: (ident, name) for ident, (native, name) in schedstat.native_ids().items()}
-    ident, name = names.get(tid, (None, f"tid {tid}"))
-    stack: tuple[FrameInfo, ...] = ()
-    if ident is not None:
-        stack = capture_thread(ident, 64) or ()
+    live = {native: (ident, name) for ident, (native, name) in schedstat.native_ids().items()}
+    ident, name = live.get(tid, (None, (names or {}).get(tid, f"tid {tid}")))
+    stack = (capture_thread(ident, 64) or ()) if ident is not None else ()
     return BusyThread(name, tid, delta / 1e9, stack)

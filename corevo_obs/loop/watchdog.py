@@ -54,6 +54,7 @@ _MAX_WAIT: Final = 1.0
 _MAX_SAMPLES: Final = 8  # stacks kept per stall (the first and later changes)
 _CLOSE_TIMEOUT: Final = 2.0
 _EXIT_POLLS: Final = 50
+_NAMES_KEPT: Final = 1024
 _SCHEDS: Final = 32  # watchdog readings kept (about 3 s of a healthy loop's wakes)
 _BLOCKER_LINES: Final = 8
 
@@ -207,6 +208,8 @@ class StallWatchdog:
         self._beat: Beat | None = None
         self._scheds: deque[Sched] = deque(maxlen=_SCHEDS)
         self._threads_cpu: dict[int, int] = {}
+        self._thread_names: dict[int, str] = {}
+        self._thread_count = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._exited = False
@@ -369,6 +372,7 @@ class StallWatchdog:
 
     def _check(self) -> None:
         self._read_sched()
+        self._note_threads()
         with self._state:
             reports = self._drain_ended(self._find_blocker)
             pending = self._pending
@@ -391,6 +395,8 @@ class StallWatchdog:
             at=self._clock(), frames=frames, samples=[frames],
             state=schedstat.state(native) if native else None,
             syscall=schedstat.syscall(native) if native else None,
+            # caught in the act: a thread holding the GIL may be gone by the report
+            blocker=self._find_blocker() if native else None,
         )
 
     def _sample(self, pending: _Pending) -> None:
@@ -424,7 +430,18 @@ class StallWatchdog:
 
     def _find_blocker(self) -> BusyThread | None:
         exclude = [n for n in (self._loop_native, threading.get_native_id()) if n]
-        return busiest_thread(self._threads_cpu, exclude)
+        return busiest_thread(self._threads_cpu, exclude, self._thread_names)
+
+    def _note_threads(self) -> None:
+        """Remember thread names when the thread count changes (a len() otherwise), so a
+        thread that held the GIL and ended before the report is still named."""
+        count = threading.active_count()
+        if count != self._thread_count:
+            self._thread_count = count
+            names = {native: name for native, name in schedstat.native_ids().values()}
+            self._thread_names.update(names)
+            if len(self._thread_names) > _NAMES_KEPT:
+                self._thread_names = names
 
     def _report(self, woke: float, lag: float, before: Beat | None,
                 after: Beat, pending: _Pending | None,
@@ -441,8 +458,8 @@ class StallWatchdog:
         window = Window.between(before, after, sched_before, sched_after)
         if window is None:
             window = _gc_only(self._gc, woke - lag, woke)
-        blocker = None
-        if find_blocker is not None and gil_candidate(lag, window):
+        blocker = pending.blocker if pending is not None else None
+        if blocker is None and find_blocker is not None and gil_candidate(lag, window):
             blocker = find_blocker()
         why = attribute(lag, window, caught, self.frame_filter, blocker)
         evidence = list(why.evidence)
@@ -518,6 +535,7 @@ class _Pending:
     samples: list[tuple[FrameInfo, ...]]
     state: str | None
     syscall: str | None
+    blocker: BusyThread | None = None
 
 
 def _settle(future: asyncio.Future[None]) -> None:
