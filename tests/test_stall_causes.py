@@ -208,8 +208,13 @@ def _mounts() -> list[tuple[str, str, set[str]]]:
 def _quota_cgroup(quota_us: int, period_us: int) -> Iterator[tuple[Path, str]]:
     """A child cgroup with a CPU quota: (its procs file, "v1"|"v2"); _NoCgroup if none."""
     mounts = _mounts()
-    v2 = next((p for p, fs, _ in mounts if fs == "cgroup2"
-               and "cpu" in Path(p, "cgroup.controllers").read_text().split()), None)
+    def controllers(point: str) -> list[str]:
+        try:
+            return Path(point, "cgroup.controllers").read_text().split()
+        except OSError:
+            return []
+
+    v2 = next((p for p, fs, _ in mounts if fs == "cgroup2" and "cpu" in controllers(p)), None)
     v1 = next((p for p, fs, opts in mounts if fs == "cgroup" and "cpu" in opts), None)
     if v2 is None and v1 is None:
         raise _NoCgroup("no cgroup hierarchy with the cpu controller is mounted")
