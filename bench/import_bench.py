@@ -55,7 +55,8 @@ def main() -> None:
     args = ap.parse_args()
     print(f"added import time, median of {args.rounds} fresh interpreters")
     for name, (baseline, target) in CASES.items():
-        times, mods = [], []
+        times: list[float] = []
+        mods: list[str] = []
         for _ in range(args.rounds):
             us, mods = added_us(baseline, target)
             times.append(us)
