@@ -109,6 +109,11 @@ def test_blocking_handler_breaks_the_budget_naming_worker_line_and_heartbeat(
     moved = v["heartbeat"]["measured"]["p99_increase_seconds"]
     assert moved > 0.1, v["heartbeat"]
     assert all("cause" in x for x in v.values()), "the attribution slot is in every verdict"
+    # time.sleep in the handler: the worker's stall report says blocking, the verdicts carry it
+    assert v["stalls"]["cause"] == "blocking", v["stalls"]
+    assert v["stalls"]["measured"]["over_budget"][0]["cause"] == "blocking", v["stalls"]
+    assert v["loop_lag"]["cause"] == "blocking", v["loop_lag"]
+    assert "[blocking]" in v["stalls"]["message"], v["stalls"]
 
 
 def test_bad_workload_is_one_line_naming_the_key(tmp_path: Path) -> None:
@@ -192,9 +197,11 @@ def test_stall_line_parsed_with_worker_and_line() -> None:
                          "(2 more since the last report)", 1.0)
     assert s is not None and (s.worker, s.duration, s.line, s.function, s.suppressed) == (
         "w1", 0.402, 73, "report", 2)
-    assert s.cause is None
+    assert s.cause is None, "a line without the [cause] prefix (an older corevo-obs)"
     blind = parse_stall_line("event loop of worker w0 stalled 1.000s at no project frame", 0)
     assert blind is not None and blind.file is None and blind.where == "no project frame"
+    gc = parse_stall_line("[gc] event loop of worker w2 stalled 0.210s at /srv/a.py:9:f", 2.0)
+    assert gc is not None and (gc.cause, gc.worker, gc.line) == ("gc", "w2", 9)
 
 
 # --- the report in a real browser ---------------------------------------------------

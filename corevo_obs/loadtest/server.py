@@ -34,6 +34,7 @@ from typing import IO, Any
 from .workload import WorkloadError
 
 _STALL = re.compile(
+    r"(?:\[(?P<cause>\w+)\] )?"
     r"event loop of worker (?P<worker>\S+) stalled (?P<duration>[0-9.]+)s at (?P<where>.+?)"
     r"(?: \((?P<more>\d+) more since the last report\))?\s*$")
 _DETECT = r"""
@@ -62,7 +63,8 @@ print("KIND", kind)
 
 @dataclass(frozen=True)
 class StallLine:
-    """One stall as the worker logged it; ``cause`` stays None until lag attribution lands."""
+    """One stall as the worker logged it; ``cause`` is the headline's ``[cause]`` prefix
+    (docs/loop-health.md), None for a line from a corevo-obs without attribution."""
 
     at: float  # seconds since the run started, when the tool read the line
     worker: str
@@ -96,7 +98,7 @@ def parse_stall_line(text: str, at: float) -> StallLine | None:
     if len(parts) == 3 and parts[1].isdigit():
         file, line, function = parts[0], int(parts[1]), parts[2]
     return StallLine(at, m["worker"], float(m["duration"]), file, line, function,
-                     int(m["more"] or 0))
+                     int(m["more"] or 0), m["cause"])
 
 
 def _short(path: str) -> str:

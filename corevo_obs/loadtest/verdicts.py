@@ -6,9 +6,10 @@ sentence that names what to look at: the worker, the blocking line, how far the
 heartbeat moved. A failure is only declared when the measurement is certainly over the
 budget (a lag maximum known as a bucket range fails when its lower edge is at or over).
 
-Every verdict and stall carries a ``cause`` field, None for now: lag attribution (GC,
-GIL, CPU starvation, cgroup throttling, blocking code) will fill it without changing
-the shape of the report.
+Every verdict and stall carries a ``cause`` field: the cause the worker's stall report
+named (blocking code, a slow import, GC, another thread holding the GIL, CPU starvation,
+cgroup throttling; docs/loop-health.md), the most frequent one where stalls are grouped,
+None where no stall line was read.
 """
 
 from __future__ import annotations
@@ -103,14 +104,28 @@ def _lag(w: Workload, o: Observations) -> Verdict:
     where = _top_line(o.stalls, worker)
     at = f"; stalls at {where}" if where else ""
     others = f" (also {', '.join(x for x, _ in bad[1:])})" if len(bad) > 1 else ""
+    cause = _top_cause(o.stalls, worker, where) if where else None
+    why = f" [{cause}]" if cause else ""
     return Verdict("loop_lag", "failed",
-                   f"worker {worker}: lag {', '.join(reasons)}{at}{others}", per, budget,
-                   worker=worker, where=where)
+                   f"worker {worker}: lag {', '.join(reasons)}{at}{why}{others}", per, budget,
+                   worker=worker, where=where, cause=cause)
 
 
 def _top_line(stalls: list[StallLine], worker: str | None = None) -> str | None:
     lines = Counter(s.where for s in stalls if worker is None or s.worker == worker)
     return lines.most_common(1)[0][0] if lines else None
+
+
+def _top_cause(stalls: list[StallLine], worker: str | None = None,
+               where: str | None = None) -> str | None:
+    """The cause most of these stalls were reported with (ties: the longest stall's)."""
+    picked = [s for s in stalls if s.cause is not None
+              and (worker is None or s.worker == worker) and (where is None or s.where == where)]
+    if not picked:
+        return None
+    counts = Counter(s.cause for s in picked)
+    best = max(counts.values())
+    return max((s for s in picked if counts[s.cause] == best), key=lambda s: s.duration).cause
 
 
 def _stalls(w: Workload, o: Observations) -> Verdict:
@@ -124,7 +139,7 @@ def _stalls(w: Workload, o: Observations) -> Verdict:
         "logged": [s.as_dict() for s in o.stalls[:200]],
         "over_budget": [{"worker": k[0], "where": k[1], "count": len(v),
                          "longest_seconds": max(x.duration for x in v),
-                         "function": v[0].function, "cause": None}
+                         "function": v[0].function, "cause": _top_cause(v)}
                         for k, v in sorted(groups.items(), key=lambda kv: -len(kv[1]))],
     }
     budget = {"stall_max_seconds": limit}
@@ -137,10 +152,13 @@ def _stalls(w: Workload, o: Observations) -> Verdict:
     ranked = sorted(groups.items(), key=lambda kv: -len(kv[1]))
     (worker, where), first = ranked[0]
     longest = max(s.duration for s in first)
+    cause = _top_cause(first)
+    why = f" [{cause}]" if cause else ""
     also = "".join(f"; also {w} {len(v)}x at {at}" for (w, at), v in ranked[1:4])
     return Verdict("stalls", "failed",
                    f"worker {worker} stalled {len(first)}x up to {longest:.3f} s at {where}"
-                   f" ({first[0].function}){also}", measured, budget, worker=worker, where=where)
+                   f" ({first[0].function}){why}{also}", measured, budget, worker=worker,
+                   where=where, cause=cause)
 
 
 def _probe(w: Workload, o: Observations, which: str) -> Verdict:
