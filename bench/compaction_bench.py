@@ -32,7 +32,7 @@ from corevo_obs.mpdir import LockedMultiProcessCollector, compact_backlog
 def _worker_metrics() -> tuple[object, object, object]:
     from prometheus_client import Counter, Gauge, Histogram
 
-    from corevo_obs.catalog import LAG_BUCKETS
+    from corevo_obs.core.catalog import LAG_BUCKETS
 
     c = Counter("bench_requests_total", "requests", ["worker", "outcome"], registry=None)
     h = Histogram("bench_latency_seconds", "latency", ["worker"], buckets=LAG_BUCKETS,

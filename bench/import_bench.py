@@ -2,7 +2,7 @@
 
 Issue 19 targets: ``import corevo_obs`` adds ≤ 20 ms over importing ``asyncio`` and
 ``prometheus_client`` (and loads no optional backend); the pytest plugin adds ≤ 20 ms
-to a pytest start-up; ``import corevo_obs.lint`` loads no runtime module. Each figure is
+to a pytest start-up; ``import corevo_obs.tooling.lint`` loads no runtime module. Each figure is
 ``python -X importtime`` in a fresh interpreter: the cumulative microseconds of the
 modules the import adds, after the baseline modules are already imported in the same
 process, so interpreter start-up and the baseline cancel out. Medians of ``--rounds``.
@@ -23,8 +23,8 @@ CASES = {
     "corevo_obs + its public API": (
         "import asyncio, prometheus_client",
         "import corevo_obs; corevo_obs.install_loop_health; corevo_obs.StageRecorder"),
-    "pytest plugin": ("import pytest", "import corevo_obs.pytest_plugin"),
-    "corevo_obs.lint": ("import ast, tomllib", "import corevo_obs.lint"),
+    "pytest plugin": ("import pytest", "import corevo_obs.integrations.pytest_plugin"),
+    "corevo_obs.tooling.lint": ("import ast, tomllib", "import corevo_obs.tooling.lint"),
 }
 TARGET_MS = {"corevo_obs": 20.0, "pytest plugin": 20.0}
 LINE = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \|(\s*)(\S+)")

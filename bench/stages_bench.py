@@ -30,7 +30,7 @@ import callgrind  # bench/callgrind.py, beside this script
 from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CollectorRegistry
 
-from corevo_obs.metrics import child
+from corevo_obs.core.metrics import child
 from corevo_obs.stages import StageRecorder, TaskStages
 
 perf = time.perf_counter

@@ -14,11 +14,15 @@ import importlib
 import warnings
 from typing import TYPE_CHECKING, Any, Final
 
+from ._old_paths import install as _install_old_paths
+
+_install_old_paths()  # the 0.1 module paths (corevo_obs.errors, corevo_obs.lint, ...)
+
 if TYPE_CHECKING:
+    from .core.errors import ConfigError, CorevoObsError
+    from .core.identity import worker_name
     from .core.marker import blocking
-    from .errors import ConfigError, CorevoObsError
     from .exposition import MetricsServer, enable_multiprocess, mark_process_dead
-    from .identity import worker_name
     from .loop import LoopHealth, LoopHealthConfig, install_loop_health
     from .observer import MetricsObserver, Observer
     from .offload import OffloadAdapter
@@ -40,10 +44,10 @@ _API: Final = {
     "mark_process_dead": "exposition",
     "Observer": "observer",
     "MetricsObserver": "observer",
-    "worker_name": "identity",
+    "worker_name": "core.identity",
     "blocking": "core.marker",
-    "CorevoObsError": "errors",
-    "ConfigError": "errors",
+    "CorevoObsError": "core.errors",
+    "ConfigError": "core.errors",
 }
 
 #: names the root exported in 0.1 that live in their own namespace now; importable from
@@ -51,10 +55,10 @@ _API: Final = {
 _MOVED: Final = {
     **dict.fromkeys(("CancelBus", "CommandGateway", "CommandInbox", "SideEffectGate",
                      "SqliteCancelBus", "execution_holder"), "cancel"),
-    **dict.fromkeys(("CATALOG", "MetricSpec"), "catalog"),
+    **dict.fromkeys(("CATALOG", "MetricSpec"), "core.catalog"),
     **dict.fromkeys(("Claim", "ClaimOutcome", "JobStore", "PostgresJobStore",
                      "SqliteJobStore", "StartOutcome"), "claims"),
-    **dict.fromkeys(("CatalogError", "MetricsDirError"), "errors"),
+    **dict.fromkeys(("CatalogError", "MetricsDirError"), "core.errors"),
     **dict.fromkeys(("Event", "EventHistory", "Projector"), "events"),
     **dict.fromkeys(("AsyncLease", "AsyncLeaseStore", "AsyncSqliteLeaseStore", "Lease",
                      "LeaseAuditor", "LeaseStore", "SqliteLeaseStore"), "leases"),

@@ -32,7 +32,7 @@ from typing import Any, Final
 
 from prometheus_client import CollectorRegistry
 
-from .leases.sqlite_store import open_sqlite
+from .core.sqlite import open_sqlite
 from .observer import MetricsObserver, Observer, ProjectOutcome
 
 __all__ = [

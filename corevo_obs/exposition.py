@@ -21,9 +21,9 @@ from typing import Any, Final, Literal
 from prometheus_client import REGISTRY, CollectorRegistry, start_wsgi_server
 
 from .core import promclient
-from .errors import ConfigError, MetricsDirError
-from .guard import absorb
-from .identity import WORKER_ENV
+from .core.errors import ConfigError, MetricsDirError
+from .core.guard import absorb
+from .core.identity import WORKER_ENV
 
 log = logging.getLogger("corevo_obs.exposition")
 

@@ -22,11 +22,11 @@ from typing import Any, Final, Literal
 
 from prometheus_client import CollectorRegistry
 
-from .catalog import CATALOG
 from .core import promclient
-from .guard import absorb
-from .identity import worker_name
-from .metrics import child
+from .core.catalog import CATALOG
+from .core.guard import absorb
+from .core.identity import worker_name
+from .core.metrics import child
 
 AcquireOutcome = Literal["granted", "rejected", "fenced", "error"]
 HeartbeatOutcome = Literal["renewed", "lost", "error"]

@@ -37,10 +37,10 @@ from typing import Any, Final, NoReturn, ParamSpec, TypeVar
 
 from prometheus_client import CollectorRegistry
 
-from . import guard
-from .errors import ConfigError, CorevoObsError
-from .identity import worker_name
-from .metrics import child
+from .core import guard
+from .core.errors import ConfigError, CorevoObsError
+from .core.identity import worker_name
+from .core.metrics import child
 
 __all__ = [
     "AdapterClosed",

@@ -33,10 +33,10 @@ from typing import Any, Final, ParamSpec, TypeVar
 
 from prometheus_client import REGISTRY, CollectorRegistry
 
-from . import guard
-from .catalog import spec
-from .identity import worker_name
-from .metrics import child
+from .core import guard
+from .core.catalog import spec
+from .core.identity import worker_name
+from .core.metrics import child
 from .tracing import AttributeValue, TaskSpan, resolve_tracer
 
 __all__ = [

@@ -1,6 +1,6 @@
 """Event projection, cancel and command routing, and the suite's own health."""
 
-from corevo_obs.dashboards.panels import dashboard, gauges, quantiles, rates
+from corevo_obs.tooling.grafana.panels import dashboard, gauges, quantiles, rates
 
 dashboard = dashboard(
     "corevo / events, cancel, self-health", "corevo-events-cancel-self",

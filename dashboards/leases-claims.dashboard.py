@@ -1,6 +1,6 @@
 """Leases and claims: held vs limit, outcomes, ghosts, lost heartbeats, fencing, queue wait."""
 
-from corevo_obs.dashboards.panels import dashboard, gauges, quantiles, rates
+from corevo_obs.tooling.grafana.panels import dashboard, gauges, quantiles, rates
 
 dashboard = dashboard(
     "corevo / leases and claims", "corevo-leases-claims",

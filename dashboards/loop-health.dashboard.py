@@ -1,6 +1,6 @@
 """Loop health: per-worker lag, the frozen-now heartbeat age, stalls (failure class 1)."""
 
-from corevo_obs.dashboards.panels import (
+from corevo_obs.tooling.grafana.panels import (
     dashboard,
     heartbeat_age,
     quantiles,

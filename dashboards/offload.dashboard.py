@@ -1,6 +1,6 @@
 """Offload adapters: slots in use vs limit, waiters, slot wait, run time, rejections, sunk."""
 
-from corevo_obs.dashboards.panels import dashboard, gauges, quantiles, rates
+from corevo_obs.tooling.grafana.panels import dashboard, gauges, quantiles, rates
 
 dashboard = dashboard(
     "corevo / offload", "corevo-offload",

@@ -1,6 +1,6 @@
 """Task stages: the four intervals of one task side by side, p50/p95/p99 per worker."""
 
-from corevo_obs.dashboards.panels import dashboard, quantiles, rates
+from corevo_obs.tooling.grafana.panels import dashboard, quantiles, rates
 
 STAGES = (
     "corevo_task_dispatch_seconds",

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from corevo_obs.catalog import sample_name_index
-from corevo_obs.dashboards.promql import PROMQL_BUILTIN_METRICS, metric_names
+from corevo_obs.core.catalog import sample_name_index
+from corevo_obs.tooling.grafana.promql import PROMQL_BUILTIN_METRICS, metric_names
 
 ROOT = Path(__file__).resolve().parent.parent
 ALERTS = ROOT / "alerts"

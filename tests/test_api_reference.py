@@ -22,7 +22,7 @@ PUBLIC = (
     "corevo_obs.claims",
     "corevo_obs.events",
     "corevo_obs.cancel",
-    "corevo_obs.identity",
+    "corevo_obs.core.identity",
     "corevo_obs.core.marker",
     "corevo_obs.core.settings",
     "corevo_obs.integrations.asgi",

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from corevo_obs.catalog import CATALOG, MetricSpec, sample_name_index, spec
-from corevo_obs.errors import CatalogError
-from corevo_obs.metrics import child, metric
+from corevo_obs.core.catalog import CATALOG, MetricSpec, sample_name_index, spec
+from corevo_obs.core.errors import CatalogError
+from corevo_obs.core.metrics import child, metric
 
 
 def test_every_spec_builds_in_a_fresh_registry(registry):

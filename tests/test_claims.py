@@ -10,7 +10,7 @@ import pytest
 
 from corevo_obs.claims import JobStore, PostgresJobStore, SqliteJobStore
 from corevo_obs.claims.sql import to_pyformat
-from corevo_obs.errors import ConfigError
+from corevo_obs.core.errors import ConfigError
 
 
 @dataclass
@@ -169,7 +169,7 @@ def test_postgres_store_refuses_a_connection_outside_autocommit(pg_dsn):
 def test_postgres_store_takes_the_callers_pool_and_leaves_it_open(pg_dsn, registry):
     from psycopg_pool import ConnectionPool
 
-    from corevo_obs.errors import BackendUnavailable
+    from corevo_obs.core.errors import BackendUnavailable
 
     table = f"jobs_{uuid.uuid4().hex[:10]}"
     with ConnectionPool(pg_dsn, kwargs={"autocommit": True}, min_size=1, open=True) as pool:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from corevo_obs.catalog import CATALOG, sample_name_index
-from corevo_obs.dashboards import load_json, panel_queries, render_all
-from corevo_obs.dashboards.promql import concrete, metric_names
+from corevo_obs.core.catalog import CATALOG, sample_name_index
+from corevo_obs.tooling.grafana import load_json, panel_queries, render_all
+from corevo_obs.tooling.grafana.promql import concrete, metric_names
 
 ROOT = Path(__file__).resolve().parent.parent
 DASHBOARDS = ROOT / "dashboards"
@@ -82,7 +82,7 @@ def test_cli_reports_bad_source(tmp_path: Path, bad: str) -> None:
 
 
 def test_grafanalib_is_imported_only_to_build() -> None:
-    code = ("import sys, corevo_obs.cli.main as m; import corevo_obs.dashboards.promql; "
+    code = ("import sys, corevo_obs.cli.main as m; import corevo_obs.tooling.grafana.promql; "
             "m.build_parser(); print('grafanalib' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.stdout.strip() == "False", done.stderr

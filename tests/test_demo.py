@@ -274,7 +274,7 @@ def test_cli_unknown_command_is_usage_error():
 
 
 def test_catalog_command_lists_every_metric():
-    from corevo_obs.catalog import CATALOG
+    from corevo_obs.core.catalog import CATALOG
 
     res = subprocess.run([sys.executable, "-m", "corevo_obs.cli.main", "catalog", "--format",
                           "json"], capture_output=True, text=True, check=True)

@@ -12,7 +12,7 @@ import pytest
 import corevo_obs
 
 # modules whose import needs an optional backend or starts an application
-SKIP_PREFIXES = ("corevo_obs.cli", "corevo_obs.demo", "corevo_obs.assets")
+SKIP_PREFIXES = ("corevo_obs.cli", "corevo_obs.demo", "corevo_obs.tooling.assets")
 
 
 def _modules() -> list[str]:

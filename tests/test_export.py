@@ -95,5 +95,5 @@ def test_the_wheel_carries_the_generated_files(tmp_path: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     for kind in ("dashboards", "alerts"):
         for rel in _repo_files(kind):
-            assert f"corevo_obs/assets/{kind}/{rel}" in names
-    assert "corevo_obs/lint/blocking_calls.toml" in names
+            assert f"corevo_obs/tooling/assets/{kind}/{rel}" in names
+    assert "corevo_obs/tooling/lint/blocking_calls.toml" in names

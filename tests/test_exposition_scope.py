@@ -18,7 +18,7 @@ from tests.apps import samples, value
 WORKER = """
 import json, os, sys, time
 from corevo_obs import MetricsServer, enable_multiprocess
-from corevo_obs.metrics import child
+from corevo_obs.core.metrics import child
 enable_multiprocess()
 stalls = child("corevo_event_loop_stalls_total", None, worker=os.environ["COREVO_WORKER"])
 stalls.inc(int(sys.argv[1]))

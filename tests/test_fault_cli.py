@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from corevo_obs.lint.runner import max_jobs
+from corevo_obs.tooling.lint.runner import max_jobs
 
 from .conftest import _need
 

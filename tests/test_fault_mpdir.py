@@ -156,7 +156,7 @@ def local_errors(d: Path, component: str) -> float:
 START_CATCHING = """
 import sys
 import corevo_obs
-from corevo_obs.errors import MetricsDirError
+from corevo_obs.core.errors import MetricsDirError
 try:
     corevo_obs.enable_multiprocess()
 except MetricsDirError as exc:

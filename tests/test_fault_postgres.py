@@ -26,7 +26,7 @@ from prometheus_client import CollectorRegistry
 from corevo_obs.cancel import CommandGateway, SqliteCancelBus
 from corevo_obs.claims import ClaimOutcome, JobStore, PostgresJobStore
 from corevo_obs.claims.postgres import DEADLINE_GRACE
-from corevo_obs.errors import BackendUnavailable, ConfigError
+from corevo_obs.core.errors import BackendUnavailable, ConfigError
 from tests.conftest import _need, free_port, helper_cmd
 from tests.helpers.pg_cluster import PgCluster, find_bindir, wait_until
 from tests.helpers.pg_proxy import PgProxy

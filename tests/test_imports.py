@@ -13,6 +13,7 @@ import warnings
 import pytest
 
 import corevo_obs
+from corevo_obs import _old_paths
 
 OPTIONAL_BACKENDS = ("redis", "psycopg", "psycopg_pool", "opentelemetry", "aiomonitor",
                      "grafanalib", "importlinter", "aiohttp", "httpx", "starlette")
@@ -31,20 +32,24 @@ def _ours(modules: set[str]) -> set[str]:
     return {m for m in modules if m == "corevo_obs" or m.startswith("corevo_obs.")}
 
 
+ROOT = {"corevo_obs", "corevo_obs._old_paths"}  # the package and its finder for 0.1 paths
+
+
 def test_root_import_loads_nothing_but_itself() -> None:
     found = _loaded("import corevo_obs")
-    assert _ours(found) == {"corevo_obs"}
+    assert _ours(found) == ROOT
     assert not {m.split(".")[0] for m in found} & set(OPTIONAL_BACKENDS)
 
 
 def test_pytest_plugin_loads_only_itself() -> None:
-    found = _loaded("import pytest, corevo_obs.pytest_plugin")
+    found = _loaded("import pytest, corevo_obs.integrations.pytest_plugin")
     added = found - _loaded("import pytest")
-    assert added == {"corevo_obs", "corevo_obs.pytest_plugin"}, sorted(added)
+    assert added == ROOT | {"corevo_obs.integrations", "corevo_obs.integrations.pytest_plugin"
+                            }, sorted(added)
 
 
 def test_lint_loads_no_runtime_module() -> None:
-    found = _ours(_loaded("import corevo_obs.lint"))
+    found = _ours(_loaded("import corevo_obs.tooling.lint"))
     runtime = {m for m in found if m.count(".") and m.split(".")[1] in RUNTIME}
     assert not runtime, f"the lint imports runtime modules: {sorted(runtime)}"
 
@@ -71,3 +76,39 @@ def test_moved_names_still_import_with_a_warning(name: str) -> None:
 def test_unknown_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError):
         corevo_obs.no_such_name  # noqa: B018
+
+
+@pytest.mark.parametrize("old", sorted(_old_paths.MOVED_MODULES))
+def test_a_0_1_module_path_is_the_new_module_with_a_warning(old: str) -> None:
+    """In a fresh interpreter, so the import really goes through the finder."""
+    new = _old_paths.MOVED_MODULES[old]
+    code = (f"import warnings, importlib\n"
+            f"with warnings.catch_warnings(record=True) as seen:\n"
+            f"    warnings.simplefilter('always')\n"
+            f"    a = importlib.import_module({old!r})\n"
+            f"for w in seen:\n    print('WARNED', w.category.__name__, w.message)\n"
+            f"b = importlib.import_module({new!r})\n"
+            f"print('SAME', a is b, b.__spec__.name)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert f"WARNED DeprecationWarning {old} moved to {new}" in out, out
+    assert f"SAME True {new}" in out, out
+
+
+def test_old_paths_finder_is_silent_for_other_names() -> None:
+    assert _old_paths.new_path("corevo_obs.loop") is None
+    assert _old_paths.new_path("corevo_obs.lint_extra") is None
+    assert _old_paths.new_path("corevo_obs.lint.scan") == "corevo_obs.tooling.lint.scan"
+    assert _old_paths.new_path("corevo_obs.lint.catalog") == "corevo_obs.tooling.lint.call_catalog"
+    for new in _old_paths.MOVED_MODULES.values():
+        __import__(new)  # every target exists
+
+
+def test_an_0_1_importlinter_config_still_loads_the_contract_type() -> None:
+    old = "corevo_obs.contracts.contract"
+    code = (f"import warnings, importlib\nwarnings.simplefilter('ignore')\n"
+            f"cls = getattr(importlib.import_module({old!r}), 'ShrinkOnlyLayersContract')\n"
+            f"print(cls.__module__, cls.type_name)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.split() == ["corevo_obs.tooling.importcontract.contract", "shrink_only_layers"]

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from corevo_obs.guard import reset_for_tests
+from corevo_obs.core.guard import reset_for_tests
 from corevo_obs.leases import AsyncLease, LeaseAuditor, RedisLeaseStore
 from tests.conftest import free_port
 from tests.helpers.lease_kit import store_for
@@ -234,7 +234,7 @@ def test_observer_fast_path_records_what_prometheus_would(registry):
     """The observer's pre-bound fast path writes the very samples the public API writes."""
     from prometheus_client import CollectorRegistry
 
-    from corevo_obs.metrics import child
+    from corevo_obs.core.metrics import child
     from corevo_obs.observer import MetricsObserver
 
     reference = CollectorRegistry()
@@ -270,7 +270,7 @@ def test_observer_fast_path_records_what_prometheus_would(registry):
     ({"heartbeat_interval": -1}, "heartbeat_interval must be finite"),
 ])
 def test_construction_rejects_bad_numbers(tmp_path, bad, words):
-    from corevo_obs.errors import ConfigError
+    from corevo_obs.core.errors import ConfigError
     from corevo_obs.leases import SqliteLeaseStore
 
     with pytest.raises(ConfigError, match=words):
@@ -278,7 +278,7 @@ def test_construction_rejects_bad_numbers(tmp_path, bad, words):
 
 
 def test_a_timeout_the_store_waits_could_exceed_is_refused_naming_the_numbers(tmp_path):
-    from corevo_obs.errors import ConfigError
+    from corevo_obs.core.errors import ConfigError
     from corevo_obs.leases import SqliteLeaseStore
 
     with pytest.raises(ConfigError) as sqlite_err:
@@ -296,7 +296,7 @@ def test_a_timeout_the_store_waits_could_exceed_is_refused_naming_the_numbers(tm
 def test_a_given_redis_client_is_checked_by_its_own_timeouts(redis_url):
     import redis
 
-    from corevo_obs.errors import ConfigError
+    from corevo_obs.core.errors import ConfigError
 
     slow = redis.Redis.from_url(redis_url, socket_timeout=5, socket_connect_timeout=5)
     with pytest.raises(ConfigError, match="socket timeout 10s"):
@@ -395,7 +395,7 @@ def test_sqlite_stamps_the_time_after_the_lock_wait(tmp_path, registry):
 
 
 def test_async_hold_cancels_the_body_when_the_lease_is_lost(make_async_store, registry):
-    from corevo_obs.errors import LeaseLost
+    from corevo_obs.core.errors import LeaseLost
 
     async def main() -> None:
         store = await make_async_store(limit=1, timeout=1.0, heartbeat_interval=0.1)
@@ -436,7 +436,7 @@ def test_async_hold_cancels_the_body_when_the_lease_is_lost(make_async_store, re
 def test_async_hold_stops_the_body_when_renewal_cannot_be_confirmed(tmp_path, registry):
     """Renewals block on a write lock held by another process: the holder stops at its
     own deadline (confirmed + timeout - margin), before the backend could reap it."""
-    from corevo_obs.errors import LeaseLost
+    from corevo_obs.core.errors import LeaseLost
 
     path = tmp_path / "leases.db"
 
@@ -466,7 +466,7 @@ def test_async_hold_stops_the_body_when_renewal_cannot_be_confirmed(tmp_path, re
 
 
 def test_sync_hold_raises_at_exit_and_sets_the_event(make_store):
-    from corevo_obs.errors import LeaseLost, LeaseRejected
+    from corevo_obs.core.errors import LeaseLost, LeaseRejected
 
     store = make_store(limit=1, timeout=1.0, heartbeat_interval=0.1)
     with store.hold() as lease:

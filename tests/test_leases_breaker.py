@@ -22,7 +22,7 @@ import time
 import pytest
 from prometheus_client import CollectorRegistry
 
-from corevo_obs.errors import LeaseRejected
+from corevo_obs.core.errors import LeaseRejected
 from corevo_obs.leases import BreakerOpen, CircuitBreaker
 
 DOWN_FOR, TIMEOUT, FAILURES = 10.0, 2.0, 5

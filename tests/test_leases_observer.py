@@ -11,7 +11,7 @@ import threading
 
 from prometheus_client import CollectorRegistry
 
-from corevo_obs.metrics import child
+from corevo_obs.core.metrics import child
 from corevo_obs.observer import MetricsObserver, _LockedQuota
 
 VALUES = [0.0, 0.0005, 0.0007, 0.001, 0.3, 1.0, 7.5, 1e9]   # on bounds, between, +Inf

@@ -1,4 +1,4 @@
-"""Warm runs (corevo_obs/lint/cache.py): the same findings as a cold run, a changed helper
+"""Warm runs (corevo_obs/tooling/lint/cache.py): the same findings as a cold run, a changed helper
 changes its callers' findings although they come from the cache, and a cache directory
 written by someone else (corrupt, truncated, forged shape, symlinks, FIFOs) is a miss,
 never a crash or a wrong finding."""
@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from corevo_obs.lint import LintConfig, lint_paths, load_catalog, load_config
-from corevo_obs.lint.cache import LintCache, decode, encode
-from corevo_obs.lint.runner import iter_files, module_name
-from corevo_obs.lint.scan import scan_source
+from corevo_obs.tooling.lint import LintConfig, lint_paths, load_catalog, load_config
+from corevo_obs.tooling.lint.cache import LintCache, decode, encode
+from corevo_obs.tooling.lint.runner import iter_files, module_name
+from corevo_obs.tooling.lint.scan import scan_source
 from tests.test_lint_peers import _bench  # loads bench/lint_bench.py
 
 TESTS = Path(__file__).parent
@@ -123,7 +123,7 @@ def _garbage(entry: Path) -> dict[str, bytes]:
     shape = json.loads(body)
     shape.get("result", shape)["findings"] = [["not", "a", "finding"]]
     forged = json.dumps(shape).encode()
-    from corevo_obs.lint.cache import FORMAT, MAGIC, digest
+    from corevo_obs.tooling.lint.cache import FORMAT, MAGIC, digest
     return {
         "empty": b"",
         "truncated": good[: len(good) // 2],

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from corevo_obs.errors import ConfigError
-from corevo_obs.lint import lint_paths
-from corevo_obs.lint.config import FIELDS, LintConfig, config_from_table
+from corevo_obs.core.errors import ConfigError
+from corevo_obs.tooling.lint import lint_paths
+from corevo_obs.tooling.lint.config import FIELDS, LintConfig, config_from_table
 
 APP = '''import os
 import time

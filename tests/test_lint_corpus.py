@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from corevo_obs.lint import lint_paths, load_config
+from corevo_obs.tooling.lint import lint_paths, load_config
 
 CORPUS = Path(__file__).parent / "lint_corpus"
 EXPECT = re.compile(r"#\s*error:\s*(COB\d{3})")

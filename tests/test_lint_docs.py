@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-import corevo_obs.lint.rules as rules_pkg
-from corevo_obs.lint.rules import FAMILIES, RULES, Selection, message
-from corevo_obs.lint.rules.base import Family, Spec, register
+import corevo_obs.tooling.lint.rules as rules_pkg
+from corevo_obs.tooling.lint.rules import FAMILIES, RULES, Selection, message
+from corevo_obs.tooling.lint.rules.base import Family, Spec, register
 
 DOC = Path(__file__).parent.parent / "docs" / "lint.md"
 RULES_DIR = Path(rules_pkg.__file__).parent

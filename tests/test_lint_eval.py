@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from corevo_obs.lint import LintConfig, lint_paths
-from corevo_obs.lint.rules import RULES
+from corevo_obs.tooling.lint import LintConfig, lint_paths
+from corevo_obs.tooling.lint.rules import RULES
 
 EVAL = Path(__file__).parent / "lint_eval"
 EXPECT = re.compile(r"#\s*error:\s*((?:ASYNC|COB)\d{3})")

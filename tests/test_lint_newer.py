@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from corevo_obs.lint.newer import newer_pythons
+from corevo_obs.tooling.lint.newer import newer_pythons
 
 MODERN = '''import time
 

@@ -14,7 +14,7 @@ import site
 import time
 from pathlib import Path
 
-from corevo_obs.lint import lint_paths
+from corevo_obs.tooling.lint import lint_paths
 
 SITE = Path(os.environ.get("COREVO_LINT_SITE_PACKAGES") or site.getsitepackages()[0])
 

@@ -12,7 +12,7 @@ import warnings
 import pytest
 
 from corevo_obs import install_loop_health
-from corevo_obs.errors import ConfigError
+from corevo_obs.core.errors import ConfigError
 from corevo_obs.loop import LoopLagSampler
 
 HERE = os.path.realpath(__file__)

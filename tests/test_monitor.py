@@ -13,7 +13,7 @@ import time
 import pytest
 
 from corevo_obs import install_loop_health
-from corevo_obs.monitor import (
+from corevo_obs.integrations.monitor import (
     MonitorError,
     RecentLag,
     offload_snapshot,
@@ -224,7 +224,7 @@ def test_recent_lag_forgets_old_seconds():
 
 
 def test_offloads_show_a_real_adapter_in_flight_and_waiting(registry):
-    from corevo_obs.monitor import _fmt_providers, _offload_lines, track_offload
+    from corevo_obs.integrations.monitor import _fmt_providers, _offload_lines, track_offload
     from corevo_obs.offload import OffloadAdapter
 
     async def main() -> tuple[str, str]:
@@ -255,8 +255,8 @@ def test_offloads_show_a_real_adapter_in_flight_and_waiting(registry):
 def test_leases_list_what_this_process_holds_from_a_real_store(tmp_path, registry):
     import gc
 
+    from corevo_obs.integrations.monitor import _fmt_providers, _lease_lines, track_leases
     from corevo_obs.leases import SqliteLeaseStore
-    from corevo_obs.monitor import _fmt_providers, _lease_lines, track_leases
 
     store = SqliteLeaseStore("llm", tmp_path / "l.db", limit=3, worker="w3", registry=registry)
     unregister = track_leases(store)

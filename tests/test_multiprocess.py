@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry, multiprocess
 from prometheus_client.parser import text_string_to_metric_families
 
 from corevo_obs import enable_multiprocess
-from corevo_obs.errors import MetricsDirError
+from corevo_obs.core.errors import MetricsDirError
 
 from .conftest import helper_cmd
 

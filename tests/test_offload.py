@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from corevo_obs.errors import ConfigError, CorevoObsError
+from corevo_obs.core.errors import ConfigError, CorevoObsError
 from corevo_obs.offload import (
     AdapterClosed,
     OffloadAdapter,

@@ -26,9 +26,9 @@ from typing import Any
 import pytest
 import yaml
 
-from corevo_obs.catalog import sample_name_index
-from corevo_obs.dashboards import load_json, panel_queries
-from corevo_obs.dashboards.promql import concrete, metric_names
+from corevo_obs.core.catalog import sample_name_index
+from corevo_obs.tooling.grafana import load_json, panel_queries
+from corevo_obs.tooling.grafana.promql import concrete, metric_names
 
 from .conftest import _need, free_port, helper_cmd
 

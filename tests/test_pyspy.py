@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from corevo_obs import install_loop_health
-from corevo_obs.pyspy import (
+from corevo_obs.integrations.pyspy import (
     NativeStallCapture,
     PySpyNotFound,
     PySpyPermissionError,
@@ -179,7 +179,7 @@ def _run_stalls(registry, capture: NativeStallCapture, *stalls: float) -> Native
 
 
 def test_stall_capture_takes_a_native_stack_of_its_own_loop(registry, caplog):
-    with caplog.at_level(logging.WARNING, logger="corevo_obs.pyspy"):
+    with caplog.at_level(logging.WARNING, logger="corevo_obs.integrations.pyspy"):
         # the second stall comes within min_interval: rate-limited
         capture = _run_stalls(registry, NativeStallCapture(min_stall=0.2, timeout=5), 0.8, 0.5)
     if capture.disabled and "ptrace" in capture.disabled:
@@ -200,7 +200,7 @@ def test_stall_capture_takes_a_native_stack_of_its_own_loop(registry, caplog):
 
 def test_stall_capture_without_pyspy_logs_once_and_disables(registry, caplog, tmp_path):
     missing = NativeStallCapture(min_stall=0.1, executable=str(tmp_path / "missing"))
-    with caplog.at_level(logging.WARNING, logger="corevo_obs.pyspy"):
+    with caplog.at_level(logging.WARNING, logger="corevo_obs.integrations.pyspy"):
         capture = _run_stalls(registry, missing, 0.3, 0.3)
     assert capture.disabled and "py-spy not found" in capture.disabled
     assert caplog.text.count("native stall capture disabled: py-spy not found") == 1

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from corevo_obs.core.marker import blocking, guard_enabled
-from corevo_obs.pytest_plugin import LoopBlocked, assert_loop_responsive
+from corevo_obs.integrations.pytest_plugin import LoopBlocked, assert_loop_responsive
 
 pytest_plugins = ["pytester"]
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from corevo_obs.core.errors import ConfigError
 from corevo_obs.core.settings import option, resolve
-from corevo_obs.errors import ConfigError
 
 
 @dataclass(frozen=True)

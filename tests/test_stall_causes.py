@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from corevo_obs.catalog import STALL_CAUSES
+from corevo_obs.core.catalog import STALL_CAUSES
 from corevo_obs.loop.causes import CAUSES
 from tests.conftest import HELPERS, _need
 

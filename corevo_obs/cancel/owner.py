@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from ..claims import Claim, JobStore
-from ..guard import absorb
+from ..core.guard import absorb
 from ..leases import AsyncLease
 from ..observer import CancelPath, CommandOutcome, Observer
 from .bus import DEFAULT_MARKER_TTL, CancelBus, Command, Subscription

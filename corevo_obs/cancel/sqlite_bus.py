@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any, Final
 
-from ..leases.sqlite_store import open_sqlite
+from ..core.sqlite import open_sqlite
 from .bus import CancelBus, Command, Subscription
 
 MAX_DATAGRAM: Final = 65536

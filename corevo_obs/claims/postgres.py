@@ -44,7 +44,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from ..errors import BackendUnavailable, ConfigError
+from ..core.errors import BackendUnavailable, ConfigError
 from . import sql
 from .store import Database, JobStore, Rows
 

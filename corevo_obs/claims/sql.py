@@ -97,7 +97,7 @@ SELECT DISTINCT owner FROM {t} WHERE owner IS NOT NULL AND state IN ('queued', '
 def check_table(name: str) -> str:
     """Table names are formatted into SQL, so only plain lower-case identifiers pass."""
     if not _IDENT.match(name):
-        from ..errors import ConfigError
+        from ..core.errors import ConfigError
 
         raise ConfigError(f"table name {name!r} must match {_IDENT.pattern}",
                           source="job store")

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from ..leases.sqlite_store import open_sqlite
+from ..core.sqlite import open_sqlite
 from .store import Database, JobStore, Rows
 
 BUSY_TIMEOUT_MS: Final = 10_000

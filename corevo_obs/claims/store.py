@@ -33,9 +33,9 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from ..errors import BackendUnavailable
-from ..guard import absorb
-from ..identity import worker_name
+from ..core.errors import BackendUnavailable
+from ..core.guard import absorb
+from ..core.identity import worker_name
 from ..leases.holder import HolderIds, holder_alive
 from ..observer import MetricsObserver, Observer, TerminalState
 from . import sql

@@ -6,8 +6,8 @@ import argparse
 import json
 from typing import Any
 
-from ..catalog import specs
-from ..errors import CorevoObsError
+from ..core.catalog import specs
+from ..core.errors import CorevoObsError
 
 
 def register(sub: Any) -> None:
@@ -29,7 +29,7 @@ def render_markdown() -> str:
 
 def render_page() -> str:
     return (
-        "# Metric catalog\n\nGenerated from `corevo_obs/catalog.py` by "
+        "# Metric catalog\n\nGenerated from `corevo_obs/core/catalog.py` by "
         "`corevo-obs catalog --output docs/metrics.md`; a test fails when it is stale.\n\n"
         + render_markdown()
     )

@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..dashboards import render_all
-from ..dashboards.build import write_stale
+from ..tooling.grafana import render_all
+from ..tooling.grafana.build import write_stale
 
 
 def register(sub: Any) -> None:

@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 
 _CONFIG_HELP = "import-linter configuration (default: .importlinter, setup.cfg, pyproject.toml)"
 
@@ -36,7 +36,7 @@ def register(sub: Any) -> None:
 
 def _runner() -> Any:
     try:
-        from ..contracts import runner
+        from ..tooling.importcontract import runner
     except ImportError as exc:
         raise ConfigError(
             f"import-linter is not installed ({exc}): pip install 'corevo-obs[contracts]'"
@@ -45,7 +45,7 @@ def _runner() -> Any:
 
 
 def run_init(args: argparse.Namespace) -> int:
-    from ..contracts.debt import render_debt
+    from ..tooling.importcontract.debt import render_debt
 
     for contract, violations in _runner().current_violations(args.config):
         path = Path(str(contract.debt_file))

@@ -42,7 +42,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..pyspy import dump
+    from ..integrations.pyspy import dump
 
     d = dump(args.pid, args.timeout, native=args.native, project_roots=args.project_root)
     loop = d.loop_thread

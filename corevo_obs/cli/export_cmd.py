@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..assets import KINDS, export
+from ..tooling.assets import KINDS, export
 
 
 def register(sub: Any) -> None:

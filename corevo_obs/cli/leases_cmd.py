@@ -15,7 +15,7 @@ import os
 import time
 from typing import Any
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 
 SOURCE = "corevo-obs leases audit"
 

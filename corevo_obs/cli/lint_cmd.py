@@ -13,13 +13,13 @@ import sys
 from typing import Any
 
 from .. import __version__
-from ..lint import lint_paths, load_catalog, load_config
-from ..lint.baseline import apply_baseline, load_baseline, write_baseline
-from ..lint.cache import ENV, LintCache
-from ..lint.formats import as_json, as_sarif, as_text
-from ..lint.model import Finding
-from ..lint.rules import message, meta
-from ..lint.runner import max_jobs
+from ..tooling.lint import lint_paths, load_catalog, load_config
+from ..tooling.lint.baseline import apply_baseline, load_baseline, write_baseline
+from ..tooling.lint.cache import ENV, LintCache
+from ..tooling.lint.formats import as_json, as_sarif, as_text
+from ..tooling.lint.model import Finding
+from ..tooling.lint.rules import message, meta
+from ..tooling.lint.runner import max_jobs
 
 
 def _jobs(value: str) -> int:

@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     overrides = {n: getattr(args, f"budget_{n}") for n in budget_names()
                  if getattr(args, f"budget_{n}") is not None}
     workload = workload.with_overrides(seed=args.seed, budgets=overrides)
-    from ..errors import ConfigError
+    from ..core.errors import ConfigError
 
     if "://" not in args.app and args.server_log:
         raise ConfigError("only with a URL (the tool reads its own server's log)",

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from .. import __version__
-from ..errors import CorevoObsError
+from ..core.errors import CorevoObsError
 
 DEBUG_ENV = "COREVO_OBS_DEBUG"
 COMMAND_MODULES: tuple[str, ...] = (

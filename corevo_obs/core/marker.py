@@ -20,7 +20,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any, TypeVar
 
-from ..errors import CorevoObsError
+from .errors import CorevoObsError
 
 __all__ = [
     "BlockingCallError",

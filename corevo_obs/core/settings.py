@@ -18,7 +18,7 @@ Probe(interval=0.5, enabled=False)
 >>> resolve(Probe, "COREVO_PROBE", environ={"COREVO_PROBE_INTERVAL": "fast"})
 Traceback (most recent call last):
 ...
-corevo_obs.errors.ConfigError: $COREVO_PROBE_INTERVAL: cannot parse 'fast' as a number
+corevo_obs.core.errors.ConfigError: $COREVO_PROBE_INTERVAL: cannot parse 'fast' as a number
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import typing
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from ..errors import ConfigError
+from .errors import ConfigError
 
 T = TypeVar("T")
 _TRUE = frozenset({"1", "true", "yes", "on"})

@@ -17,7 +17,7 @@ from pathlib import Path
 from types import FrameType, ModuleType
 from typing import Any
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from . import drill_frozen, drill_quota, drill_sticky, report
 from .context import DemoContext
 from .procs import Children

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 
 GRACE_SECONDS: Final = 3.0
 READY_TIMEOUT: Final = 30.0

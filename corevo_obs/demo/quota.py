@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from ..observer import Observer
 
 QUOTA: Final = "demo-model"

@@ -19,7 +19,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..errors import CorevoObsError
+from ..core.errors import CorevoObsError
 from ..exposition import MetricsServer, enable_multiprocess
 from ..loop import install_loop_health
 from ..offload import OffloadAdapter

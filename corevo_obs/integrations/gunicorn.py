@@ -23,7 +23,8 @@ from __future__ import annotations
 import os
 from typing import Any, Final
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
+from ..core.identity import WORKER_ENV
 from ..exposition import (
     DEFAULT_HOST,
     MetricsServer,
@@ -31,7 +32,6 @@ from ..exposition import (
     enable_multiprocess,
     mark_process_dead,
 )
-from ..identity import WORKER_ENV
 
 __all__ = [
     "child_exit",

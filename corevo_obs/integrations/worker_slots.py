@@ -18,8 +18,8 @@ import os
 from pathlib import Path
 from typing import Final
 
-from ..errors import ConfigError
-from ..identity import WORKER_ENV
+from ..core.errors import ConfigError
+from ..core.identity import WORKER_ENV
 
 __all__ = [
     "claim_worker_slot",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import LeaseLost, LeaseRejected
+from ..core.errors import LeaseLost, LeaseRejected
 from .audit import LeaseAudit, LeaseAuditor
 from .base import AcquireResult, AsyncHold, AsyncLease, AsyncLeaseStore, Hold, Lease, LeaseStore
 from .breaker import BreakerOpen, CircuitBreaker

@@ -47,9 +47,9 @@ from typing import Any, Final, NamedTuple, TypeVar
 
 from prometheus_client import CollectorRegistry
 
-from ..errors import ConfigError, LeaseLost, LeaseRejected
-from ..guard import absorb
-from ..identity import worker_name
+from ..core.errors import ConfigError, LeaseLost, LeaseRejected
+from ..core.guard import absorb
+from ..core.identity import worker_name
 from ..observer import AcquireOutcome, MetricsObserver, Observer
 from .breaker import CircuitBreaker, ShortCircuited, open_pause
 from .holder import HolderIds
@@ -207,7 +207,7 @@ class _LeaseCore:
 
     def _fail_open_granted(self) -> None:
         try:
-            from ..metrics import child
+            from ..core.metrics import child
 
             child("corevo_lease_fail_open_total", self._registry, worker=self.worker,
                   quota=self.quota).inc()

@@ -34,8 +34,8 @@ from typing import Any, Final, Literal
 
 from prometheus_client import CollectorRegistry
 
-from ..errors import ConfigError, LeaseRejected
-from ..guard import absorb
+from ..core.errors import ConfigError, LeaseRejected
+from ..core.guard import absorb
 
 State = Literal["closed", "half_open", "open"]
 STATE_VALUE: Final[dict[State, int]] = {"closed": 0, "half_open": 1, "open": 2}
@@ -96,7 +96,7 @@ class CircuitBreaker:
 
     def _bind(self) -> None:
         try:
-            from ..metrics import child
+            from ..core.metrics import child
 
             labels = {"worker": self.worker, "backend": self.name}
             self._children = {

@@ -34,8 +34,8 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
-from ..errors import ConfigError, CorevoObsError
-from ..guard import absorb
+from ..core.errors import ConfigError, CorevoObsError
+from ..core.guard import absorb
 from .base import DEFAULT_TIMEOUT, AcquireResult, AsyncLeaseStore, LeaseStore, _number
 from .breaker import CircuitBreaker, default_breaker
 
@@ -263,7 +263,7 @@ class _RedisSetup:
         if int(acked) >= self.replicas:
             return False
         try:
-            from ..metrics import child
+            from ..core.metrics import child
 
             child("corevo_lease_replica_wait_timeouts_total", self._registry,
                   worker=self.worker, quota=self.quota, op=op).inc()

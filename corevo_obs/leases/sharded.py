@@ -60,8 +60,8 @@ from dataclasses import dataclass
 from time import monotonic
 from typing import Any, Final, TypeVar
 
-from ..errors import ConfigError, LeaseRejected
-from ..guard import absorb
+from ..core.errors import ConfigError, LeaseRejected
+from ..core.guard import absorb
 from .base import DEFAULT_POLL, DEFAULT_TIMEOUT, AcquireResult, AsyncHold, AsyncLease, Hold, Lease
 from .breaker import open_pause
 from .redis_store import KEY_PREFIX, AsyncRedisLeaseStore, RedisLeaseStore
@@ -206,7 +206,7 @@ class _ShardCore:
         self._moved: Any = None
 
     def _bind(self, worker: str, registry: Any) -> None:
-        from ..metrics import child
+        from ..core.metrics import child
 
         self._worker, self._registry = worker, registry
         self._stranded = child("corevo_lease_stranded_total", registry, worker=worker,

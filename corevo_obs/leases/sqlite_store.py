@@ -23,10 +23,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
+from ..core.sqlite import BUSY_TIMEOUT_MS, open_sqlite, open_sqlite_readonly
 from .base import AcquireResult, AsyncLeaseStore, LeaseStore, _number
 
 T = TypeVar("T")
-BUSY_TIMEOUT_MS: Final = 5000
 
 SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS corevo_leases (
@@ -44,31 +44,6 @@ CREATE TABLE IF NOT EXISTS corevo_lease_tokens (
 """
 #: SQLite's clock in unix seconds (ms resolution), evaluated when the statement runs
 NOW_SQL: Final = "SELECT (julianday('now') - 2440587.5) * 86400.0"
-
-
-def open_sqlite(path: str | Path, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.Connection:
-    """An autocommit connection that several processes can share a file with: WAL, and a
-    busy timeout so writers queue on the lock instead of failing. Threads may share it
-    under the caller's lock.
-    """
-    db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False,
-                         timeout=busy_timeout_ms / 1000)
-    db.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
-    db.execute("PRAGMA journal_mode = WAL")
-    db.execute("PRAGMA synchronous = NORMAL")
-    return db
-
-
-def open_sqlite_readonly(path: str | Path, busy_timeout_ms: int = BUSY_TIMEOUT_MS
-                         ) -> sqlite3.Connection:
-    """A read-only connection (``mode=ro`` URI): never creates the file or a table, never
-    switches the journal mode. For audits of a production store.
-    """
-    uri = Path(path).resolve().as_uri() + "?mode=ro"
-    db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False,
-                         timeout=busy_timeout_ms / 1000)
-    db.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
-    return db
 
 
 class _SqliteLeases:

@@ -21,7 +21,7 @@ from typing import Any, Final
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from ..catalog import CATALOG
+from ..core.catalog import CATALOG
 
 Labels = tuple[tuple[str, str], ...]
 Samples = dict[tuple[str, Labels], float]

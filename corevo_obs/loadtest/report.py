@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..fileio import write_files
+from ..core.fileio import write_files
 from . import observe
 from .driver import DriverResult
 from .server import StallLine, Target

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 
 MixKind = Literal["short", "upload", "stream", "websocket", "background"]
 MIX_KINDS: Final[tuple[str, ...]] = ("short", "upload", "stream", "websocket", "background")

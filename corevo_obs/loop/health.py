@@ -11,8 +11,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from ..errors import ConfigError
-from ..identity import worker_name
+from ..core.errors import ConfigError
+from ..core.identity import worker_name
 from .lag import DEFAULT_INTERVAL, LoopLagSampler
 from .watchdog import (
     DEFAULT_CHECK_INTERVAL,

@@ -15,9 +15,9 @@ from typing import Final
 
 from prometheus_client import CollectorRegistry
 
-from .. import guard
-from ..identity import worker_name
-from ..metrics import child
+from ..core import guard
+from ..core.identity import worker_name
+from ..core.metrics import child
 
 DEFAULT_INTERVAL: Final = 0.02
 

@@ -23,9 +23,9 @@ from typing import Any, Final
 
 from prometheus_client import CollectorRegistry
 
-from .. import guard
-from ..identity import worker_name
-from ..metrics import child
+from ..core import guard
+from ..core.identity import worker_name
+from ..core.metrics import child
 from . import schedstat
 from .causes import (
     CAUSES,

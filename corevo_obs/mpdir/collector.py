@@ -27,10 +27,10 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from ..catalog import spec
 from ..core import promclient
-from ..errors import CorevoObsError
-from ..guard import absorb
+from ..core.catalog import spec
+from ..core.errors import CorevoObsError
+from ..core.guard import absorb
 from .compactor import _CORRUPT, _why
 from .dbfile import Entries, parse_key, read_db
 from .journal import Plan, consistent_view, unlocked_plan

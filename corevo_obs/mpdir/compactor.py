@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from ..guard import absorb
+from ..core.guard import absorb
 from .dbfile import CorruptFile, Entries, encode, read_db
 from .errors import CompactionError
 from .journal import commit, empty_trash, remove_debris, roll_forward

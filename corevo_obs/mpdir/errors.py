@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import CorevoObsError
+from ..core.errors import CorevoObsError
 
 
 class CompactionError(CorevoObsError):

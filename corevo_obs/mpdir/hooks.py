@@ -13,8 +13,8 @@ import os
 from pathlib import Path
 from typing import Final
 
-from ..errors import ConfigError
-from ..guard import absorb
+from ..core.errors import ConfigError
+from ..core.guard import absorb
 from .compactor import compact
 from .lock import LockBusy
 from .status import scan

@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 from typing import Final
 
-from ..guard import absorb
+from ..core.guard import absorb
 from .compactor import CompactionResult, compact_backlog
 from .lock import LockBusy
 from .status import scan

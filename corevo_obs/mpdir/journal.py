@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from ..guard import absorb
+from ..core.guard import absorb
 from .errors import CompactionError
 from .layout import (
     JOURNAL_FILE,

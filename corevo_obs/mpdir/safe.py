@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Final
 
-from ..guard import absorb
+from ..core.guard import absorb
 from .layout import STATE_DIR
 
 _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from ..guard import absorb
+from ..core.guard import absorb
 from .journal import consistent_view
 from .layout import STATE_DIR, WRITERS_DIR, writer_record_path
 from .lock import REGISTER_WAIT, LockBusy

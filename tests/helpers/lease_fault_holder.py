@@ -28,7 +28,7 @@ from typing import Any
 
 from lease_kit import store_for
 
-from corevo_obs.errors import LeaseLost, LeaseRejected
+from corevo_obs.core.errors import LeaseLost, LeaseRejected
 
 
 async def holder(store: Any, cfg: dict[str, Any], fd: int, seed: int, stats: Counter[str]

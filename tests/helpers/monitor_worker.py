@@ -18,8 +18,8 @@ import threading
 import time
 
 from corevo_obs import OffloadAdapter, install_loop_health
+from corevo_obs.integrations.monitor import start_monitor, track_leases, track_offload
 from corevo_obs.leases import AsyncSqliteLeaseStore
-from corevo_obs.monitor import start_monitor, track_leases, track_offload
 
 
 async def blocked_offloads(adapter: OffloadAdapter, gate: threading.Event) -> list[asyncio.Task]:

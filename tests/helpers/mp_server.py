@@ -18,7 +18,7 @@ import os
 import sys
 
 from corevo_obs import MetricsServer, enable_multiprocess
-from corevo_obs.metrics import child
+from corevo_obs.core.metrics import child
 
 
 def main() -> int:

@@ -22,7 +22,7 @@ from typing import Any, ParamSpec, TypeVar
 from prometheus_client import CollectorRegistry
 
 from corevo_obs.claims import JobStore, PostgresJobStore
-from corevo_obs.errors import BackendUnavailable
+from corevo_obs.core.errors import BackendUnavailable
 
 FAST: dict[str, Any] = {"statement_timeout": 1.0, "pool_timeout": 1.0, "connect_timeout": 2,
         "reconnect_timeout": 2.0}

@@ -1,0 +1,397 @@
+"""The single source of truth for every metric the suite exports.
+
+Instrumentation builds its metric objects from these specs (``corevo_obs.core.metrics``);
+dashboards, alert rules and docs are generated from or checked against them. A metric
+that is not here does not exist.
+
+Label rules: ``worker`` on everything that is per process; enumerated labels list their
+values in ``values`` so the label set stays bounded; never an id as a label value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Literal
+
+Kind = Literal["counter", "gauge", "histogram"]
+GaugeMode = Literal[
+    "all", "liveall", "min", "livemin", "max", "livemax", "sum", "livesum",
+    "mostrecent", "livemostrecent",
+]
+
+LAG_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+STALL_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+LONG_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 900.0)
+FAST_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
+STALL_CAUSES = ("blocking", "import", "gc", "gil", "starved", "throttled", "unknown")
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One metric: everything needed to build it, chart it and alert on it."""
+
+    name: str
+    kind: Kind
+    help: str
+    group: str
+    labels: tuple[str, ...] = ()
+    buckets: tuple[float, ...] | None = None
+    gauge_mode: GaugeMode = "livemax"
+    values: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.name.startswith("corevo_"):
+            raise ValueError(f"{self.name}: catalog names start with 'corevo_'")
+        if self.kind == "counter" and not self.name.endswith("_total"):
+            raise ValueError(f"{self.name}: counters end with '_total'")
+        if (self.kind == "histogram") != (self.buckets is not None):
+            raise ValueError(f"{self.name}: buckets go with histograms, and only with them")
+        for label in self.values:
+            if label not in self.labels:
+                raise ValueError(f"{self.name}: values given for unknown label {label!r}")
+        object.__setattr__(self, "values", MappingProxyType(dict(self.values)))
+
+    @property
+    def sample_names(self) -> tuple[str, ...]:
+        """Names as they appear in the exposition (what PromQL can select)."""
+        if self.kind == "histogram":
+            return (f"{self.name}_bucket", f"{self.name}_sum", f"{self.name}_count")
+        return (self.name,)
+
+
+W = ("worker",)
+_SPECS: tuple[MetricSpec, ...] = (
+    # --- loop health (failure class 1) ---
+    MetricSpec(
+        "corevo_event_loop_lag_seconds", "histogram",
+        "How late the loop woke a sampler that slept a fixed interval (scheduling debt).",
+        "loop", W, LAG_BUCKETS,
+    ),
+    MetricSpec(
+        "corevo_event_loop_heartbeat_timestamp_seconds", "gauge",
+        "Unix time the loop last ran its sampler; its age grows while the loop is frozen.",
+        "loop", W, gauge_mode="livemax",
+    ),
+    MetricSpec(
+        "corevo_event_loop_stalls_total", "counter",
+        "Stalls longer than the watchdog threshold, counted when they end.",
+        "loop", W,
+    ),
+    MetricSpec(
+        "corevo_event_loop_stall_seconds", "histogram",
+        "Duration of each stall longer than the watchdog threshold.",
+        "loop", W, STALL_BUCKETS,
+    ),
+    MetricSpec(
+        "corevo_event_loop_stalls_by_cause_total", "counter",
+        "Stalls by the cause the watchdog attributed (summed over cause: the stall count).",
+        "loop", ("worker", "cause"),
+        values={"cause": STALL_CAUSES},
+    ),
+    # --- task stages ---
+    MetricSpec(
+        "corevo_task_dispatch_seconds", "histogram",
+        "Accepted until the handler starts on a loop (queueing and scheduling delay).",
+        "stages", ("worker", "kind"), LATENCY_BUCKETS,
+    ),
+    MetricSpec(
+        "corevo_task_first_event_seconds", "histogram",
+        "Accepted until the first event is emitted to the client.",
+        "stages", ("worker", "kind"), LATENCY_BUCKETS,
+    ),
+    MetricSpec(
+        "corevo_task_external_seconds", "histogram",
+        "Each wait on an external dependency (model, tool, store), per call.",
+        "stages", ("worker", "kind", "dependency"), LATENCY_BUCKETS,
+    ),
+    MetricSpec(
+        "corevo_task_total_seconds", "histogram",
+        "Accepted until the task reaches a terminal state.",
+        "stages", ("worker", "kind", "outcome"), LONG_BUCKETS,
+        values={"outcome": ("completed", "failed", "cancelled", "timeout", "lost")},
+    ),
+    MetricSpec(
+        "corevo_task_mark_errors_total", "counter",
+        "Stage marks made out of order or twice (absorbed, never raised into the host).",
+        "stages", ("worker", "kind", "reason"),
+        values={"reason": ("out_of_order", "duplicate", "after_end")},
+    ),
+    # --- offload adapter ---
+    MetricSpec(
+        "corevo_offload_in_flight", "gauge",
+        "Blocking operations currently running in threads (slots taken).",
+        "offload", ("worker", "adapter"), gauge_mode="livesum",
+    ),
+    MetricSpec(
+        "corevo_offload_limit", "gauge",
+        "Slots an adapter may hold at once.",
+        "offload", ("worker", "adapter"), gauge_mode="livemax",
+    ),
+    MetricSpec(
+        "corevo_offload_waiting", "gauge",
+        "Callers waiting for a slot.",
+        "offload", ("worker", "adapter"), gauge_mode="livesum",
+    ),
+    MetricSpec(
+        "corevo_offload_slot_wait_seconds", "histogram",
+        "Time a caller waited for a slot.",
+        "offload", ("worker", "adapter"), FAST_BUCKETS,
+    ),
+    MetricSpec(
+        "corevo_offload_duration_seconds", "histogram",
+        "Thread run time of an offloaded operation, by how it ended.",
+        "offload", ("worker", "adapter", "outcome"), LATENCY_BUCKETS,
+        values={"outcome": ("ok", "error", "cancelled")},
+    ),
+    MetricSpec(
+        "corevo_offload_rejected_total", "counter",
+        "Admissions refused, by reason.",
+        "offload", ("worker", "adapter", "reason"),
+        values={"reason": ("queue_full", "timeout", "closed")},
+    ),
+    MetricSpec(
+        "corevo_offload_sunk_slots_total", "counter",
+        "Slots given up for good: the operation was cancelled while its thread still ran "
+        "(fail closed).",
+        "offload", ("worker", "adapter"),
+    ),
+    MetricSpec(
+        "corevo_offload_errors_total", "counter",
+        "Exceptions raised by offloaded calls; those no caller awaits go to the error callback.",
+        "offload", ("worker", "adapter"),
+    ),
+    # --- leases (failure class 3) ---
+    MetricSpec(
+        "corevo_lease_acquire_total", "counter",
+        "Lease acquisitions by outcome; 'fenced' was refused while a restart fence ran (the "
+        "backend lost its lease state less than one timeout ago).",
+        "leases", ("worker", "quota", "outcome"),
+        values={"outcome": ("granted", "rejected", "fenced", "error")},
+    ),
+    MetricSpec(
+        "corevo_lease_acquire_seconds", "histogram",
+        "Round trip of one acquire (reap + check + add in one atomic step).",
+        "leases", ("worker", "quota"), FAST_BUCKETS,
+    ),
+    MetricSpec(
+        "corevo_lease_reaped_total", "counter",
+        "Ghost holders (no heartbeat within the lease timeout) removed by acquire.",
+        "leases", ("worker", "quota"),
+    ),
+    MetricSpec(
+        "corevo_lease_held", "gauge",
+        "Holders of a quota as seen by the latest atomic acquire.",
+        "leases", ("quota",), gauge_mode="mostrecent",
+    ),
+    MetricSpec(
+        "corevo_lease_limit", "gauge",
+        "Configured limit of a quota.",
+        "leases", ("quota",), gauge_mode="max",
+    ),
+    MetricSpec(
+        "corevo_lease_heartbeat_total", "counter",
+        "Lease renewals; 'lost' means a live holder had been judged dead (often a stalled loop).",
+        "leases", ("worker", "quota", "outcome"),
+        values={"outcome": ("renewed", "lost", "error")},
+    ),
+    MetricSpec(
+        "corevo_lease_release_total", "counter",
+        "Releases; 'noop' released nothing and exposes a double-release path.",
+        "leases", ("worker", "quota", "outcome"),
+        values={"outcome": ("released", "noop", "error")},
+    ),
+    MetricSpec(
+        "corevo_lease_hold_seconds", "histogram",
+        "Time from grant to release.",
+        "leases", ("worker", "quota"), LONG_BUCKETS,
+    ),
+    MetricSpec(
+        "corevo_lease_oldest_heartbeat_age_seconds", "gauge",
+        "Age of the stalest holder's heartbeat, as read by the auditor.",
+        "leases", ("quota",), gauge_mode="mostrecent",
+    ),
+    MetricSpec(
+        "corevo_lease_orphaned_holders", "gauge",
+        "Holders whose worker is gone, as read by the auditor.",
+        "leases", ("quota",), gauge_mode="mostrecent",
+    ),
+    MetricSpec(
+        "corevo_lease_fail_open_total", "counter",
+        "Degraded leases granted because the backend failed and the store is fail_open: "
+        "the backend never saw them, so the limit does not hold for them.",
+        "leases", ("worker", "quota"),
+    ),
+    MetricSpec(
+        "corevo_lease_replica_wait_timeouts_total", "counter",
+        "Grants and renewals that no replica confirmed within the WAIT timeout (a grant is "
+        "then released and rejected, a renewal confirms nothing).",
+        "leases", ("worker", "quota", "op"),
+        values={"op": ("acquire", "renew")},
+    ),
+    MetricSpec(
+        "corevo_lease_stranded_total", "counter",
+        "Sharded quota: admissions rejected while another shard had a free slot as last seen "
+        "(capacity stranded on the wrong shard).",
+        "leases", ("worker", "quota"),
+    ),
+    MetricSpec(
+        "corevo_lease_rebalanced_total", "counter",
+        "Sharded quota: slots of limit moved from a shard with idle slots to a busy one.",
+        "leases", ("worker", "quota"),
+    ),
+    MetricSpec(
+        "corevo_breaker_state", "gauge",
+        "Circuit breaker of a lease backend: 0 closed, 1 half-open (one probe), 2 open "
+        "(calls short-circuited).",
+        "leases", ("worker", "backend"),
+    ),
+    MetricSpec(
+        "corevo_breaker_transitions_total", "counter",
+        "Circuit breaker state changes, by the state entered.",
+        "leases", ("worker", "backend", "to"),
+        values={"to": ("closed", "half_open", "open")},
+    ),
+    MetricSpec(
+        "corevo_breaker_short_circuited_total", "counter",
+        "Calls refused by an open breaker without reaching the backend.",
+        "leases", ("worker", "backend"),
+    ),
+    # --- claims (failure class 2) ---
+    MetricSpec(
+        "corevo_claim_total", "counter",
+        "Claim attempts by outcome: one conditional update, exactly one winner.",
+        "claims", ("worker", "outcome"),
+        values={"outcome": ("won", "lost")},
+    ),
+    MetricSpec(
+        "corevo_claim_start_total", "counter",
+        "Started CAS by outcome; 'fenced' is a stale owner whose token no longer matches.",
+        "claims", ("worker", "outcome"),
+        values={"outcome": ("started", "fenced")},
+    ),
+    MetricSpec(
+        "corevo_claim_queue_wait_seconds", "histogram",
+        "Job created until claimed.",
+        "claims", W, LONG_BUCKETS,
+    ),
+    MetricSpec(
+        "corevo_claim_to_start_seconds", "histogram",
+        "Claimed until execution_started.",
+        "claims", W, LATENCY_BUCKETS,
+    ),
+    MetricSpec(
+        "corevo_claim_reclaimed_total", "counter",
+        "Claims released and requeued because the owner vanished before execution_started.",
+        "claims", W,
+    ),
+    MetricSpec(
+        "corevo_job_terminal_total", "counter",
+        "Jobs reaching a terminal state.",
+        "claims", ("worker", "state"),
+        values={"state": ("completed", "failed", "lost", "timeout", "cancelled")},
+    ),
+    MetricSpec(
+        "corevo_job_dispatch_path_total", "counter",
+        "Jobs run on the accepting worker (local) or through the global queue (queued).",
+        "claims", ("worker", "path"),
+        values={"path": ("local", "queued")},
+    ),
+    # --- event projection ---
+    MetricSpec(
+        "corevo_events_projected_total", "counter",
+        "Execution events consumed by the projector, by outcome.",
+        "events", ("worker", "outcome"),
+        values={"outcome": ("applied", "duplicate", "buffered", "stale_epoch", "overflow")},
+    ),
+    MetricSpec(
+        "corevo_events_replayed_total", "counter",
+        "Events replayed from durable history on reconnect.",
+        "events", W,
+    ),
+    # --- cancel and command routing ---
+    MetricSpec(
+        "corevo_cancel_requested_total", "counter",
+        "Cancels requested (marker written, wake-up published).",
+        "cancel", W,
+    ),
+    MetricSpec(
+        "corevo_cancel_delivered_total", "counter",
+        "Cancels that reached the executor, by the path that carried them.",
+        "cancel", ("worker", "path"),
+        values={"path": ("pubsub", "marker", "lease_expiry")},
+    ),
+    MetricSpec(
+        "corevo_cancel_latency_seconds", "histogram",
+        "Cancel requested until the execution stopped, per delivery path.",
+        "cancel", ("worker", "path"), LATENCY_BUCKETS,
+        values={"path": ("pubsub", "marker", "lease_expiry")},
+    ),
+    MetricSpec(
+        "corevo_command_routed_total", "counter",
+        "Commands routed to an execution owner, by outcome.",
+        "cancel", ("worker", "outcome"),
+        values={"outcome": ("applied", "fenced", "no_owner")},
+    ),
+    MetricSpec(
+        "corevo_late_side_effects_total", "counter",
+        "Side effects attempted after the execution acknowledged a cancel.",
+        "cancel", W,
+    ),
+    # --- the suite's own health ---
+    MetricSpec(
+        "corevo_instrumentation_errors_total", "counter",
+        "Failures inside the suite (exporter, Redis, metrics dir), absorbed so the host goes on.",
+        "self", ("worker", "component"),
+    ),
+    MetricSpec(
+        "corevo_metrics_dir_files", "gauge",
+        "Files in the multiprocess metrics directory.",
+        "self", (), gauge_mode="mostrecent",
+    ),
+    MetricSpec(
+        "corevo_metrics_dir_dead_writers", "gauge",
+        "Writers proven dead whose files await compaction.",
+        "self", (), gauge_mode="mostrecent",
+    ),
+    MetricSpec(
+        "corevo_metrics_compactions_total", "counter",
+        "Compactions of dead writers' files.",
+        "self", (),
+    ),
+    MetricSpec(
+        "corevo_metrics_last_compaction_seconds", "gauge",
+        "Duration of the last compaction.",
+        "self", (), gauge_mode="mostrecent",
+    ),
+)
+
+CATALOG: Mapping[str, MetricSpec] = MappingProxyType({s.name: s for s in _SPECS})
+if len(CATALOG) != len(_SPECS):  # pragma: no cover - guards editing mistakes
+    raise RuntimeError("duplicate metric name in catalog")
+
+
+def spec(name: str) -> MetricSpec:
+    """Look up a metric by its exposition name; unknown names are an error, not a new metric."""
+    from .errors import CatalogError
+
+    try:
+        return CATALOG[name]
+    except KeyError:
+        raise CatalogError(f"metric {name!r} is not in the catalog") from None
+
+
+def specs(group: str | None = None) -> Iterator[MetricSpec]:
+    """All specs, or those of one group, in catalog order."""
+    return (s for s in _SPECS if group is None or s.group == group)
+
+
+def groups() -> tuple[str, ...]:
+    return tuple(dict.fromkeys(s.group for s in _SPECS))
+
+
+def sample_name_index() -> dict[str, MetricSpec]:
+    """Every exposition sample name (``_bucket``, ``_sum``...) mapped to its spec."""
+    return {n: s for s in _SPECS for n in s.sample_names}

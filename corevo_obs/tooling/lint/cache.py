@@ -1,0 +1,523 @@
+"""Warm runs: each file's summary (its ``FileResult``: direct findings, sync functions with
+their guarded blocking calls and callees, call sites on the loop, constants, re-exports)
+stored under a key of the file's bytes, so an unchanged file is not parsed again.
+
+The key is a hash of the file's content, its path and module name, and the run's
+fingerprint: the lint's own sources (every module and the catalog of this package), the
+effective catalog after the project's config, ``bare-noqa``, Python's version and the
+entry format. A changed catalog, config or lint therefore misses every entry.
+
+Only the per-file pass is cached. The project-wide step (which call site inherits which
+helper's chain) is recomputed from the summaries on every run, in memory: a helper whose
+summary changed changes its callers' findings although the callers were not re-parsed.
+
+The directory is shared with other processes and treated as hostile input. An entry is
+trusted only when it is a regular file (never through a symlink: every open is
+``O_NOFOLLOW`` relative to the directory's descriptor), owned by this user, not writable
+by group or others, smaller than ``MAX_ENTRY``, its checksum matches and it names the
+same key, path, module and content hash as asked; any other entry is a miss, rewritten
+by this run. Writes go to a fresh temp name and ``os.replace`` it, so a reader sees a
+whole entry or none. Results that carry a COB900 (unparsable file) are never stored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import errno
+import functools
+import hashlib
+import json
+import os
+import re
+import secrets
+import stat
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .call_catalog import Catalog
+from .model import CallSite, Edge, FileResult, Finding, FuncFacts
+from .narrowing import OPS, Args, Atom, Guard, Kind, Value, instance
+
+FORMAT = 1
+ENV = "COREVO_LINT_CACHE_DIR"
+DEFAULT_PARTS = (".corevo-cache", "lint")  # under the project root
+MAX_ENTRY = 16 << 20
+MAGIC = b"corevo-lint-cache"
+STALE_TEMP_S = 3600.0
+STALE_ENTRY_S = 86400.0
+PRUNE_AT = 2000
+_ENTRY = re.compile(r"^[0-9a-f]{64}\.json$")
+_TEMP = re.compile(r"^\.[0-9a-f]{64}\.json\.\d+\.[0-9a-f]{8}\.tmp$")
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=32).hexdigest()
+
+
+@functools.cache
+def own_sources() -> str:
+    """Hash of this package's modules and catalog: editing the lint invalidates entries."""
+    root = Path(__file__).resolve().parent
+    h = hashlib.blake2b(digest_size=32)
+    for path in sorted([*root.rglob("*.py"), *root.rglob("*.toml")]):
+        h.update(path.relative_to(root).as_posix().encode() + b"\0")
+        try:
+            h.update(path.read_bytes())
+        except OSError:  # pragma: no cover - an installed package we cannot read
+            h.update(b"?")
+    return h.hexdigest()
+
+
+def _canon(obj: object) -> object:
+    """A JSON-able form of a catalog that does not depend on set or dict order."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return [type(obj).__name__,
+                [[f.name, _canon(getattr(obj, f.name))] for f in dataclasses.fields(obj)]]
+    if isinstance(obj, dict):
+        return sorted(([_canon(k), _canon(v)] for k, v in obj.items()), key=repr)
+    if isinstance(obj, set | frozenset):
+        return sorted((_canon(v) for v in obj), key=repr)
+    if isinstance(obj, tuple | list):
+        return [_canon(v) for v in obj]
+    return obj
+
+
+def fingerprint(catalog: Catalog, bare_noqa: bool) -> str:
+    """Everything besides a file's own bytes that its summary depends on."""
+    text = json.dumps([FORMAT, list(sys.version_info[:2]), own_sources(), bare_noqa,
+                       _canon(catalog)], default=repr)
+    return digest(text.encode())
+
+
+# -- the entry codec: compact lists, every field checked on the way back -------------
+class _Bad(ValueError):
+    """An entry that does not have the shape this version writes."""
+
+
+def _check(ok: bool) -> None:
+    if not ok:
+        raise _Bad
+
+
+def _str(x: object) -> str:
+    _check(type(x) is str)
+    return x  # type: ignore[return-value]
+
+
+def _int(x: object) -> int:
+    _check(type(x) is int)
+    return x  # type: ignore[return-value]
+
+
+def _list(x: object, n: int | None = None) -> list[Any]:
+    _check(type(x) is list and (n is None or len(x) == n))  # type: ignore[arg-type]
+    return x  # type: ignore[return-value]
+
+
+def _enc_const(c: object) -> object:
+    if isinstance(c, bytes):
+        return {"b": c.hex()}
+    if isinstance(c, Kind):
+        return {"k": c.type}
+    if isinstance(c, tuple):
+        return {"t": [_enc_const(v) for v in c]}
+    return c
+
+
+def _dec_const(x: object) -> object:
+    if x is None or type(x) in (bool, int, float, str):
+        return x
+    _check(type(x) is dict and len(x) == 1)  # type: ignore[arg-type]
+    assert isinstance(x, dict)
+    if "b" in x:
+        return bytes.fromhex(_str(x["b"]))
+    if "k" in x:
+        return Kind(_str(x["k"]))
+    return tuple(_dec_const(v) for v in _list(x.get("t")))
+
+
+def _enc_value(v: Value) -> list[object]:
+    if v[0] == "i":
+        cls, args = instance(v)
+        return ["i", [cls, _enc_args(args)]]
+    if v[0] == "a":
+        assert isinstance(v[1], Atom)
+        return ["a", _enc_guard((v[1],))[0]]
+    return [v[0], _enc_const(v[1])]
+
+
+def _dec_value(x: object) -> Value:
+    kind, payload = _list(x, 2)
+    _check(kind in ("v", "s", "p", "?", "t", "i", "a"))
+    if kind == "v":
+        return ("v", _dec_const(payload))
+    if kind == "?":
+        _check(payload is None)
+        return ("?", None)
+    if kind == "i":
+        cls, args = _list(payload, 2)
+        decoded = _dec_args(args)
+        _check(decoded is not None)
+        return ("i", (_str(cls), decoded))
+    if kind == "a":
+        return ("a", _dec_guard([payload])[0])
+    return (kind, _str(payload))
+
+
+def _enc_guard(g: Guard) -> list[object]:
+    return [[a.param, a.op, [_enc_value(v) for v in a.values]] for a in g]
+
+
+def _dec_guard(x: object) -> Guard:
+    out = []
+    for item in _list(x):
+        param, op, values = _list(item, 3)
+        _check(op in OPS)
+        out.append(Atom(_str(param), op, tuple(_dec_value(v) for v in _list(values))))
+    return tuple(out)
+
+
+def _enc_args(a: Args | None) -> object:
+    if a is None:
+        return None
+    return [[_enc_value(v) for v in a.positional],
+            [[k, _enc_value(v)] for k, v in a.keywords], a.opaque, a.forward]
+
+
+def _dec_args(x: object) -> Args | None:
+    if x is None:
+        return None
+    positional, keywords, opaque, forward = _list(x, 4)
+    _check(type(opaque) is bool and type(forward) is bool)
+    pairs = [_list(kv, 2) for kv in _list(keywords)]
+    return Args(tuple(_dec_value(v) for v in _list(positional)),
+                tuple((_str(k), _dec_value(v)) for k, v in pairs), opaque, forward)
+
+
+def _enc_facts(qualname: str, f: FuncFacts) -> list[object]:
+    return [qualname, f.name, f.line, f.marked,
+            [[call, _enc_guard(g)] for call, g in f.blocks],
+            [[e.callee, _enc_guard(e.guard), _enc_args(e.args)] for e in f.edges],
+            list(f.params), sorted(f.names),
+            [[k, _enc_value(v)] for k, v in f.defaults.items()], f.varkw,
+            [[k, _enc_guard(g)] for k, g in f.rebinds.items()],
+            [[k, _enc_value(v)] for k, v in f.inits.items()]]
+
+
+def _dec_facts(x: object, path: str) -> tuple[str, FuncFacts]:
+    (qualname, name, line, marked, blocks, edges, params, names, defaults, varkw,
+     rebinds, inits) = _list(x, 12)
+    _check(type(marked) is bool and type(varkw) is bool)
+    facts = FuncFacts(_str(name), path, _int(line), marked)
+    for item in _list(blocks):
+        call, guard = _list(item, 2)
+        facts.blocks.append((_str(call), _dec_guard(guard)))
+    for item in _list(edges):
+        callee, guard, args = _list(item, 3)
+        facts.edges.append(Edge(_str(callee), _dec_guard(guard), _dec_args(args)))
+    facts.params = tuple(_str(p) for p in _list(params))
+    facts.names = frozenset(_str(n) for n in _list(names))
+    for item in _list(defaults):
+        k, v = _list(item, 2)
+        facts.defaults[_str(k)] = _dec_value(v)
+    facts.varkw = varkw
+    for item in _list(rebinds):
+        k, g = _list(item, 2)
+        facts.rebinds[_str(k)] = _dec_guard(g)
+    for item in _list(inits):
+        k, v = _list(item, 2)
+        facts.inits[_str(k)] = _dec_value(v)
+    return _str(qualname), facts
+
+
+def encode(result: FileResult) -> dict[str, object]:
+    """The JSON form of a per-file summary (the path is stored once, by the entry)."""
+    return {
+        "findings": [[f.line, f.col, f.code, f.message, f.context, f.snippet]
+                     for f in result.findings],
+        "funcs": [_enc_facts(q, f) for q, f in result.funcs.items()],
+        "sites": [[s.callee, s.line, s.col, s.func, s.context, s.snippet,
+                   None if s.noqa is None else sorted(s.noqa), _enc_args(s.args)]
+                  for s in result.sites],
+        "reexports": [[k, v] for k, v in result.reexports.items()],
+        "constants": [[k, _enc_const(v)] for k, v in result.constants.items()],
+        "written": sorted(result.written),
+    }
+
+
+def decode(x: object, path: str, module: str) -> FileResult:
+    """The inverse of ``encode``; raises ValueError on anything it would not write."""
+    _check(type(x) is dict)
+    assert isinstance(x, dict)
+    out = FileResult(path=path, module=module)
+    for item in _list(x["findings"]):
+        line, col, code, msg, context, snippet = _list(item, 6)
+        out.findings.append(Finding(path, _int(line), _int(col), _str(code), _str(msg),
+                                    _str(context), _str(snippet)))
+    out.funcs = dict(_dec_facts(item, path) for item in _list(x["funcs"]))
+    for item in _list(x["sites"]):
+        callee, line, col, func, context, snippet, noqa, args = _list(item, 8)
+        codes = None if noqa is None else frozenset(_str(c) for c in _list(noqa))
+        out.sites.append(CallSite(_str(callee), path, _int(line), _int(col), _str(func),
+                                  _str(context), _str(snippet), codes, _dec_args(args)))
+    for item in _list(x["reexports"]):
+        k, v = _list(item, 2)
+        out.reexports[_str(k)] = _str(v)
+    for item in _list(x["constants"]):
+        k, v = _list(item, 2)
+        out.constants[_str(k)] = _dec_const(v)
+    out.written = frozenset(_str(a) for a in _list(x["written"]))
+    return out
+
+
+# -- the directory -------------------------------------------------------------------
+@dataclass
+class CacheStats:
+    hits: int = 0  # files whose summary came from the cache
+    trees: int = 0  # whole runs answered from the cache (nothing changed)
+    misses: int = 0
+    rejected: int = 0  # present but not trusted (corrupt, foreign, symlink, too big)
+    stored: int = 0
+    write_errors: int = 0
+
+
+def _open_dirs(anchor: str, parts: Iterable[str]) -> int:
+    """Open (creating) ``anchor/part/...`` without following a symlink below ``anchor``."""
+    fd = os.open(anchor, _DIR_FLAGS)
+    try:
+        for part in parts:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(part, 0o755, dir_fd=fd)
+            sub = os.open(part, _DIR_FLAGS | _NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = sub
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+@dataclass
+class LintCache:
+    """Summaries of files under ``anchor/parts...``; picklable (each process opens the
+    directory itself). ``note`` says once why the cache could not be used."""
+
+    anchor: str
+    parts: tuple[str, ...]
+    fingerprint: str = ""
+    stats: CacheStats = field(default_factory=CacheStats)
+    note: str = ""
+    used: set[str] = field(default_factory=set)
+    _fd: int | None = field(default=None, repr=False, compare=False)
+    _pid: int = field(default=0, repr=False, compare=False)
+
+    @classmethod
+    def at(cls, directory: str | os.PathLike[str]) -> LintCache:
+        """A cache in ``directory`` (created); only its last part must not be a symlink."""
+        path = os.path.abspath(directory)
+        parent, name = os.path.split(path)
+        return cls(parent or "/", (name,) if name else ())
+
+    @classmethod
+    def for_project(cls, root: str | os.PathLike[str]) -> LintCache:
+        """The default: ``ROOT/.corevo-cache/lint``, neither part a symlink."""
+        return cls(os.path.abspath(root), DEFAULT_PARTS)
+
+    @property
+    def directory(self) -> str:
+        return os.path.join(self.anchor, *self.parts)
+
+    def __getstate__(self) -> dict[str, object]:
+        state = dict(self.__dict__)
+        state["_fd"], state["_pid"] = None, 0
+        return state
+
+    def _dir(self) -> int | None:
+        if self._pid == os.getpid():
+            return self._fd
+        self._pid, self._fd = os.getpid(), None
+        try:
+            os.makedirs(self.anchor, exist_ok=True)
+            self._fd = _open_dirs(self.anchor, self.parts)
+        except OSError as exc:
+            link = exc.errno in (errno.ELOOP, errno.ENOTDIR)
+            why = "a symlink" if link else (exc.strerror or str(exc))
+            self.note = f"cache {self.directory} not used ({why})"
+            return None
+        self._mark_ignored(self._fd)
+        return self._fd
+
+    @staticmethod
+    def _mark_ignored(fd: int) -> None:
+        """A ``.gitignore`` of ``*`` inside, so the cache is never committed by accident."""
+        with contextlib.suppress(OSError):
+            efd = os.open(".gitignore", os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW,
+                          0o644, dir_fd=fd)
+            try:
+                os.write(efd, b"# written by corevo-obs lint\n*\n")
+            finally:
+                os.close(efd)
+
+    def key(self, path: str, module: str, is_package: bool, content: str) -> str:
+        return digest(json.dumps([self.fingerprint, path, module, is_package, content])
+                      .encode())
+
+    def load(self, key: str, path: str, module: str, content: str) -> FileResult | None:
+        """The stored summary, or None (missing or not trusted: see the module docstring)."""
+        entry = self._entry(key, {"path": path, "module": module, "content": content})
+        if entry is None:
+            return None
+        try:
+            result = decode(entry["result"], path, module)
+        except Exception:  # noqa: BLE001 - any malformed entry is a miss, never a crash
+            self.stats.rejected += 1
+            return None
+        result.content = content
+        self.stats.hits += 1
+        return result
+
+    def store(self, key: str, result: FileResult, content: str) -> None:
+        """Write the summary atomically; a failure only costs the next run a parse."""
+        if result.error is None and not result.deferred:
+            self._put(key, {"path": result.path, "module": result.module,
+                            "content": content, "result": encode(result)})
+
+    def tree_key(self, files: Iterable[tuple[str, str, bool, str]]) -> str:
+        """Key of a whole run: every file's (path, module, is-package, content hash)."""
+        return digest(json.dumps([self.fingerprint, "tree", list(files)]).encode())
+
+    def load_tree(self, key: str) -> list[Finding] | None:
+        """The findings of a run over exactly the same files, or None."""
+        entry = self._entry(key, {"tree": True})
+        if entry is None:
+            return None
+        try:
+            findings = [Finding(_str(p), _int(ln), _int(c), _str(code), _str(m), _str(ctx),
+                                _str(snip))
+                        for p, ln, c, code, m, ctx, snip in
+                        (_list(f, 7) for f in _list(entry["findings"]))]
+        except Exception:  # noqa: BLE001 - a malformed entry is a miss
+            self.stats.rejected += 1
+            return None
+        self.stats.trees += 1
+        return findings
+
+    def store_tree(self, key: str, findings: Iterable[Finding]) -> None:
+        self._put(key, {"tree": True, "findings": [
+            [f.path, f.line, f.col, f.code, f.message, f.context, f.snippet]
+            for f in findings]})
+
+    def _entry(self, key: str, expect: dict[str, object]) -> dict[str, Any] | None:
+        """The verified JSON object of entry ``key`` whose fields include ``expect``."""
+        fd = self._dir()
+        if fd is None:
+            return None
+        self.used.add(key)
+        data = self._read(fd, f"{key}.json")
+        if data is None:
+            return None
+        try:
+            head, _, body = data.partition(b"\n")
+            magic, version, checksum = head.split(b" ")
+            _check(magic == MAGIC and version == str(FORMAT).encode()
+                   and checksum.decode("ascii") == digest(body))
+            entry = json.loads(body)
+            _check(type(entry) is dict and entry.get("key") == key
+                   and all(entry.get(k) == v for k, v in expect.items()))
+        except Exception:  # noqa: BLE001 - any malformed entry is a miss, never a crash
+            self.stats.rejected += 1
+            return None
+        return entry  # type: ignore[no-any-return]
+
+    def _read(self, fd: int, name: str) -> bytes | None:
+        try:
+            efd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW
+                          | getattr(os, "O_CLOEXEC", 0), dir_fd=fd)
+        except FileNotFoundError:
+            self.stats.misses += 1
+            return None
+        except OSError:  # a symlink (ELOOP), a directory we cannot read...
+            self.stats.rejected += 1
+            return None
+        try:
+            st = os.fstat(efd)
+            if (not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid()
+                    or st.st_mode & 0o022 or st.st_size > MAX_ENTRY):
+                self.stats.rejected += 1
+                return None
+            chunks, left = [], st.st_size + 1
+            while left > 0 and (chunk := os.read(efd, min(left, 1 << 20))):
+                chunks.append(chunk)
+                left -= len(chunk)
+            return b"".join(chunks)
+        except OSError:
+            self.stats.rejected += 1
+            return None
+        finally:
+            os.close(efd)
+
+    def _put(self, key: str, fields: dict[str, object]) -> None:
+        """Write entry ``key`` atomically (temp + replace); failures are only counted."""
+        fd = self._dir()
+        if fd is None:
+            return
+        self.used.add(key)
+        body = json.dumps({"key": key, **fields}, separators=(",", ":")).encode()
+        data = b"%s %d %s\n%s" % (MAGIC, FORMAT, digest(body).encode(), body)
+        name = f"{key}.json"
+        tmp = f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+        try:
+            efd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW
+                          | getattr(os, "O_CLOEXEC", 0), 0o644, dir_fd=fd)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(efd, view):]
+            finally:
+                os.close(efd)
+            os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+        except OSError:
+            self.stats.write_errors += 1
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=fd)
+            return
+        self.stats.stored += 1
+
+    def prune(self, now: Callable[[], float] = time.time) -> int:
+        """Once the directory holds more than ``max(PRUNE_AT, 3 x this run's)`` entries, drop
+        those this run did not use that are older than a day; and temp files older than
+        an hour (a writer killed mid-write). Returns the files removed."""
+        fd = self._dir()
+        if fd is None:
+            return 0
+        try:
+            with os.scandir(fd) as it:
+                names = [e.name for e in it]
+        except OSError:
+            return 0
+        entries = [n for n in names if _ENTRY.match(n)]
+        candidates = [n for n in names if _TEMP.match(n)]
+        if len(entries) > max(PRUNE_AT, 3 * len(self.used)):
+            candidates += [n for n in entries if n[:-5] not in self.used]
+        removed = 0
+        for name in candidates:
+            with contextlib.suppress(OSError):
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                age = now() - st.st_mtime
+                if age > (STALE_TEMP_S if name.startswith(".") else STALE_ENTRY_S):
+                    os.unlink(name, dir_fd=fd)
+                    removed += 1
+        return removed
+
+    def close(self) -> None:
+        if self._fd is not None and self._pid == os.getpid():
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+        self._fd, self._pid = None, 0

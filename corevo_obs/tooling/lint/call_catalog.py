@@ -1,0 +1,150 @@
+"""The blocking-call catalog: blocking names, blocking object types, offloads.
+
+It is data (``lint_rules/blocking_calls.toml``, packaged next to this module) merged with
+the project's config, so rules never hard-code an API name. Rule codes and their texts
+live in the rule registry (``rules/base.py``); the catalog only refers to them.
+"""
+
+from __future__ import annotations
+
+import functools
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+from ...core.errors import ConfigError
+from .config import LintConfig
+from .rules.base import RULES, Selection
+
+CATALOG_FILE = "blocking_calls.toml"
+MARKERS = ("corevo_obs.blocking", "corevo_obs.core.marker.blocking")
+
+
+@dataclass(frozen=True)
+class ObjectRule:
+    """Methods of one type that block; ``methods=None`` means all but ``except_``."""
+
+    type: str
+    code: str
+    methods: frozenset[str] | None
+    except_: frozenset[str] = frozenset()
+
+    def blocks(self, method: str) -> bool:
+        if self.methods is None:
+            return not method.startswith("_") and method not in self.except_
+        return method in self.methods
+
+
+@dataclass
+class Catalog:
+    calls: dict[str, str]
+    objects: dict[str, ObjectRule]
+    factories: dict[str, str]  # call qualified name -> type it returns
+    offload: dict[str, int]
+    offload_methods: dict[str, int]
+    disarming: dict[str, frozenset[str]] = field(default_factory=dict)  # call -> flags
+    aliases: dict[str, str] = field(default_factory=dict)  # annotation type -> tracked type
+    after: dict[str, frozenset[str]] = field(default_factory=dict)  # T.wait -> {communicate}
+    in_memory_args: dict[str, tuple[int | str, ...]] = field(default_factory=dict)
+    in_memory_types: frozenset[str] = frozenset()
+    data_urls: dict[str, tuple[int | str, ...]] = field(default_factory=dict)
+    direct_only: frozenset[str] = frozenset()  # flagged on the loop, not inside helpers
+
+    @functools.cached_property
+    def after_methods(self) -> frozenset[str]:
+        return frozenset(m for ms in self.after.values() for m in ms)
+    blocking: frozenset[str] = frozenset()
+    non_blocking: frozenset[str] = frozenset()
+    non_blocking_prefixes: tuple[str, ...] = ()
+    markers: frozenset[str] = frozenset(MARKERS)
+    selection: Selection = field(default_factory=Selection)
+
+    def is_non_blocking(self, qualname: str) -> bool:
+        return qualname in self.non_blocking or qualname.startswith(self.non_blocking_prefixes)
+
+    def with_config(self, config: LintConfig) -> Catalog:
+        """A copy extended by the project's config (config wins over the shipped data)."""
+        calls = dict(self.calls)
+        for code, names in config.extend_calls.items():
+            if code not in RULES:
+                raise ConfigError(f"extend-calls: unknown rule code {code}", source=config.source)
+            calls.update(dict.fromkeys(names, code))
+        exact = {n for n in config.non_blocking if not n.endswith(".*")}
+        prefixes = tuple(n[:-1] for n in config.non_blocking if n.endswith(".*"))
+        return Catalog(
+            calls=calls,
+            objects=self.objects,
+            factories=self.factories,
+            offload={**self.offload, **config.offload},
+            offload_methods={**self.offload_methods, **config.offload_methods},
+            disarming=self.disarming,
+            aliases=self.aliases,
+            after=self.after,
+            in_memory_args=self.in_memory_args,
+            in_memory_types=self.in_memory_types,
+            data_urls=self.data_urls,
+            direct_only=self.direct_only,
+            blocking=frozenset(config.blocking),
+            non_blocking=frozenset(exact),
+            non_blocking_prefixes=prefixes,
+            markers=frozenset(MARKERS) | frozenset(config.markers),
+            selection=Selection.of(select=config.select, ignore=config.ignore),
+        )
+
+
+def _parse(data: dict[str, Any], source: str) -> Catalog:
+    try:
+        calls = {str(k): str(v) for k, v in data["calls"].items()}
+        objects: dict[str, ObjectRule] = {}
+        factories: dict[str, str] = {}
+        aliases: dict[str, str] = {}
+        for type_name, spec in data.get("objects", {}).items():
+            methods = spec["methods"]
+            objects[type_name] = ObjectRule(
+                type_name,
+                str(spec["code"]),
+                None if methods == "*" else frozenset(methods),
+                frozenset(spec.get("except", ())),
+            )
+            factories.update(dict.fromkeys(spec.get("factories", ()), type_name))
+            aliases.update(dict.fromkeys(spec.get("annotations", ()), type_name))
+        for type_name, makers in data.get("offload-types", {}).items():
+            factories.update(dict.fromkeys(makers, type_name))
+        offload = {str(k): int(v) for k, v in data.get("offload", {}).items()}
+        offload_methods = {str(k): int(v) for k, v in data.get("offload-methods", {}).items()}
+        disarming: dict[str, frozenset[str]] = {}
+        for name, flags in data.get("disarming-flags", {}).items():
+            if not isinstance(flags, list):
+                raise TypeError(f"disarming-flags.{name}: expected a list of flag names")
+            disarming[str(name)] = frozenset(map(str, flags))
+        after = {str(k): frozenset(map(str, v)) for k, v in data.get("done-after", {}).items()}
+        memory = data.get("in-memory", {})
+        in_memory_types = frozenset(map(str, memory.get("types", ())))
+        in_memory_args: dict[str, tuple[int | str, ...]] = {
+            str(k): tuple(a if isinstance(a, int) else str(a) for a in v)
+            for k, v in memory.get("arguments", {}).items()}
+        data_urls: dict[str, tuple[int | str, ...]] = {
+            str(k): tuple(a if isinstance(a, int) else str(a) for a in v)
+            for k, v in memory.get("data-urls", {}).items()}
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ConfigError(f"malformed catalog: {exc!r}", source=source) from None
+    unknown = sorted({c for c in calls.values() if c not in RULES}
+                     | {o.code for o in objects.values() if o.code not in RULES})
+    if unknown:
+        raise ConfigError(f"codes no rule family registers: {unknown}", source=source)
+    direct_only = frozenset(map(str, data.get("direct-only", {}).get("calls", ())))
+    return Catalog(calls, objects, factories, offload, offload_methods, disarming, aliases,
+                   after, in_memory_args, in_memory_types, direct_only=direct_only,
+                   data_urls=data_urls)
+
+
+def load_catalog(config: LintConfig | None = None) -> Catalog:
+    """The shipped catalog, extended by ``config`` when given."""
+    res = resources.files(__package__).joinpath(CATALOG_FILE)
+    try:
+        data = tomllib.loads(res.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot read catalog: {exc}", source=CATALOG_FILE) from None
+    catalog = _parse(data, CATALOG_FILE)
+    return catalog.with_config(config) if config is not None else catalog

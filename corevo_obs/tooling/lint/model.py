@@ -1,0 +1,86 @@
+"""Plain records passed between the per-file pass (possibly in a worker process) and the
+project-wide steps (interprocedural chains, noqa, baseline, output). All picklable."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .narrowing import Args, Guard, Value
+
+
+@dataclass(frozen=True, order=True)
+class Finding:
+    path: str
+    line: int
+    col: int
+    code: str
+    message: str
+    context: str = ""  # qualified name of the enclosing function (baseline fingerprint)
+    snippet: str = ""  # the stripped source line (baseline fingerprint)
+
+
+@dataclass(frozen=True)
+class Edge:
+    """A call from a sync function to a possibly-project function, under ``guard``."""
+
+    callee: str
+    guard: Guard = ()
+    args: Args | None = None  # None: not known (no argument-sensitive pruning)
+
+
+@dataclass
+class FuncFacts:
+    """What a sync function does when called: its blocking calls and its callees, each
+    under the guard of its parameters that leads there (``guards.py``)."""
+
+    name: str  # short display name, e.g. ``_write_blob`` or ``Store.put``
+    path: str
+    line: int
+    marked: bool = False  # decorated with @blocking
+    blocks: list[tuple[str, Guard]] = field(default_factory=list)  # e.g. ("open()", ())
+    edges: list[Edge] = field(default_factory=list)
+    params: tuple[str, ...] = ()  # positional parameters, without self / cls
+    names: frozenset[str] = frozenset()  # every parameter that a keyword can name
+    defaults: dict[str, Value] = field(default_factory=dict)  # constant defaults
+    varkw: bool = False  # has **kwargs (keywords beyond ``names`` are forwarded)
+    rebinds: dict[str, Guard] = field(default_factory=dict)  # param -> guard of its 1 store
+    inits: dict[str, Value] = field(default_factory=dict)  # __init__: "self.x" -> value set
+
+    @property
+    def callees(self) -> list[str]:
+        return [e.callee for e in self.edges]
+
+    @property
+    def blocking(self) -> str | None:
+        """The first call that blocks whatever the arguments."""
+        return next((call for call, guard in self.blocks if not guard), None)
+
+
+@dataclass(frozen=True)
+class CallSite:
+    """A call from code that runs on the loop to a name that may be a project function."""
+
+    callee: str
+    path: str
+    line: int
+    col: int
+    func: str  # display name of the async def
+    context: str
+    snippet: str
+    noqa: frozenset[str] | None  # codes silenced on the line; "*" for a bare noqa
+    args: Args | None = None
+
+
+@dataclass
+class FileResult:
+    path: str
+    module: str = ""
+    findings: list[Finding] = field(default_factory=list)
+    funcs: dict[str, FuncFacts] = field(default_factory=dict)
+    reexports: dict[str, str] = field(default_factory=dict)  # mod.name -> imported qualname
+    sites: list[CallSite] = field(default_factory=list)
+    constants: dict[str, object] = field(default_factory=dict)  # mod.NAME -> module constant
+    error: Finding | None = None
+    deferred: bool = False  # no ``async`` in it: read, not parsed, unless a chain leads here
+    content: str = ""  # hash of the bytes summarised (set when a cache is in use)
+    written: frozenset[str] = frozenset()  # attributes assigned on objects other than self

@@ -1,0 +1,169 @@
+"""COB100-COB107: a call to a catalogued blocking API (file, HTTP, socket, subprocess,
+sleep, sync DB driver, blocking SDK, stdin) made on the event loop.
+
+In a module that imports urllib3, ``x.request("GET", ...)`` on an object of unknown type
+that is not awaited is a likely sync request too (flake8-async's ASYNC211).
+
+Matches a resolved qualified name (``requests.get``, ``time.sleep`` through any alias) or a
+blocking method of a tracked object type (``Path(p).read_text()``, ``conn.execute()``).
+A call returns at once, and is not a hit, when its arguments name a disarming flag of the
+catalog (``os.waitpid(pid, os.WNOHANG)``, ``sock.recv(n, socket.MSG_DONTWAIT)``), when its
+file argument is an in-memory buffer (``zipfile.ZipFile(io.BytesIO(data))``,
+``tarfile.open(fileobj=buf)``), or when the same receiver already did the work
+(``proc.wait()`` after ``proc.communicate()`` reaped the child).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from ..imports import ImportTracker, Ref
+from ..narrowing import Atom
+from .base import Family, Spec, register
+
+if TYPE_CHECKING:
+    from ..call_catalog import Catalog
+
+
+HTTP = "COB101"
+
+
+@register
+class CataloguedCalls(Family):
+    family = "catalogued"
+    error_codes = {
+        "COB100": Spec("sync-file-io", "Sync file or file-system I/O on the event loop.",
+                       "sync file I/O {call} inside async def {func}",
+                       ("ASYNC230", "ASYNC231", "ASYNC232", "ASYNC240")),
+        HTTP: Spec("sync-http", "A sync HTTP request on the event loop.",
+                       "sync HTTP call {call} inside async def {func}",
+                       ("ASYNC210", "ASYNC211", "ASYNC212")),
+        "COB102": Spec("sync-socket", "A blocking socket or name-resolution call on the loop.",
+                       "blocking socket call {call} inside async def {func}"),
+        "COB103": Spec("sync-subprocess", "Starting or waiting for a process on the loop.",
+                       "blocking subprocess/process call {call} inside async def {func}",
+                       ("ASYNC220", "ASYNC221", "ASYNC222")),
+        "COB104": Spec("sync-sleep", "time.sleep on the event loop.",
+                       "{call} sleeps the whole event loop in async def {func}", ("ASYNC251",)),
+        "COB105": Spec("sync-db-driver", "A sync database driver call on the loop.",
+                       "sync database driver call {call} inside async def {func}"),
+        "COB106": Spec("blocking-sdk", "A blocking SDK client call on the loop.",
+                       "blocking SDK call {call} inside async def {func}"),
+        "COB107": Spec("sync-input", "Waiting on stdin on the loop.",
+                       "{call} waits on stdin inside async def {func}", ("ASYNC250",)),
+    }
+
+
+NO_FIELDS: dict[str, str] = {}
+
+
+def classify(ref: Ref, catalog: Catalog) -> tuple[str, str, dict[str, str]] | None:
+    """(code, display, extra fields) when ``ref`` is a catalogued blocking call."""
+    if ref.kind == "method" and ref.type is not None and ref.attr is not None:
+        rule = catalog.objects.get(ref.type)
+        if rule is not None and rule.blocks(ref.attr):
+            return rule.code, f"{ref.type.rpartition('.')[2]}.{ref.attr}()", NO_FIELDS
+        return None
+    code = catalog.calls.get(ref.name)
+    if code is None:
+        return None
+    display = ref.name[len("builtins."):] if ref.kind == "builtin" else ref.name
+    return code, f"{display}()", NO_FIELDS
+
+
+def returns_at_once(call: ast.Call, ref: Ref, catalog: Catalog, tracker: ImportTracker,
+                    seen: set[str], guard: Iterable[Atom] = ()) -> bool:
+    """True when this catalogued call cannot wait here (see the module docstring)."""
+    return (disarmed(call, ref, catalog, tracker) or in_memory(call, ref, catalog, tracker)
+            or already_done(call, ref, catalog, seen) or data_url(call, ref, catalog, guard))
+
+
+DATA = "data:"
+
+
+def data_url(call: ast.Call, ref: Ref, catalog: Catalog, guard: Iterable[Atom]) -> bool:
+    """True when the URL argument is a ``data:`` URL: a constant, or a parameter the
+    enclosing helper tested with ``.startswith("data:")`` on the way here."""
+    where = catalog.data_urls.get(ref.name)
+    if not where:
+        return False
+    arg = _argument(call, where)
+    if isinstance(arg, ast.Constant):
+        return isinstance(arg.value, str) and arg.value.startswith(DATA)
+    if not isinstance(arg, ast.Name):
+        return False
+    return any(a.param == arg.id and a.op == "startswith" and a.values and all(
+        isinstance(v[1], str) and v[1].startswith(DATA) for v in a.values) for a in guard)
+
+
+def _argument(call: ast.Call, where: tuple[int | str, ...]) -> ast.expr | None:
+    for spot in where:
+        if isinstance(spot, int):
+            if len(call.args) > spot:
+                return call.args[spot]
+        else:
+            found = next((k.value for k in call.keywords if k.arg == spot), None)
+            if found is not None:
+                return found
+    return None
+
+
+def note_methods(call: ast.Call, catalog: Catalog, seen: set[str]) -> None:
+    """Remember ``x.communicate`` called or handed to an offload, for :func:`already_done`."""
+    for expr in (call.func, *call.args):
+        if isinstance(expr, ast.Attribute) and expr.attr in catalog.after_methods:
+            seen.add(f"{ast.unparse(expr.value)}.{expr.attr}")
+
+
+def already_done(call: ast.Call, ref: Ref, catalog: Catalog, seen: set[str]) -> bool:
+    needs = catalog.after.get(ref.name) if ref.kind == "method" else None
+    if not needs or not isinstance(call.func, ast.Attribute):
+        return False
+    receiver = ast.unparse(call.func.value)
+    return any(f"{receiver}.{m}" in seen for m in needs)
+
+
+def in_memory(call: ast.Call, ref: Ref, catalog: Catalog, tracker: ImportTracker) -> bool:
+    """True when the call's file argument is an in-memory buffer (``io.BytesIO``...)."""
+    where = catalog.in_memory_args.get(ref.name)
+    if not where:
+        return False
+    for spot in where:
+        if isinstance(spot, int):
+            arg = call.args[spot] if len(call.args) > spot else None
+        else:
+            arg = next((k.value for k in call.keywords if k.arg == spot), None)
+        if arg is not None and tracker.value_type(arg) in catalog.in_memory_types:
+            return True
+    return False
+
+
+def disarmed(call: ast.Call, ref: Ref, catalog: Catalog, tracker: ImportTracker) -> bool:
+    """True when an argument of ``call`` names a flag that makes it return at once."""
+    flags = catalog.disarming.get(ref.name)
+    if not flags:
+        return False
+    for arg in [*call.args, *(k.value for k in call.keywords)]:
+        for node in ast.walk(arg):
+            if isinstance(node, ast.Attribute | ast.Name):
+                named = tracker.resolve(node)
+                if named is not None and named.name in flags:
+                    return True
+    return False
+
+
+HTTP_METHODS = frozenset({"get", "post", "put", "patch", "delete", "head", "options", "trace",
+                          "connect"})
+
+
+def likely_http(call: ast.Call, ref: Ref | None) -> str | None:
+    """The display of ``x.request("GET", ...)`` on an unknown receiver, else None."""
+    func = call.func
+    if (ref is None and isinstance(func, ast.Attribute) and func.attr == "request"
+            and call.args and isinstance(call.args[0], ast.Constant)
+            and isinstance(call.args[0].value, str)
+            and call.args[0].value.lower() in HTTP_METHODS):
+        return f"{ast.unparse(func)}()"
+    return None

@@ -1,0 +1,150 @@
+"""COB110: an ``async def`` calls a sync function of the linted tree that blocks,
+directly or through further sync helpers; the message carries the whole chain
+(``persist_artifact -> _write_blob -> open()``).
+
+Only unambiguous resolutions form edges: a name bound twice, a qualified name defined in
+two files, or a call through an untyped object makes no edge, so precision stays high.
+A path guarded by a test of a parameter that the call's constant or default arguments make
+false is not followed (``guards.py``). A direct call of a ``@blocking`` function is COB111
+instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from ..model import CallSite, FuncFacts
+from ..narrowing import SELF, UNKNOWN, Args, Kind, Value, bind, instance, resolver, ruled_out
+from . import declared
+from .base import Family, Spec, register
+
+CODE = "COB110"
+MAX_REEXPORT_HOPS = 4
+NOT_NONE = Kind("builtins.object")  # an instance: not None, nothing else known
+MAX_ARG_DEPTH = 16  # call depth past which arguments are no longer read (sound: all paths)
+
+
+@register
+class BlockingChains(Family):
+    family = "chains"
+    error_codes = {
+        CODE: Spec("blocking-chain",
+                   "An async def calls a sync helper of the tree that blocks, maybe via others.",
+                   "{call} blocks inside async def {func}: {chain}"),
+    }
+
+
+def follow_reexport(name: str, reexports: dict[str, str]) -> str | None:
+    """``pkg.f`` -> ``pkg.sub.f`` when ``pkg/__init__.py`` imports it (longest prefix)."""
+    head, tail = name, ""
+    while head:
+        target = reexports.get(head)
+        if target is not None and target != head and not target.startswith(f"{head}."):
+            return target + tail
+        head, _, last = head.rpartition(".")
+        tail = f".{last}{tail}"
+    return None
+
+
+class ChainIndex:
+    """Every sync function of the tree by qualified name, with memoised blocking chains."""
+
+    def __init__(self, funcs: Iterable[tuple[str, FuncFacts]],
+                 reexports: dict[str, str] | None = None,
+                 constants: Mapping[str, object] | None = None,
+                 written: Iterable[str] = ()) -> None:
+        self.reexports = reexports or {}
+        self.written = frozenset(written)  # obj.x = ... somewhere: x is no known state
+        self._constant = resolver(constants or {})
+        self.funcs: dict[str, FuncFacts] = {}
+        dup: set[str] = set()
+        for qualname, facts in funcs:
+            if qualname in self.funcs:
+                dup.add(qualname)
+            self.funcs[qualname] = facts
+        for qualname in dup:
+            del self.funcs[qualname]
+        self._memo: dict[tuple[str, tuple[tuple[str, Value], ...]], list[str] | None] = {}
+
+    def _resolve(self, value: Value) -> object:
+        """A Value's constant; an object built by calling a class of the tree is at least
+        known not to be None."""
+        if value[0] == "i" and self.funcs.get(f"{instance(value)[0]}.__init__") is not None:
+            return NOT_NONE
+        return self._constant(value)
+
+    def lookup(self, qualname: str) -> FuncFacts | None:
+        for _ in range(MAX_REEXPORT_HOPS):
+            facts = self.funcs.get(qualname)
+            if facts is None:
+                facts = self.funcs.get(f"{qualname}.__init__")  # a class call runs __init__
+            if facts is not None:
+                return facts
+            target = follow_reexport(qualname, self.reexports)
+            if target is None:
+                return None
+            qualname = target
+        return None
+
+    def chain(self, qualname: str, args: Args | None = None,
+              outer: Mapping[str, Value] | None = None, depth: int = 0) -> list[str] | None:
+        """``[name, ..., "open()"]`` when calling ``qualname`` with ``args`` blocks, else None."""
+        facts = self.lookup(qualname)
+        if facts is None:
+            return None
+        if depth > MAX_ARG_DEPTH:  # values may grow down a recursion: stop reading them
+            args, outer = None, None
+        env = bind(args, facts.params, facts.names, facts.defaults, outer or {}, facts.varkw)
+        receiver = env.pop(SELF, None)
+        if receiver is not None and receiver[0] == "i":
+            self._state(receiver, facts, env)
+        key = (qualname, tuple(sorted(env.items(), key=lambda kv: kv[0])))
+        if key in self._memo:
+            return self._memo[key]
+        self._memo[key] = None  # in progress: a cycle adds no evidence
+        result: list[str] | None = None
+        if facts.marked:
+            result = [f"{facts.name}() [@blocking]"]
+        else:
+            for call, guard in facts.blocks:
+                if not ruled_out(guard, env, self._resolve, facts.rebinds):
+                    result = [facts.name, call]
+                    break
+            else:
+                for edge in facts.edges:
+                    if ruled_out(edge.guard, env, self._resolve, facts.rebinds):
+                        continue
+                    sub = self.chain(edge.callee, edge.args, env, depth + 1)
+                    if sub is not None:
+                        result = [facts.name, *sub]
+                        break
+        self._memo[key] = result
+        return result
+
+    def _state(self, receiver: Value, facts: FuncFacts, env: dict[str, Value]) -> None:
+        """A method called on an object built with known arguments: its ``self.x`` are
+        what the class's ``__init__`` assigned from them (guards.py)."""
+        cls, args = instance(receiver)
+        init = self.funcs.get(f"{cls}.__init__")
+        if init is None or args.opaque:
+            return
+        ienv = bind(args, init.params, init.names, init.defaults, {}, init.varkw)
+        for key, value in init.inits.items():
+            if key not in facts.names or key in env or key[5:] in self.written:
+                continue
+            if value[0] == "p":
+                value = ienv.get(str(value[1]), UNKNOWN)
+            if value != UNKNOWN:
+                env[key] = value
+
+    def classify(self, site: CallSite) -> tuple[str, dict[str, str]] | None:
+        """(code, message fields) for a call made on the loop, or None if it does not block."""
+        chain = self.chain(site.callee, site.args)
+        facts = self.lookup(site.callee)
+        if chain is None or facts is None:
+            return None
+        call = f"{facts.name}()"
+        if facts.marked:
+            return declared.CODE, {"call": call, "func": site.func, "why": declared.MARKER}
+        return CODE, {"call": call, "func": site.func,
+                      "chain": " -> ".join([site.func, *chain])}

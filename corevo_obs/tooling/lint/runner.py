@@ -1,0 +1,335 @@
+"""Lint a tree: find files, scan them (in parallel on large trees), then the
+project-wide steps: interprocedural chains, noqa on chain sites, ignored codes."""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import os
+import stat
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+from ...core.errors import ConfigError
+from ...core.fileio import read_regular
+from .cache import LintCache, digest, fingerprint
+from .call_catalog import Catalog, load_catalog
+from .config import LintConfig
+from .model import FileResult, Finding
+from .noqa import is_silenced
+from .rules import message, meta
+from .rules.chains import MAX_REEXPORT_HOPS, ChainIndex, follow_reexport
+from .scan import scan_source
+
+SKIP_DIRS = frozenset({"__pycache__", "node_modules", "venv", ".venv", ".git", ".tox"})
+PARALLEL_MIN_FILES = 200
+
+
+@dataclass
+class LintResult:
+    findings: list[Finding] = field(default_factory=list)
+    errors: list[Finding] = field(default_factory=list)  # COB900: unparsable or unreadable
+    files: int = 0
+
+
+def iter_files(paths: Sequence[str], exclude: Sequence[str] = (),
+               unreadable: list[tuple[str, str]] | None = None) -> Iterator[str]:
+    """Python files under ``paths`` (files named explicitly are always included).
+
+    A directory that cannot be listed is appended to ``unreadable`` as (path, reason)
+    instead of being skipped in silence: its findings would be lost. Whatever is named
+    ``*.py`` is yielded, a FIFO or socket too; the scan reports it without opening it
+    blocking.
+    """
+    def skipped(exc: OSError) -> None:
+        if unreadable is not None:
+            unreadable.append((os.path.normpath(exc.filename or "?"),
+                               exc.strerror or str(exc)))
+
+    for raw in paths:
+        try:
+            is_dir = stat.S_ISDIR(os.stat(raw).st_mode)
+        except FileNotFoundError:
+            raise ConfigError("no such file or directory", source=raw) from None
+        except OSError as exc:
+            skipped(exc)
+            continue
+        if not is_dir:
+            yield os.path.normpath(raw)
+            continue
+        for dirpath, dirnames, filenames in os.walk(raw, onerror=skipped):
+            dirnames[:] = sorted(d for d in dirnames
+                                 if d not in SKIP_DIRS and not d.startswith("."))
+            for name in sorted(filenames):
+                if name.endswith(".py"):
+                    path = os.path.normpath(os.path.join(dirpath, name))
+                    if not _excluded(Path(path).as_posix(), exclude):
+                        yield path
+
+
+def max_jobs() -> int:
+    """The CPUs this process may run on: more scan processes only cost memory."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def _excluded(posix: str, patterns: Sequence[str]) -> bool:
+    """A glob matches the path or any trailing part of it (``legacy/*`` hits src/legacy/x.py)."""
+    parts = posix.split("/")
+    tails = ["/".join(parts[i:]) for i in range(len(parts))]
+    return any(fnmatch.fnmatch(tail, pat) for pat in patterns for tail in tails)
+
+
+@functools.lru_cache(maxsize=4096)
+def _package_of(directory: Path) -> str:
+    """Dotted package of a directory from the ``__init__.py`` chain above it ('' if none)."""
+    if not (directory / "__init__.py").is_file() or directory.parent == directory:
+        return ""
+    parent = _package_of(directory.parent)
+    return f"{parent}.{directory.name}" if parent else directory.name
+
+
+def module_name(path: str) -> tuple[str, bool]:
+    """Dotted module name of ``path``, and whether it is a package's ``__init__``."""
+    p = Path(os.path.abspath(path))
+    package = _package_of(p.parent)
+    if p.name == "__init__.py":
+        return package or p.parent.name, True
+    return (f"{package}.{p.stem}" if package else p.stem), False
+
+
+_WORKER: tuple[Catalog, bool, LintCache | None] | None = None
+
+
+def _init_worker(catalog: Catalog, bare_noqa: bool, cache: LintCache | None) -> None:
+    global _WORKER
+    _WORKER = (catalog, bare_noqa, cache)
+
+
+def _scan_path(task: tuple[str, bool], *, scan: bool = True) -> FileResult | None:
+    """The file's summary: from the cache when it holds one, else scanned (and stored).
+    With ``scan=False`` a file that would need parsing gives None instead."""
+    path, full = task
+    assert _WORKER is not None
+    catalog, bare_noqa, cache = _WORKER
+    try:
+        source = read_regular(path)  # a FIFO named a.py must not hang the run
+    except OSError as exc:
+        result = FileResult(path=path)
+        result.error = Finding(path, 1, 1, meta.PARSE,
+                               message(meta.PARSE, error=str(exc.strerror or exc)))
+        return result
+    module, is_package = module_name(path)
+    content = digest(source) if cache is not None else ""
+    if not full and b"async" not in source:  # cannot hold a finding; parsed if a chain needs it
+        return FileResult(path=path, module=module, deferred=True, content=content)
+    key = ""
+    if cache is not None:
+        key = cache.key(path, module, is_package, content)
+        hit = cache.load(key, path, module, content)
+        if hit is not None:
+            return hit
+    if not scan:
+        return None
+    result = scan_source(path, module, source, catalog, is_package=is_package,
+                         bare_noqa=bare_noqa)
+    if cache is not None:
+        result.content = content
+        cache.store(key, result, content)
+    return result
+
+
+def _scan_one(task: tuple[str, bool]) -> FileResult:
+    result = _scan_path(task)
+    assert result is not None
+    return result
+
+
+class _Pool:
+    """Scans files in worker processes when the tree is large enough to pay for them.
+
+    With a cache, this process first takes every summary the cache holds and hands only
+    the misses to the workers, which are started only when there are enough of them: a
+    warm run never forks.
+    """
+
+    def __init__(self, catalog: Catalog, bare_noqa: bool, jobs: int, files: int,
+                 cache: LintCache | None = None) -> None:
+        self._pool: Any = None
+        self._jobs = jobs
+        self._cache = cache
+        self._args = (catalog, bare_noqa, cache)
+        self._parallel = jobs > 1 and files >= PARALLEL_MIN_FILES
+        _init_worker(catalog, bare_noqa, cache)  # small batches run in this process
+
+    def scan(self, files: Sequence[str], *, full: bool) -> list[FileResult]:
+        tasks = [(f, full) for f in files]
+        done: list[FileResult] = []
+        if self._cache is not None and self._parallel:
+            todo = []
+            for task in tasks:
+                result = _scan_path(task, scan=False)
+                if result is None:
+                    todo.append(task)
+                else:
+                    done.append(result)
+            tasks = todo
+        if not self._parallel or len(tasks) < PARALLEL_MIN_FILES // 4:
+            return done + [_scan_one(t) for t in tasks]
+        if self._pool is None:
+            ctx = get_context("fork") if hasattr(os, "fork") else get_context()
+            self._pool = ctx.Pool(self._jobs, initializer=_init_worker, initargs=self._args)
+        chunk = max(4, len(tasks) // (self._jobs * 16))
+        return done + list(self._pool.imap_unordered(_scan_one, tasks, chunksize=chunk))
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool.join()
+
+
+def _owner_module(name: str, modules: dict[str, list[str]]) -> str | None:
+    """The longest dotted prefix of ``name`` that is a module of the tree."""
+    while name:
+        if name in modules:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def _scan_tree(files: list[str], catalog: Catalog, bare_noqa: bool,
+               jobs: int, cache: LintCache | None = None) -> list[FileResult]:
+    """Visit files with async code, then only the deferred modules a call chain reaches."""
+    pool = _Pool(catalog, bare_noqa, jobs, len(files), cache)
+    try:
+        results = pool.scan(files, full=False)
+        deferred: dict[str, list[str]] = {}
+        for r in results:
+            if r.deferred:
+                deferred.setdefault(r.module, []).append(r.path)
+        done = [r for r in results if not r.deferred]
+        known = {q: f for r in done for q, f in r.funcs.items()}
+        reexports = {k: v for r in done for k, v in r.reexports.items()}
+        frontier = [s.callee for r in done for s in r.sites]
+        seen: set[str] = set()
+        hops: dict[str, int] = {}  # re-export steps taken to reach a name
+        while frontier:
+            wanted: dict[str, None] = {}
+            pending: list[str] = []
+            while frontier:
+                name = frontier.pop()
+                if name in seen:
+                    continue
+                facts = known.get(name) or known.get(f"{name}.__init__")
+                if facts is not None:
+                    seen.add(name)
+                    frontier.extend(facts.callees)
+                    continue
+                target = follow_reexport(name, reexports)
+                if target is not None and hops.get(name, 0) < MAX_REEXPORT_HOPS:
+                    seen.add(name)
+                    hops[target] = hops.get(name, 0) + 1
+                    frontier.append(target)
+                    continue
+                module = _owner_module(name, deferred)
+                if module is not None:
+                    wanted[module] = None
+                    pending.append(name)
+                else:
+                    seen.add(name)
+            paths = [p for m in wanted for p in deferred.pop(m)]
+            if not paths:
+                break
+            more = pool.scan(paths, full=True)
+            done.extend(more)
+            known.update((q, f) for r in more for q, f in r.funcs.items())
+            reexports.update((k, v) for r in more for k, v in r.reexports.items())
+            frontier = pending
+        done.extend(r for r in results if r.deferred)
+        return done
+    finally:
+        pool.close()
+
+
+def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
+               jobs: int | None = None, catalog: Catalog | None = None,
+               cache: LintCache | None = None) -> LintResult:
+    """Lint every Python file under ``paths``; findings sorted by path, line, column.
+
+    With ``cache`` (``LintCache.for_project(root)``), unchanged files are not parsed again
+    (``cache.py``); the findings are the same as without it.
+
+    Example::
+
+        result = lint_paths(["src"], load_config("pyproject.toml"))
+        for f in result.findings:
+            print(f.path, f.line, f.code, f.message)
+    """
+    config = config or LintConfig()
+    catalog = catalog or load_catalog(config)
+    unreadable: list[tuple[str, str]] = []
+    files = list(dict.fromkeys(iter_files(paths, config.exclude, unreadable)))
+    workers = min(jobs, max_jobs()) if jobs is not None else max_jobs()
+    tree: dict[str, str] | None = None
+    tree_key = ""
+    if cache is not None:
+        cache.fingerprint = fingerprint(catalog, config.bare_noqa)
+        tree = _contents(files)
+        if tree is not None and not unreadable:
+            tree_key = cache.tree_key((f, *module_name(f), tree[f]) for f in files)
+            findings = cache.load_tree(tree_key)
+            if findings is not None:
+                cache.close()
+                return LintResult(findings=findings, files=len(files))
+    try:
+        results = _scan_tree(files, catalog, config.bare_noqa, max(1, workers), cache)
+        if cache is not None:
+            cache.prune()
+    finally:
+        if cache is not None:
+            cache.close()
+    out = LintResult(files=len(files))
+    out.errors += [Finding(d, 1, 1, meta.PARSE, message(
+        meta.PARSE, error=f"cannot list directory ({reason}): its files were not checked"))
+        for d, reason in unreadable]
+    index = ChainIndex(((q, f) for r in results for q, f in r.funcs.items()),
+                       {k: v for r in results for k, v in r.reexports.items()},
+                       {k: v for r in results for k, v in r.constants.items()},
+                       (a for r in results for a in r.written))
+    for r in results:
+        if r.error is not None:
+            out.errors.append(r.error)
+        out.findings.extend(r.findings)
+        for site in r.sites:
+            hit = index.classify(site)
+            if hit is None:
+                continue
+            code, fields = hit
+            if (not catalog.selection.enabled(code)
+                    or is_silenced(code, site.noqa, bare_noqa=config.bare_noqa)):
+                continue
+            out.findings.append(Finding(site.path, site.line, site.col, code,
+                                        message(code, **fields), site.context, site.snippet))
+    out.findings.sort()
+    out.errors.sort()
+    if (cache is not None and tree is not None and tree_key and not out.errors
+            and all(r.content == tree[r.path] for r in results)):
+        cache.store_tree(tree_key, out.findings)  # no file changed while it was read
+        cache.close()
+    return out
+
+
+def _contents(files: Sequence[str]) -> dict[str, str] | None:
+    """Each file's content hash, or None when one cannot be read (its error is the scan's)."""
+    out: dict[str, str] = {}
+    for path in files:
+        try:
+            out[path] = digest(read_regular(path))
+        except OSError:
+            return None
+    return out

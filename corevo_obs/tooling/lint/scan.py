@@ -1,0 +1,794 @@
+"""The single AST pass over one file: direct findings, plus the facts the project-wide
+interprocedural step needs (sync functions, their first blocking call and callees, and
+the calls that code on the loop makes into possibly-project functions).
+
+"On the loop" means the body of an ``async def``, and lambdas inside it unless handed to
+an offload wrapper. A nested sync ``def`` is a function of its own: calling it from the
+async body is a call site (COB110 if it blocks); handing it to ``asyncio.to_thread`` is not.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from .call_catalog import Catalog
+from .imports import ImportTracker, Ref
+from .model import CallSite, Edge, FileResult, Finding, FuncFacts
+from .narrowing import OPAQUE, SELF, UNKNOWN, Args, Atom, Guard, Kind, Value, atoms
+from .newer import parse_with_newer
+from .noqa import is_silenced, noqa_codes
+from .rules import catalogued, declared, message, meta
+
+PARTIAL = "functools.partial"
+# nodes that hold no call, lambda or def below them: not walked
+_LEAVES = (ast.Name, ast.Constant, ast.expr_context, ast.operator, ast.cmpop, ast.unaryop,
+           ast.boolop, ast.alias, ast.Pass, ast.Break, ast.Continue, ast.Import,
+           ast.ImportFrom, ast.Global, ast.Nonlocal)
+DEEP_RECURSION = 20_000
+
+
+_SIMPLE = (str, int, bool, float, bytes, type(None))
+_EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+
+
+@dataclass
+class _Ctx:
+    qualname: str
+    display: str
+    on_loop: bool
+    facts: FuncFacts | None = None
+    node: ast.FunctionDef | None = None
+    guard: list[Atom] = field(default_factory=list)  # tests of parameters that lead here
+    seen: set[str] = field(default_factory=set)  # "proc.communicate": methods referenced
+    self_name: str | None = None  # a method's first parameter
+    attrs: frozenset[str] = frozenset()  # "self.x" usable as parameters (guards.py)
+    init_values: dict[str, Value] | None = None  # in __init__: "self.x" -> value assigned
+    top: frozenset[int] = frozenset()  # ids of the body's top-level statements
+    instances: dict[str, Value] = field(default_factory=dict)  # x = C(...): ("i", ...)
+    _stable: frozenset[str] | None = None
+    _counts: dict[str, int] = field(default_factory=dict)
+    _once: frozenset[str] = frozenset()
+    walrus: bool = True  # the file may bind names inside expressions (``:=``)
+
+    def _scan_stores(self) -> None:
+        facts, node = self.facts, self.node
+        names = facts.names | frozenset(facts.params) if facts is not None else frozenset()
+        names |= self.attrs
+        if node is None:
+            self._stable = names
+            return
+        stores: dict[str, int] = {}
+        other: set[str] = set()
+        for n, plain in (_walk_stores(node.body) if self.walrus else _store_targets(node.body)):
+            key = self._store_key(n)
+            if key is None:
+                continue
+            stores[key] = stores.get(key, 0) + 1
+            if not plain:
+                other.add(key)
+        once = {k for k, c in stores.items() if c == 1 and k not in other}
+        self._counts = {k: (c if k not in other else c + 1) for k, c in stores.items()}
+        self._stable = names - set(stores)
+        self._once = frozenset(names & once)
+
+    def _store_key(self, n: ast.AST) -> str | None:
+        """The parameter (or ``self.x``) a node binds, if it binds one."""
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            return n.id
+        if (isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load)
+                and isinstance(n.value, ast.Name) and n.value.id == self.self_name):
+            return f"self.{n.attr}"
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            return n.name
+        if isinstance(n, ast.ExceptHandler) and n.name:
+            return n.name
+        if isinstance(n, ast.alias):
+            return (n.asname or n.name).partition(".")[0]
+        if isinstance(n, ast.MatchAs | ast.MatchStar) and n.name:
+            return n.name
+        if isinstance(n, ast.MatchMapping) and n.rest:
+            return n.rest
+        return None
+
+    def passes_kwargs_whole(self) -> bool:
+        """``**kwargs`` is only ever spread into calls: never read, changed or rebound."""
+        node = self.node
+        if node is None or node.args.kwarg is None:
+            return False
+        name = node.args.kwarg.arg
+        spread: set[int] = set()
+        for stmt in node.body:
+            for n in ast.walk(stmt):
+                if isinstance(n, ast.keyword) and n.arg is None:
+                    spread.add(id(n.value))
+        return all(id(n) in spread for stmt in node.body for n in ast.walk(stmt)
+                   if isinstance(n, ast.Name) and n.id == name)
+
+    def stable_params(self) -> frozenset[str]:
+        """Parameters the body never rebinds: they may be passed on as ``("p", x)``."""
+        if self._stable is None:
+            self._scan_stores()
+        assert self._stable is not None
+        return self._stable
+
+    def guardable(self) -> frozenset[str]:
+        """Parameters whose tests say something: never rebound, or rebound by one plain
+        assignment whose guard is recorded (``FuncFacts.rebinds``)."""
+        return self.stable_params() | self._once
+
+    def assigned_once(self, name: str) -> bool:
+        """Bound by exactly one plain assignment in the body (and nowhere else)."""
+        self.stable_params()
+        return self._counts.get(name) == 1
+
+    def rebinding(self, stmt: ast.Assign) -> str | None:
+        """The once-rebound parameter this plain assignment stores, if any."""
+        if len(stmt.targets) != 1:
+            return None
+        self.stable_params()
+        key = self._store_key(stmt.targets[0])
+        return key if key in self._once else None
+
+
+_NONE = object()
+
+
+_KINDS: dict[type, str] = {ast.Dict: "builtins.dict", ast.DictComp: "builtins.dict",
+                           ast.ListComp: "builtins.list", ast.SetComp: "builtins.set",
+                           ast.JoinedStr: "builtins.str"}
+
+
+def _constant(node: ast.expr | None) -> object:
+    """A simple constant, or a tuple / set of them (as a tuple), a ``Kind`` for a display
+    whose type only is known; ``_NONE`` otherwise."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, _SIMPLE):
+        return node.value
+    if node is not None and type(node) in _KINDS:
+        return Kind(_KINDS[type(node)])
+    if isinstance(node, ast.Tuple | ast.Set | ast.List) and all(
+            isinstance(e, ast.Constant) and isinstance(e.value, _SIMPLE) for e in node.elts):
+        return tuple(e.value for e in node.elts if isinstance(e, ast.Constant))
+    return _NONE
+
+
+def _plain_defs(body: list[ast.stmt]) -> set[str]:
+    """Module-level names bound only by one undecorated ``def``: functions, nothing else."""
+    defs: dict[str, int] = {}
+    other: set[str] = set()
+    for stmt in body:
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            key = stmt.name if not stmt.decorator_list and not isinstance(
+                stmt, ast.ClassDef) else ""
+            defs[stmt.name] = defs.get(stmt.name, 0) + (1 if key else 2)
+            continue
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+                other.add(n.id)
+            elif isinstance(n, ast.alias):
+                other.add((n.asname or n.name).partition(".")[0])
+            elif isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                other.add(n.name)
+    return {name for name, count in defs.items() if count == 1 and name not in other}
+
+
+def _module_constants(body: list[ast.stmt]) -> dict[str, object]:
+    """``NAME = <constant>`` at module level, assigned exactly once there."""
+    found: dict[str, object] = {}
+    seen: set[str] = set()
+    for stmt in body:
+        targets: list[ast.expr] = []
+        value: ast.expr | None = None
+        if isinstance(stmt, ast.Assign):
+            targets, value = stmt.targets, stmt.value
+        elif isinstance(stmt, ast.AnnAssign | ast.AugAssign):
+            targets, value = [stmt.target], getattr(stmt, "value", None)
+            if isinstance(stmt, ast.AugAssign):
+                value = None
+        for t in targets:
+            for name in ast.walk(t):
+                if isinstance(name, ast.Name):
+                    if name.id in seen:
+                        found.pop(name.id, None)
+                    elif isinstance(t, ast.Name) and (const := _constant(value)) is not _NONE:
+                        found[name.id] = const
+                    seen.add(name.id)
+    return found
+
+
+_BODIES = ("body", "orelse", "finalbody")
+
+
+def _store_targets(stmts: list[ast.stmt]) -> Iterator[tuple[ast.AST, bool]]:
+    """(node that binds a name or attribute, made by a plain ``x = ...``?) for these
+    statements and every statement nested in them, nested defs included. Expressions are
+    not entered: only ``:=`` binds inside one (see ``_walk_stores``), a comprehension's
+    variables are its own."""
+    stack: list[ast.AST] = list(stmts)
+    while stack:
+        st = stack.pop()
+        targets: list[ast.expr] = []
+        if isinstance(st, ast.Assign):
+            if len(st.targets) == 1 and isinstance(st.targets[0], ast.Name | ast.Attribute):
+                yield st.targets[0], True
+            else:
+                targets = st.targets
+        elif isinstance(st, ast.AugAssign | ast.AnnAssign | ast.For | ast.AsyncFor):
+            targets = [st.target]
+        elif isinstance(st, ast.With | ast.AsyncWith):
+            targets = [i.optional_vars for i in st.items if i.optional_vars is not None]
+        elif isinstance(st, ast.Delete):
+            targets = st.targets
+        elif isinstance(st, ast.Import | ast.ImportFrom):
+            yield from ((a, False) for a in st.names)
+        elif isinstance(st, ast.Global | ast.Nonlocal):
+            yield from ((ast.Name(n, ast.Store()), False) for n in st.names)
+        elif isinstance(st, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+                        | ast.ExceptHandler):
+            yield st, False
+        elif isinstance(st, ast.Match):
+            for case in st.cases:
+                yield from ((n, False) for n in ast.walk(case.pattern))
+                stack.extend(case.body)
+        elif isinstance(st, ast.Try | ast.TryStar):
+            stack.extend(st.handlers)
+        for t in targets:
+            yield from ((n, False) for n in ast.walk(t)
+                        if isinstance(n, ast.Name | ast.Attribute)
+                        and not isinstance(n.ctx, ast.Load))
+        for name in _BODIES:
+            stack.extend(getattr(st, name, ()))
+
+
+def _walk_stores(stmts: list[ast.stmt]) -> Iterator[tuple[ast.AST, bool]]:
+    """The same as ``_store_targets`` by walking every node (for files that use ``:=``)."""
+    plain: set[int] = set()
+    for stmt in stmts:
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Assign) and len(n.targets) == 1:
+                plain.add(id(n.targets[0]))
+            yield n, id(n) in plain
+
+
+def _attribute_stores(node: ast.ClassDef) -> dict[str, dict[str, int]]:
+    """``attr -> {method: stores of self.attr}`` for the class's own methods. Attributes
+    that are methods or properties of the class, and every attribute of a class with
+    its own ``__setattr__`` / ``__getattribute__``, are left out: assigning them runs code."""
+    methods = [m for m in node.body if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef)]
+    names = {m.name for m in methods}
+    if names & {"__setattr__", "__getattribute__"}:
+        return {}
+    out: dict[str, dict[str, int]] = {}
+    for m in methods:
+        first = [*m.args.posonlyargs, *m.args.args][:1]
+        if not first:
+            continue
+        me = first[0].arg
+        for n, _ in _store_targets(m.body):  # attributes are never bound by ``:=``
+            if (isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+                    and n.value.id == me and n.attr not in names):
+                where = out.setdefault(n.attr, {})
+                where[m.name] = where.get(m.name, 0) + 1
+    return out
+
+
+def _simple_properties(node: ast.ClassDef) -> dict[str, tuple[str, ast.expr]]:
+    """``@property`` methods whose body is one ``return <expr>``: name -> (self, expr)."""
+    out: dict[str, tuple[str, ast.expr]] = {}
+    for m in node.body:
+        if not (isinstance(m, ast.FunctionDef) and m.args.args and any(
+                isinstance(d, ast.Name) and d.id == "property" for d in m.decorator_list)):
+            continue
+        body = [s for s in m.body if not (isinstance(s, ast.Expr)
+                                         and isinstance(s.value, ast.Constant))]
+        if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
+            out[m.name] = (m.args.args[0].arg, body[0].value)
+    return out
+
+
+class _Inline(ast.NodeTransformer):
+    """``self.p`` -> the property's expression, its own ``self`` renamed."""
+
+    def __init__(self, me: str, props: dict[str, tuple[str, ast.expr]]) -> None:
+        self.me, self.props = me, props
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        if isinstance(node.value, ast.Name) and node.value.id == self.me:
+            prop = self.props.get(node.attr)
+            if prop is not None:
+                return _Rename(prop[0], self.me).visit(copy.deepcopy(prop[1]))
+        return self.generic_visit(node)
+
+
+class _Rename(ast.NodeTransformer):
+    def __init__(self, old: str, new: str) -> None:
+        self.old, self.new = old, new
+
+    def visit_Name(self, node: ast.Name) -> ast.Name:
+        return ast.Name(self.new, node.ctx) if node.id == self.old else node
+
+
+def _inline_properties(test: ast.expr, me: str,
+                       props: dict[str, tuple[str, ast.expr]]) -> ast.expr:
+    if not props or not any(isinstance(n, ast.Attribute) and n.attr in props
+                            for n in ast.walk(test)):
+        return test
+    out = _Inline(me, props).visit(copy.deepcopy(test))
+    assert isinstance(out, ast.expr)
+    return out
+
+
+class FileScanner(ast.NodeVisitor):
+    """Walks one module once; see the module docstring for what it collects."""
+
+    def __init__(self, path: str, module: str, source: bytes, catalog: Catalog, *,
+                 is_package: bool = False, bare_noqa: bool = False) -> None:
+        self.result = FileResult(path=path, module=module)
+        self.catalog = catalog
+        self.tracker = ImportTracker(module, is_package=is_package, factories=catalog.factories,
+                                     offloads=catalog.offload, aliases=catalog.aliases)
+        self.source = source
+        self.bare_noqa = bare_noqa
+        self._lines: list[str] | None = None
+        self._ctx: list[_Ctx] = []
+        self._offloaded: set[int] = set()
+        self._dups: set[str] = set()
+        selection = catalog.selection
+        self._sites = selection.any_of("chains") or selection.any_of("declared")
+        self._dispatch: dict[type, Any] = {
+            ast.Module: self.visit_Module, ast.FunctionDef: self._visit_def,
+            ast.AsyncFunctionDef: self._visit_def, ast.Lambda: self.visit_Lambda,
+            ast.ClassDef: self.visit_ClassDef, ast.Call: self.visit_Call,
+            ast.Await: self.visit_Await, ast.If: self.visit_If, ast.Assign: self.visit_Assign,
+            ast.AugAssign: self.visit_AugAssign,
+        }
+        self._written: set[str] = set()
+        self._classes: list[dict[str, dict[str, int]]] = []  # attr -> method -> stores
+        self._properties: list[dict[str, tuple[str, ast.expr]]] = []
+        self._consts: dict[str, object] = {}
+        self._plain_defs: set[str] = set()
+        self._walrus = b":=" in source
+        self._awaited: set[int] = set()
+        self._urllib3 = False
+
+    # -- helpers ---------------------------------------------------------------------
+    def line(self, lineno: int) -> str:
+        if self._lines is None:
+            self._lines = self.source.decode("utf-8", "replace").splitlines()
+        return self._lines[lineno - 1] if 0 < lineno <= len(self._lines) else ""
+
+    def _noqa(self, node: ast.expr) -> frozenset[str] | None:
+        codes = noqa_codes(self.line(node.lineno))
+        end = getattr(node, "end_lineno", None)
+        if codes is None and end and end != node.lineno:
+            codes = noqa_codes(self.line(end))
+        return codes
+
+    def _report(self, code: str, node: ast.expr, ctx: _Ctx, call: str,
+                extra: dict[str, str]) -> None:
+        if (not self.catalog.selection.enabled(code)
+                or is_silenced(code, self._noqa(node), bare_noqa=self.bare_noqa)):
+            return
+        text = message(code, call=call, func=ctx.display, **extra)
+        self.result.findings.append(Finding(
+            self.result.path, node.lineno, node.col_offset + 1, code, text,
+            ctx.qualname, self.line(node.lineno).strip()))
+
+    def _child_qualname(self, name: str) -> str:
+        scope = self.tracker.stack[-1]
+        sep = ".<locals>." if scope.kind == "function" else "."
+        return f"{scope.qualname}{sep}{name}"
+
+    def _display(self, qualname: str) -> str:
+        local = qualname[len(self.result.module) + 1:]
+        return local.rpartition("<locals>.")[2]
+
+    # -- the walk: a type-keyed dispatch, cheaper than NodeVisitor's name lookup -------
+    def visit(self, node: ast.AST) -> None:
+        handler = self._dispatch.get(type(node))
+        if handler is not None:
+            handler(node)
+        elif not isinstance(node, _LEAVES):
+            self.generic_visit(node)
+
+    def generic_visit(self, node: ast.AST) -> None:
+        dispatch = self._dispatch
+        for child in ast.iter_child_nodes(node):
+            handler = dispatch.get(type(child))
+            if handler is not None:
+                handler(child)
+            elif not isinstance(child, _LEAVES):
+                self.generic_visit(child)
+
+    # -- scopes ----------------------------------------------------------------------
+    def visit_Module(self, node: ast.Module) -> None:
+        self.tracker.push_module(node.body)
+        self._urllib3 = any(b.kind == "import" and (b.target or "").partition(".")[0] == "urllib3"
+                            for b in self.tracker.stack[-1].bindings.values())
+        self._consts = _module_constants(node.body)
+        self._plain_defs = _plain_defs(node.body)
+        self.result.constants = {f"{self.result.module}.{k}": v for k, v in self._consts.items()}
+        self.generic_visit(node)
+        scope = self.tracker.pop()
+        module = self.result.module
+        self.result.reexports = {f"{module}.{name}": b.target
+                                 for name, b in scope.bindings.items()
+                                 if b.kind == "import" and b.target}
+
+    def _visit_def(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        for expr in [*node.decorator_list, *node.args.defaults,
+                     *(d for d in node.args.kw_defaults if d is not None)]:
+            self.visit(expr)
+        qualname = self._child_qualname(node.name)
+        display = self._display(qualname)
+        if isinstance(node, ast.AsyncFunctionDef):
+            ctx = _Ctx(qualname, display, on_loop=True, node=node,  # type: ignore[arg-type]
+                       walrus=self._walrus)
+        elif self._offload_decorated(node):  # @sync_to_async def f(): calls return awaitables
+            ctx = _Ctx(qualname, display, on_loop=False)
+        else:
+            facts = FuncFacts(display, self.result.path, node.lineno,
+                              marked=declared.is_marked(node, self.tracker, self.catalog))
+            self._signature(node, facts)
+            if qualname in self.result.funcs:
+                self._dups.add(qualname)
+            self.result.funcs[qualname] = facts
+            ctx = _Ctx(qualname, display, on_loop=False, facts=facts, node=node,
+                       walrus=self._walrus)
+            self._method_attrs(node, ctx)
+        self.tracker.push_function(node, qualname)
+        self._ctx.append(ctx)
+        self._visit_block(node.body)
+        self._ctx.pop()
+        self.tracker.pop()
+        if ctx.facts is not None and ctx.node is not None:
+            for key in ctx.guardable() - ctx.stable_params():
+                ctx.facts.rebinds.setdefault(key, ())  # stored where no guard was seen
+            if ctx.init_values:
+                ctx.facts.inits = dict(ctx.init_values)
+
+    def _method_attrs(self, node: ast.FunctionDef, ctx: _Ctx) -> None:
+        """``self.x`` as a parameter of a method when only ``__init__`` and the method
+        assign it (and ``__init__`` does); in ``__init__``, track what it assigns."""
+        assert ctx.facts is not None
+        if not self._classes or self.tracker.stack[-1].kind != "class":
+            return
+        if not (node.args.posonlyargs or node.args.args) or any(
+                isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod")
+                for d in node.decorator_list):
+            return
+        ctx.self_name = [*node.args.posonlyargs, *node.args.args][0].arg
+        stores = self._classes[-1]
+        if node.name == "__init__":
+            ctx.init_values = {}
+            ctx.top = frozenset(id(stmt) for stmt in node.body)
+            return
+        ctx.attrs = frozenset(f"self.{attr}" for attr, where in stores.items()
+                              if "__init__" in where and set(where) <= {"__init__", node.name})
+        if ctx.attrs:
+            ctx.facts.names |= ctx.attrs | {SELF}
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        self.generic_visit(node)
+        for each in node.targets:
+            self._note_written(each)
+        ctx = self._ctx[-1] if self._ctx else None
+        if ctx is None or ctx.node is None:
+            return
+        target = node.targets[0] if len(node.targets) == 1 else None
+        if (isinstance(target, ast.Name) and isinstance(node.value, ast.Call)
+                and ctx.assigned_once(target.id)):
+            ref = self.tracker.resolve(node.value.func)
+            if ref is not None and ref.kind in ("class", "import"):  # x = C(...): its state
+                ctx.instances[target.id] = ("i", (ref.name, self._args(node.value, ctx)))
+        if ctx.facts is None:
+            return
+        key = ctx.rebinding(node)
+        if key is not None:
+            ctx.facts.rebinds[key] = tuple(ctx.guard)
+        if (ctx.init_values is not None and id(node) in ctx.top
+                and isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                and target.value.id == ctx.self_name
+                and self._classes[-1].get(target.attr, {}).get("__init__") == 1):
+            value = self._value(node.value, ctx)
+            if value != UNKNOWN:
+                ctx.init_values[f"self.{target.attr}"] = value
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self._note_written(node.target)
+        self.generic_visit(node)
+
+    def _note_written(self, target: ast.expr) -> None:
+        """``obj.x = ...`` on anything but a method's own ``self``: ``x`` is no known state."""
+        for n in ast.walk(target):
+            if (isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load)
+                    and not (isinstance(n.value, ast.Name) and self._ctx
+                             and n.value.id == self._ctx[-1].self_name)):
+                self._written.add(n.attr)
+
+    def _offload_decorated(self, node: ast.FunctionDef) -> bool:
+        for deco in node.decorator_list:
+            ref = self.tracker.resolve(deco.func if isinstance(deco, ast.Call) else deco)
+            if ref is not None and ref.name in self.catalog.offload:
+                return True
+        return False
+
+    def _signature(self, node: ast.FunctionDef, facts: FuncFacts) -> None:
+        """Positional parameters (without self / cls), keyword names, constant defaults."""
+        args = node.args
+        positional = [a.arg for a in [*args.posonlyargs, *args.args]]
+        keywords = {a.arg for a in [*args.args, *args.kwonlyargs]}
+        in_class = self.tracker.stack[-1].kind == "class"
+        static = any(isinstance(d, ast.Name) and d.id == "staticmethod"
+                     for d in node.decorator_list)
+        if in_class and not static and positional:
+            keywords.discard(positional.pop(0))
+        facts.params = tuple(positional)
+        facts.names = frozenset(keywords)
+        facts.varkw = args.kwarg is not None
+        pairs = [*zip(reversed([*args.posonlyargs, *args.args]), reversed(args.defaults),
+                      strict=False),
+                 *((a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True)
+                   if d is not None)]
+        for a, default in pairs:
+            value = self._value(default, None)
+            if value != UNKNOWN:
+                facts.defaults[a.arg] = value
+
+    # -- guards ----------------------------------------------------------------------
+    def _value(self, node: ast.expr, ctx: _Ctx | None, local: _Ctx | None = None) -> Value:
+        """A constant, a module constant, a helper's own parameter (``ctx``), an object
+        built in ``local`` from known arguments, or UNKNOWN."""
+        if isinstance(node, ast.Constant):
+            return ("v", node.value) if isinstance(node.value, _SIMPLE) else UNKNOWN
+        if type(node) in _KINDS:
+            return ("v", Kind(_KINDS[type(node)]))
+        if isinstance(node, ast.Call):
+            ref = self.tracker.resolve(node.func)
+            if ref is not None and ref.name in self.catalog.in_memory_types:
+                return ("v", Kind(ref.name))  # io.BytesIO(...)
+            if ref is not None and ref.kind in ("class", "import"):  # C(...): its state
+                return ("i", (ref.name, self._args(node, ctx, local)))
+            return UNKNOWN
+        if isinstance(node, ast.Name) and local is not None and node.id in local.instances:
+            return local.instances[node.id]
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            inner = self._value(node.operand, None)
+            if inner[0] == "v" and type(inner[1]) in (int, float):
+                return ("v", -inner[1])  # type: ignore[operator]
+            return UNKNOWN
+        if isinstance(node, ast.Name):
+            if ctx is not None and node.id in ctx.stable_params():
+                return ("p", node.id)
+            binding = self.tracker.lookup(node.id)
+            module = self.tracker.stack[0].bindings.get(node.id)
+            if binding is not None and binding is module and node.id in self._consts:
+                return ("v", self._consts[node.id])
+            if binding is not None and binding is module and node.id in self._plain_defs:
+                return ("v", Kind("types.FunctionType"))  # an undecorated module-level def
+        if isinstance(node, ast.Name | ast.Attribute):
+            ref = self.tracker.resolve(node)
+            if ref is not None and ref.kind == "import":
+                return ("s", ref.name)
+        return UNKNOWN
+
+    def _atoms(self, test: ast.expr, ctx: _Ctx) -> Guard | None:
+        params = ctx.guardable()
+        if not params:
+            return None
+        aliases: dict[str, str] = {}
+        if ctx.self_name is not None and self._classes:
+            test = _inline_properties(test, ctx.self_name, self._properties[-1])
+            if ctx.init_values is not None:  # in __init__: self.x is the parameter it holds
+                stores = self._classes[-1]
+                aliases = {k: str(v[1]) for k, v in ctx.init_values.items()
+                           if v[0] == "p" and set(stores.get(k[5:], {})) == {"__init__"}}
+        return atoms(test, lambda e: self._value(e, None), params, self._type_name,
+                     ctx.self_name, aliases)
+
+    def _type_name(self, node: ast.expr) -> str | None:
+        ref = self.tracker.resolve(node)
+        return ref.name if ref is not None and ref.kind in ("builtin", "import") else None
+
+    def _args(self, node: ast.Call, ctx: _Ctx | None, local: _Ctx | None = None) -> Args:
+        """What guards need of a call's arguments; ``ctx`` (a sync helper) lets its own
+        parameters pass on as ``("p", x)``, ``local`` (any scope) its objects' states."""
+        local = local or ctx
+        spread = [k for k in node.keywords if k.arg is None]
+        forward = False
+        if spread and ctx is not None and ctx.node is not None and len(spread) == 1:
+            kwarg = ctx.node.args.kwarg
+            forward = (kwarg is not None and isinstance(spread[0].value, ast.Name)
+                       and spread[0].value.id == kwarg.arg and ctx.passes_kwargs_whole())
+        if any(isinstance(a, ast.Starred) for a in node.args) or (spread and not forward):
+            return OPAQUE
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            base = self.tracker.resolve(func.value)
+            if base is not None and base.kind == "class":  # C.method(obj, ...): unbound
+                return OPAQUE
+        scope = ctx if ctx is not None and ctx.facts is not None else None
+        keywords = tuple((str(k.arg), self._value(k.value, scope, local))
+                         for k in node.keywords if k.arg is not None)
+        if isinstance(func, ast.Attribute):
+            if (scope is not None and isinstance(func.value, ast.Name)
+                    and func.value.id == scope.self_name):
+                if scope.init_values:
+                    keywords += tuple(scope.init_values.items())  # self.m() from __init__
+            else:
+                receiver = self._value(func.value, scope, local)
+                if receiver[0] in ("p", "i"):
+                    keywords += ((SELF, receiver),)
+        return Args(tuple(self._value(a, scope, local) for a in node.args), keywords,
+                    forward=forward)
+
+    def visit_If(self, node: ast.If) -> None:
+        self.visit(node.test)
+        ctx = self._ctx[-1] if self._ctx else None
+        guard = self._atoms(node.test, ctx) if ctx is not None and ctx.facts is not None else None
+        if ctx is None or not guard:
+            self._visit_block(node.body)
+            self._visit_block(node.orelse)
+            return
+        ctx.guard.extend(guard)
+        self._visit_block(node.body)
+        del ctx.guard[-len(guard):]
+        negated = [guard[0].negated()] if len(guard) == 1 else []
+        ctx.guard.extend(negated)
+        self._visit_block(node.orelse)
+        del ctx.guard[len(ctx.guard) - len(negated):]
+
+    def _visit_block(self, stmts: list[ast.stmt]) -> None:
+        """Statements in order; after ``if <test>: ... return`` the rest runs only when the
+        test is false, so it is guarded by the negated test."""
+        ctx = self._ctx[-1] if self._ctx else None
+        pushed = 0
+        for stmt in stmts:
+            self.visit(stmt)
+            if (ctx is not None and ctx.facts is not None and isinstance(stmt, ast.If)
+                    and not stmt.orelse and stmt.body and isinstance(stmt.body[-1], _EXITS)):
+                guard = self._atoms(stmt.test, ctx)
+                if guard is not None and len(guard) == 1:
+                    ctx.guard.append(guard[0].negated())
+                    pushed += 1
+        if pushed and ctx is not None:
+            del ctx.guard[-pushed:]
+
+    visit_FunctionDef = _visit_def
+    visit_AsyncFunctionDef = _visit_def
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        for expr in [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]:
+            self.visit(expr)
+        parent = self._ctx[-1] if self._ctx else None
+        on_loop = parent is not None and parent.on_loop and id(node) not in self._offloaded
+        qualname = self._child_qualname("<lambda>")
+        where = parent.display if parent else "<module>"
+        self.tracker.push_function(node, qualname)
+        self._ctx.append(_Ctx(qualname, f"{where} (lambda)", on_loop=on_loop))
+        self.visit(node.body)
+        self._ctx.pop()
+        self.tracker.pop()
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        for expr in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]:
+            self.visit(expr)
+        self.tracker.push_class(node, self._child_qualname(node.name))
+        self._classes.append(_attribute_stores(node))
+        self._properties.append(_simple_properties(node))
+        for stmt in node.body:
+            self.visit(stmt)
+        self._classes.pop()
+        self._properties.pop()
+        self.tracker.pop()
+
+    # -- calls -----------------------------------------------------------------------
+    def _offload_index(self, node: ast.Call, ref: Ref | None) -> int | None:
+        offload = self.catalog.offload
+        if ref is not None:
+            key = f"{ref.type}.{ref.attr}" if ref.kind == "method" else ref.name
+            if key in offload:
+                return offload[key]
+        if isinstance(node.func, ast.Attribute):
+            return self.catalog.offload_methods.get(node.func.attr)
+        return None
+
+    def _mark_offloaded(self, node: ast.Call, ref: Ref | None) -> None:
+        index = self._offload_index(node, ref)
+        if index is None or len(node.args) <= index:
+            return
+        arg = node.args[index]
+        if isinstance(arg, ast.Call) and arg.args:
+            inner = self.tracker.resolve(arg.func)
+            if inner is not None and inner.name == PARTIAL:
+                arg = arg.args[0]
+        if isinstance(arg, ast.Lambda):
+            self._offloaded.add(id(arg))
+
+    def visit_Await(self, node: ast.Await) -> None:
+        self._awaited.add(id(node.value))
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        ref = self.tracker.resolve(node.func)
+        self._mark_offloaded(node, ref)
+        ctx = self._ctx[-1] if self._ctx else None
+        if ctx is not None:
+            catalogued.note_methods(node, self.catalog, ctx.seen)
+        if ctx is not None and ref is not None and not self.catalog.is_non_blocking(ref.name):
+            self._classify(node, ref, ctx)
+        elif (ctx is not None and ctx.on_loop and self._urllib3 and id(node) not in self._awaited
+              and (display := catalogued.likely_http(node, ref)) is not None):
+            self._report(catalogued.HTTP, node, ctx, display, catalogued.NO_FIELDS)
+        self.generic_visit(node)
+
+    def _classify(self, node: ast.Call, ref: Ref, ctx: _Ctx) -> None:
+        hit = declared.configured(ref, self.catalog) or catalogued.classify(ref, self.catalog)
+        if hit is not None and catalogued.returns_at_once(
+                node, ref, self.catalog, self.tracker, ctx.seen,
+                [a for a in ctx.guard if a.param in ctx.stable_params()]):
+            return
+        if hit is not None:
+            code, display, extra = hit
+            if ctx.on_loop:
+                self._report(code, node, ctx, display, extra)
+            elif (ctx.facts is not None and ctx.facts.blocking is None
+                  and ref.name not in self.catalog.direct_only):
+                ctx.facts.blocks.append((display, tuple(ctx.guard)))
+            return
+        if ref.kind not in ("def", "class", "import", "method"):
+            return
+        if ctx.on_loop:
+            if not self._sites:
+                return
+            self.result.sites.append(CallSite(
+                ref.name, self.result.path, node.lineno, node.col_offset + 1, ctx.display,
+                ctx.qualname, self.line(node.lineno).strip(), self._noqa(node),
+                self._args(node, None, ctx)))
+        elif ctx.facts is not None and ctx.facts.blocking is None:
+            ctx.facts.edges.append(Edge(ref.name, tuple(ctx.guard), self._args(node, ctx)))
+
+    def finish(self) -> FileResult:
+        for qualname in self._dups:
+            del self.result.funcs[qualname]
+        self.result.written = frozenset(self._written)
+        return self.result
+
+
+def scan_source(path: str, module: str, source: bytes, catalog: Catalog, *,
+                is_package: bool = False, bare_noqa: bool = False) -> FileResult:
+    """Scan one file's source; a file that cannot be parsed yields a COB900 finding."""
+    try:
+        tree = ast.parse(source, filename=path)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        newer, said = (parse_with_newer(source, path) if isinstance(exc, SyntaxError)
+                       else (None, ""))
+        if newer is None:
+            line = getattr(exc, "lineno", None) or 1
+            col = getattr(exc, "offset", None) or 1
+            detail = getattr(exc, "msg", None) or str(exc) or type(exc).__name__
+            here = "Python {}.{}".format(*sys.version_info[:2])
+            detail = f"{detail} ({here}; {said or 'no newer Python installed to try'})"
+            result = FileResult(path=path, module=module)
+            result.error = Finding(path, line, col, meta.PARSE,
+                                   message(meta.PARSE, error=detail))
+            return result
+        tree = newer
+    scanner = FileScanner(path, module, source, catalog, is_package=is_package,
+                          bare_noqa=bare_noqa)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, DEEP_RECURSION))  # generated code nests deeply
+    try:
+        scanner.visit(tree)
+    except RecursionError:
+        result = FileResult(path=path, module=module)
+        result.error = Finding(path, 1, 1, meta.PARSE,
+                               message(meta.PARSE, error="nesting too deep"))
+        return result
+    finally:
+        sys.setrecursionlimit(limit)
+    return scanner.finish()
