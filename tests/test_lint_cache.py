@@ -104,6 +104,37 @@ def test_a_changed_helper_changes_its_unchanged_callers_findings(tmp_path: Path)
     assert again.stats.hits == 1
 
 
+FACTORY_SYNC = ("import io\nimport httpx\n\ndef make():\n    return httpx.Client()\n\n"
+                "def buf():\n    return open('f', 'rb')\n")
+FACTORY_ASYNC = ("import io\nimport httpx\n\ndef make() -> httpx.AsyncClient:\n"
+                 "    return httpx.AsyncClient()\n\ndef buf():\n    return io.BytesIO()\n")
+USER = ("import zipfile\nfrom pkg.factory import buf, make\n\nasync def handler(u):\n"
+        "    make().get(u)\n    zipfile.ZipFile(buf())\n")
+
+
+def test_a_changed_return_type_changes_its_unchanged_callers_findings(tmp_path: Path) -> None:
+    """The receiver's type comes from a helper of another module (returns.py): editing
+    what the helper returns re-classifies the caller's cached summary."""
+    root = tree(tmp_path / "src", {"pkg/__init__.py": "", "pkg/factory.py": FACTORY_SYNC,
+                                   "pkg/app.py": USER})
+    cache_dir = tmp_path / "cache"
+    first = run([str(root)], LintConfig(), LintCache.at(cache_dir))
+    assert [(f.line, f.code) for f in first] == [  # type: ignore[attr-defined]
+        (5, "COB101"), (6, "COB100"), (6, "COB110")]
+    assert run([str(root)], LintConfig(), None) == first
+
+    (root / "pkg" / "factory.py").write_text(FACTORY_ASYNC)
+    warm = LintCache.at(cache_dir)
+    assert run([str(root)], LintConfig(), warm) == []
+    assert warm.stats.hits == 2  # app.py (and pkg/__init__.py) came from their entries
+    assert run([str(root)], LintConfig(), None) == []
+
+    (root / "pkg" / "factory.py").write_text(FACTORY_SYNC)
+    again = LintCache.at(cache_dir)
+    assert run([str(root)], LintConfig(), again) == first
+    assert again.stats.trees == 1  # the first run's files again: its findings
+
+
 def test_a_changed_config_or_catalog_misses_every_entry(tmp_path: Path) -> None:
     root = tree(tmp_path / "src", {"app.py": "import time\n\nasync def h():\n    time.sleep(1)\n"})
     cache_dir = tmp_path / "cache"

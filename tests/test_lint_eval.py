@@ -27,11 +27,16 @@ Line = tuple[str, int]
 def labels() -> dict[Line, set[str]]:
     """(file, line) -> the codes marked on it."""
     out: dict[Line, set[str]] = {}
-    for path in sorted(EVAL.glob("*.py")):
+    for path in sorted(EVAL.rglob("*.py")):
         for lineno, text in enumerate(path.read_text().splitlines(), 1):
             for code in EXPECT.findall(text):
-                out.setdefault((path.name, lineno), set()).add(code)
+                out.setdefault((where(path), lineno), set()).add(code)
     return out
+
+
+def where(path: str | Path) -> str:
+    """A file's name relative to tests/lint_eval (packages such as xmod/ included)."""
+    return Path(path).resolve().relative_to(EVAL.resolve()).as_posix()
 
 
 def score(want: dict[Line, set[str]], got: dict[Line, set[str]],
@@ -59,7 +64,7 @@ def test_lint_meets_every_marker_and_nothing_else() -> None:
     assert not result.errors
     got: dict[Line, set[str]] = {}
     for f in result.findings:
-        got.setdefault((Path(f.path).name, f.line), set()).add(f.code)
+        got.setdefault((where(f.path), f.line), set()).add(f.code)
     recall, precision, missed, false = score(labels(), got, PEER_OF)
     print(f"corevo-obs on lint_eval: recall {recall:.2f} precision {precision:.2f} "
           f"({len(labels())} labelled lines)")
@@ -81,7 +86,7 @@ def test_flake8_async_figure_on_the_same_files() -> None:
     got: dict[Line, set[str]] = {}
     for row in proc.stdout.split():
         path, line, code = row.rsplit(":", 2)
-        got.setdefault((Path(path).name, int(line)), set()).add(code)
+        got.setdefault((where(path), int(line)), set()).add(code)
     on_async = {k: v for k, v in got.items() if k in asyncs or not labels().get(k)}
     recall, precision, _, _ = score(asyncs, on_async, {})
     print(f"flake8-async on lint_eval (its own codes): recall {recall:.2f} "

@@ -40,10 +40,10 @@ from pathlib import Path
 from typing import Any
 
 from .call_catalog import Catalog
-from .model import CallSite, Edge, FileResult, Finding, FuncFacts
+from .model import CallSite, Edge, FileResult, Finding, FuncFacts, Pending
 from .narrowing import OPS, Args, Atom, Guard, Kind, Value, instance
 
-FORMAT = 1
+FORMAT = 2
 ENV = "COREVO_LINT_CACHE_DIR"
 DEFAULT_PARTS = (".corevo-cache", "lint")  # under the project root
 MAX_ENTRY = 16 << 20
@@ -204,7 +204,8 @@ def _dec_args(x: object) -> Args | None:
 def _enc_facts(qualname: str, f: FuncFacts) -> list[object]:
     return [qualname, f.name, f.line, f.marked,
             [[call, _enc_guard(g)] for call, g in f.blocks],
-            [[e.callee, _enc_guard(e.guard), _enc_args(e.args)] for e in f.edges],
+            [[e.callee, _enc_guard(e.guard), _enc_args(e.args), sorted(e.quiet)]
+             for e in f.edges],
             list(f.params), sorted(f.names),
             [[k, _enc_value(v)] for k, v in f.defaults.items()], f.varkw,
             [[k, _enc_guard(g)] for k, g in f.rebinds.items()],
@@ -220,8 +221,9 @@ def _dec_facts(x: object, path: str) -> tuple[str, FuncFacts]:
         call, guard = _list(item, 2)
         facts.blocks.append((_str(call), _dec_guard(guard)))
     for item in _list(edges):
-        callee, guard, args = _list(item, 3)
-        facts.edges.append(Edge(_str(callee), _dec_guard(guard), _dec_args(args)))
+        callee, guard, args, quiet = _list(item, 4)
+        facts.edges.append(Edge(_str(callee), _dec_guard(guard), _dec_args(args),
+                                frozenset(_str(q) for q in _list(quiet))))
     facts.params = tuple(_str(p) for p in _list(params))
     facts.names = frozenset(_str(n) for n in _list(names))
     for item in _list(defaults):
@@ -240,16 +242,28 @@ def _dec_facts(x: object, path: str) -> tuple[str, FuncFacts]:
 def encode(result: FileResult) -> dict[str, object]:
     """The JSON form of a per-file summary (the path is stored once, by the entry)."""
     return {
-        "findings": [[f.line, f.col, f.code, f.message, f.context, f.snippet]
-                     for f in result.findings],
+        "findings": [_enc_finding(f) for f in result.findings],
         "funcs": [_enc_facts(q, f) for q, f in result.funcs.items()],
         "sites": [[s.callee, s.line, s.col, s.func, s.context, s.snippet,
-                   None if s.noqa is None else sorted(s.noqa), _enc_args(s.args)]
+                   None if s.noqa is None else sorted(s.noqa), _enc_args(s.args),
+                   sorted(s.quiet)]
                   for s in result.sites],
         "reexports": [[k, v] for k, v in result.reexports.items()],
         "constants": [[k, _enc_const(v)] for k, v in result.constants.items()],
         "written": sorted(result.written),
+        "returns": [[k, v] for k, v in result.returns.items()],
+        "pending": [[_enc_finding(p.finding), list(p.unless)] for p in result.pending],
     }
+
+
+def _enc_finding(f: Finding) -> list[object]:
+    return [f.line, f.col, f.code, f.message, f.context, f.snippet]
+
+
+def _dec_finding(x: object, path: str) -> Finding:
+    line, col, code, msg, context, snippet = _list(x, 6)
+    return Finding(path, _int(line), _int(col), _str(code), _str(msg), _str(context),
+                   _str(snippet))
 
 
 def decode(x: object, path: str, module: str) -> FileResult:
@@ -257,16 +271,14 @@ def decode(x: object, path: str, module: str) -> FileResult:
     _check(type(x) is dict)
     assert isinstance(x, dict)
     out = FileResult(path=path, module=module)
-    for item in _list(x["findings"]):
-        line, col, code, msg, context, snippet = _list(item, 6)
-        out.findings.append(Finding(path, _int(line), _int(col), _str(code), _str(msg),
-                                    _str(context), _str(snippet)))
+    out.findings = [_dec_finding(item, path) for item in _list(x["findings"])]
     out.funcs = dict(_dec_facts(item, path) for item in _list(x["funcs"]))
     for item in _list(x["sites"]):
-        callee, line, col, func, context, snippet, noqa, args = _list(item, 8)
+        callee, line, col, func, context, snippet, noqa, args, quiet = _list(item, 9)
         codes = None if noqa is None else frozenset(_str(c) for c in _list(noqa))
         out.sites.append(CallSite(_str(callee), path, _int(line), _int(col), _str(func),
-                                  _str(context), _str(snippet), codes, _dec_args(args)))
+                                  _str(context), _str(snippet), codes, _dec_args(args),
+                                  frozenset(_str(q) for q in _list(quiet))))
     for item in _list(x["reexports"]):
         k, v = _list(item, 2)
         out.reexports[_str(k)] = _str(v)
@@ -274,6 +286,13 @@ def decode(x: object, path: str, module: str) -> FileResult:
         k, v = _list(item, 2)
         out.constants[_str(k)] = _dec_const(v)
     out.written = frozenset(_str(a) for a in _list(x["written"]))
+    for item in _list(x["returns"]):
+        k, v = _list(item, 2)
+        out.returns[_str(k)] = _str(v)
+    for item in _list(x["pending"]):
+        finding, unless = _list(item, 2)
+        out.pending.append(Pending(_dec_finding(finding, path),
+                                   tuple(_str(t) for t in _list(unless))))
     return out
 
 

@@ -54,6 +54,10 @@ class Catalog:
     @functools.cached_property
     def after_methods(self) -> frozenset[str]:
         return frozenset(m for ms in self.after.values() for m in ms)
+
+    @functools.cached_property
+    def all_disarming(self) -> frozenset[str]:
+        return frozenset(f for fs in self.disarming.values() for f in fs)
     blocking: frozenset[str] = frozenset()
     non_blocking: frozenset[str] = frozenset()
     non_blocking_prefixes: tuple[str, ...] = ()

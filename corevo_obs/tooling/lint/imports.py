@@ -108,8 +108,11 @@ class ImportTracker:
 
     def __init__(self, module: str, *, is_package: bool, factories: dict[str, str],
                  offloads: dict[str, int] | None = None,
-                 aliases: dict[str, str] | None = None) -> None:
+                 aliases: dict[str, str] | None = None,
+                 objects: Iterable[str] = ()) -> None:
         self.module = module
+        self.objects = frozenset(objects)  # catalog types: their methods' results are not
+        # deferred (``value_type``), the catalog's factories say what they return
         self.package = module if is_package else module.rpartition(".")[0]
         self.factories = factories
         self.offloads = offloads or {}
@@ -278,6 +281,24 @@ class ImportTracker:
                 return b
         return None
 
+    def narrow(self, name: str, typ: str) -> Binding | None:
+        """Give ``name`` the type ``typ`` in the innermost scope (``isinstance`` narrowing);
+        returns the binding it replaced, for :meth:`widen`."""
+        scope = self.stack[-1]
+        old = scope.bindings.get(name)
+        scope.bindings[name] = Binding("var", typ)
+        return old
+
+    def widen(self, name: str, old: Binding | None) -> None:
+        """Undo :meth:`narrow`."""
+        if old is None:
+            self.stack[-1].bindings.pop(name, None)
+        else:
+            self.stack[-1].bindings[name] = old
+
+    def annotation_type(self, ann: ast.expr | None) -> str | None:
+        return self._annotation_type(ann)
+
     def _annotation_type(self, ann: ast.expr | None) -> str | None:
         """The type an annotation names: ``X``, ``"X"``, ``Optional[X]``, ``X | None``,
         ``None | X``, ``Union[X, None]`` (a union of two real types is no one type)."""
@@ -330,13 +351,17 @@ class ImportTracker:
                 key = f"{ref.type}.{ref.attr}"
                 if key in self.factories:
                     return self.factories[key]
-                return None
+                if ref.type in self.objects or ref.type == AMBIGUOUS:
+                    return None
+                return key  # deferred: what the method returns is known project-wide
             if ref.name in self.factories:
                 return self.factories[ref.name]
             if ref.name in self.offloads:  # await asyncio.to_thread(open, p): a file object
                 return self._offloaded_type(node, self.offloads[ref.name])
             if ref.kind == "def" and ref.name in self.returns:  # def make() -> httpx.Client
                 return self._annotation_type(self.returns[ref.name])
+            if ref.kind == "def":
+                return ref.name  # deferred: its return values are read project-wide
             if ref.kind in ("class", "import"):
                 return ref.name  # a class (or a factory function: its "type" matches nothing)
             return None

@@ -26,6 +26,7 @@ class Edge:
     callee: str
     guard: Guard = ()
     args: Args | None = None  # None: not known (no argument-sensitive pruning)
+    quiet: frozenset[str] = frozenset()  # disarming flags named, methods done (see CallSite)
 
 
 @dataclass
@@ -69,6 +70,19 @@ class CallSite:
     snippet: str
     noqa: frozenset[str] | None  # codes silenced on the line; "*" for a bare noqa
     args: Args | None = None
+    # for a method of a receiver whose type is known only project-wide (returns.py): the
+    # catalog's disarming flags its arguments name and the done-after methods its receiver
+    # already ran (``communicate``), so the catalog's exceptions apply once it resolves
+    quiet: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A direct finding that holds unless one of ``unless`` (deferred types of its file
+    arguments, ``returns.py``) resolves to an in-memory buffer type."""
+
+    finding: Finding
+    unless: tuple[str, ...]
 
 
 @dataclass
@@ -84,3 +98,5 @@ class FileResult:
     deferred: bool = False  # no ``async`` in it: read, not parsed, unless a chain leads here
     content: str = ""  # hash of the bytes summarised (set when a cache is in use)
     written: frozenset[str] = frozenset()  # attributes assigned on objects other than self
+    returns: dict[str, str] = field(default_factory=dict)  # function -> type it returns
+    pending: list[Pending] = field(default_factory=list)

@@ -20,6 +20,7 @@ from .call_catalog import Catalog, load_catalog
 from .config import LintConfig
 from .model import FileResult, Finding
 from .noqa import is_silenced
+from .returns import AMBIGUOUS, ReturnTypes
 from .rules import message, meta
 from .rules.chains import MAX_REEXPORT_HOPS, ChainIndex, follow_reexport
 from .scan import scan_source
@@ -215,7 +216,9 @@ def _scan_tree(files: list[str], catalog: Catalog, bare_noqa: bool,
         done = [r for r in results if not r.deferred]
         known = {q: f for r in done for q, f in r.funcs.items()}
         reexports = {k: v for r in done for k, v in r.reexports.items()}
+        types = ReturnTypes(((q, t) for r in done for q, t in r.returns.items()), reexports)
         frontier = [s.callee for r in done for s in r.sites]
+        frontier += [t for r in done for p in r.pending for t in p.unless]
         seen: set[str] = set()
         hops: dict[str, int] = {}  # re-export steps taken to reach a name
         while frontier:
@@ -225,6 +228,11 @@ def _scan_tree(files: list[str], catalog: Catalog, bare_noqa: bool,
                 name = frontier.pop()
                 if name in seen:
                     continue
+                # a helper's result: what it resolves to, and its method, may be elsewhere
+                retyped = [t for t in (types.resolve(name), types.method(name))
+                           if t is not None and t != name and t != AMBIGUOUS]
+                if retyped:
+                    frontier.extend(t for t in retyped if t not in seen)
                 facts = known.get(name) or known.get(f"{name}.__init__")
                 if facts is not None:
                     seen.add(name)
@@ -249,6 +257,7 @@ def _scan_tree(files: list[str], catalog: Catalog, bare_noqa: bool,
             done.extend(more)
             known.update((q, f) for r in more for q, f in r.funcs.items())
             reexports.update((k, v) for r in more for k, v in r.reexports.items())
+            types.add((q, t) for r in more for q, t in r.returns.items())
             frontier = pending
         done.extend(r for r in results if r.deferred)
         return done
@@ -297,14 +306,18 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
     out.errors += [Finding(d, 1, 1, meta.PARSE, message(
         meta.PARSE, error=f"cannot list directory ({reason}): its files were not checked"))
         for d, reason in unreadable]
-    index = ChainIndex(((q, f) for r in results for q, f in r.funcs.items()),
-                       {k: v for r in results for k, v in r.reexports.items()},
+    reexports = {k: v for r in results for k, v in r.reexports.items()}
+    types = ReturnTypes(((q, t) for r in results for q, t in r.returns.items()), reexports)
+    index = ChainIndex(((q, f) for r in results for q, f in r.funcs.items()), reexports,
                        {k: v for r in results for k, v in r.constants.items()},
-                       (a for r in results for a in r.written))
+                       (a for r in results for a in r.written), types, catalog)
     for r in results:
         if r.error is not None:
             out.errors.append(r.error)
         out.findings.extend(r.findings)
+        out.findings.extend(p.finding for p in r.pending  # unless a buffer after all
+                            if not any(types.resolve(t) in catalog.in_memory_types
+                                       for t in p.unless))
         for site in r.sites:
             hit = index.classify(site)
             if hit is None:

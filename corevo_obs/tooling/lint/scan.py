@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .call_catalog import Catalog
-from .imports import ImportTracker, Ref
-from .model import CallSite, Edge, FileResult, Finding, FuncFacts
+from .imports import AMBIGUOUS, ImportTracker, Ref
+from .model import CallSite, Edge, FileResult, Finding, FuncFacts, Pending
 from .narrowing import OPAQUE, SELF, UNKNOWN, Args, Atom, Guard, Kind, Value, atoms
 from .newer import parse_with_newer
 from .noqa import is_silenced, noqa_codes
@@ -33,6 +33,10 @@ DEEP_RECURSION = 20_000
 
 
 _SIMPLE = (str, int, bool, float, bytes, type(None))
+# decorators that hand back what the function returned
+_RESULT_KEEPING = frozenset({"builtins.staticmethod", "builtins.classmethod", "functools.cache",
+                             "functools.lru_cache", "typing.override",
+                             "typing_extensions.override"})
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 
 
@@ -54,6 +58,8 @@ class _Ctx:
     _counts: dict[str, int] = field(default_factory=dict)
     _once: frozenset[str] = frozenset()
     walrus: bool = True  # the file may bind names inside expressions (``:=``)
+    returned: list[str | None] = field(default_factory=list)  # types of ``return x``
+    generator: bool = False  # a ``yield`` in the body: calling it returns a generator
 
     def _scan_stores(self) -> None:
         facts, node = self.facts, self.node
@@ -330,7 +336,8 @@ class FileScanner(ast.NodeVisitor):
         self.result = FileResult(path=path, module=module)
         self.catalog = catalog
         self.tracker = ImportTracker(module, is_package=is_package, factories=catalog.factories,
-                                     offloads=catalog.offload, aliases=catalog.aliases)
+                                     offloads=catalog.offload, aliases=catalog.aliases,
+                                     objects=catalog.objects)
         self.source = source
         self.bare_noqa = bare_noqa
         self._lines: list[str] | None = None
@@ -344,7 +351,8 @@ class FileScanner(ast.NodeVisitor):
             ast.AsyncFunctionDef: self._visit_def, ast.Lambda: self.visit_Lambda,
             ast.ClassDef: self.visit_ClassDef, ast.Call: self.visit_Call,
             ast.Await: self.visit_Await, ast.If: self.visit_If, ast.Assign: self.visit_Assign,
-            ast.AugAssign: self.visit_AugAssign,
+            ast.AugAssign: self.visit_AugAssign, ast.Return: self.visit_Return,
+            ast.Yield: self._visit_yield, ast.YieldFrom: self._visit_yield,
         }
         self._written: set[str] = set()
         self._classes: list[dict[str, dict[str, int]]] = []  # attr -> method -> stores
@@ -369,14 +377,18 @@ class FileScanner(ast.NodeVisitor):
         return codes
 
     def _report(self, code: str, node: ast.expr, ctx: _Ctx, call: str,
-                extra: dict[str, str]) -> None:
+                extra: dict[str, str], unless: tuple[str, ...] = ()) -> None:
+        """A finding; with ``unless`` it waits for the run to resolve those types."""
         if (not self.catalog.selection.enabled(code)
                 or is_silenced(code, self._noqa(node), bare_noqa=self.bare_noqa)):
             return
         text = message(code, call=call, func=ctx.display, **extra)
-        self.result.findings.append(Finding(
-            self.result.path, node.lineno, node.col_offset + 1, code, text,
-            ctx.qualname, self.line(node.lineno).strip()))
+        finding = Finding(self.result.path, node.lineno, node.col_offset + 1, code, text,
+                          ctx.qualname, self.line(node.lineno).strip())
+        if unless:
+            self.result.pending.append(Pending(finding, unless))
+        else:
+            self.result.findings.append(finding)
 
     def _child_qualname(self, name: str) -> str:
         scope = self.tracker.stack[-1]
@@ -445,11 +457,56 @@ class FileScanner(ast.NodeVisitor):
         self._visit_block(node.body)
         self._ctx.pop()
         self.tracker.pop()
+        self._note_return(node, qualname, ctx)
         if ctx.facts is not None and ctx.node is not None:
             for key in ctx.guardable() - ctx.stable_params():
                 ctx.facts.rebinds.setdefault(key, ())  # stored where no guard was seen
             if ctx.init_values:
                 ctx.facts.inits = dict(ctx.init_values)
+
+    def _note_return(self, node: ast.FunctionDef | ast.AsyncFunctionDef, qualname: str,
+                     ctx: _Ctx) -> None:
+        """What calling (or awaiting) the function gives, for ``returns.py``: its return
+        annotation, else the one type every ``return x`` has (``return None`` and falling
+        off the end read as ``Optional``, like the annotation), if no decorator may
+        change the result and the body does not ``yield``."""
+        typ: str | None = None
+        if node.returns is not None:
+            typ = self.tracker.annotation_type(node.returns)
+        elif not ctx.generator and self._plain_result(node):
+            found = set(ctx.returned)
+            found.discard("None")
+            if len(found) == 1:
+                typ = found.pop()
+        if typ is None or typ == AMBIGUOUS:
+            if qualname in self.result.returns:
+                self.result.returns[qualname] = AMBIGUOUS  # defined twice
+            return
+        old = self.result.returns.get(qualname)
+        self.result.returns[qualname] = typ if old is None or old == typ else AMBIGUOUS
+
+    def _plain_result(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        for deco in node.decorator_list:
+            ref = self.tracker.resolve(deco.func if isinstance(deco, ast.Call) else deco)
+            if ref is None or ref.name not in _RESULT_KEEPING:
+                return False
+        return True
+
+    def visit_Return(self, node: ast.Return) -> None:
+        if node.value is not None:
+            self.visit(node.value)
+        if not self._ctx:
+            return
+        value = node.value
+        if value is None or (isinstance(value, ast.Constant) and value.value is None):
+            self._ctx[-1].returned.append("None")
+        else:
+            self._ctx[-1].returned.append(self.tracker.value_type(value))
+
+    def _visit_yield(self, node: ast.Yield | ast.YieldFrom) -> None:
+        if self._ctx:
+            self._ctx[-1].generator = True
+        self.generic_visit(node)
 
     def _method_attrs(self, node: ast.FunctionDef, ctx: _Ctx) -> None:
         """``self.x`` as a parameter of a method when only ``__init__`` and the method
@@ -626,16 +683,49 @@ class FileScanner(ast.NodeVisitor):
         return Args(tuple(self._value(a, scope, local) for a in node.args), keywords,
                     forward=forward)
 
+    def _narrowed(self, test: ast.expr, stmts: list[ast.stmt],
+                  negated: bool = False) -> tuple[str, str] | None:
+        """``(x, T)`` when ``test`` is ``isinstance(x, T)`` (``not isinstance`` with
+        ``negated``) for a name ``x`` that ``stmts`` do not rebind, and ``T`` one type."""
+        if negated:
+            if not (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)):
+                return None
+            test = test.operand
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) and not negated:
+            test = test.values[0]
+        if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Name)
+                and test.func.id == "isinstance" and len(test.args) == 2 and not test.keywords
+                and isinstance(test.args[0], ast.Name) and self._ctx):
+            return None
+        ref = self.tracker.resolve(test.func)
+        if ref is None or ref.name != "builtins.isinstance":
+            return None
+        typ = self.tracker.annotation_type(test.args[1])
+        name = test.args[0].id
+        if typ is None or typ == AMBIGUOUS:
+            return None
+        stores = _walk_stores(stmts) if self._walrus else _store_targets(stmts)
+        if any(isinstance(n, ast.Name) and n.id == name for n, _ in stores):
+            return None
+        return name, typ
+
     def visit_If(self, node: ast.If) -> None:
         self.visit(node.test)
         ctx = self._ctx[-1] if self._ctx else None
         guard = self._atoms(node.test, ctx) if ctx is not None and ctx.facts is not None else None
+        narrow = self._narrowed(node.test, node.body)
+        if narrow is not None:  # isinstance(x, httpx.Client): x is one inside the branch
+            old = self.tracker.narrow(*narrow)
         if ctx is None or not guard:
             self._visit_block(node.body)
+            if narrow is not None:
+                self.tracker.widen(narrow[0], old)
             self._visit_block(node.orelse)
             return
         ctx.guard.extend(guard)
         self._visit_block(node.body)
+        if narrow is not None:
+            self.tracker.widen(narrow[0], old)
         del ctx.guard[-len(guard):]
         negated = [guard[0].negated()] if len(guard) == 1 else []
         ctx.guard.extend(negated)
@@ -647,14 +737,25 @@ class FileScanner(ast.NodeVisitor):
         test is false, so it is guarded by the negated test."""
         ctx = self._ctx[-1] if self._ctx else None
         pushed = 0
-        for stmt in stmts:
+        narrowed: list[tuple[str, Any]] = []
+        for i, stmt in enumerate(stmts):
             self.visit(stmt)
-            if (ctx is not None and ctx.facts is not None and isinstance(stmt, ast.If)
-                    and not stmt.orelse and stmt.body and isinstance(stmt.body[-1], _EXITS)):
+            exits = (isinstance(stmt, ast.If) and not stmt.orelse and stmt.body
+                     and isinstance(stmt.body[-1], _EXITS))
+            if not exits:
+                continue
+            assert isinstance(stmt, ast.If)
+            # if not isinstance(x, T): raise ...  -> x is a T in the rest of the block
+            narrow = self._narrowed(stmt.test, stmts[i + 1:], negated=True)
+            if narrow is not None:
+                narrowed.append((narrow[0], self.tracker.narrow(*narrow)))
+            if ctx is not None and ctx.facts is not None:
                 guard = self._atoms(stmt.test, ctx)
                 if guard is not None and len(guard) == 1:
                     ctx.guard.append(guard[0].negated())
                     pushed += 1
+        for name, old in reversed(narrowed):
+            self.tracker.widen(name, old)
         if pushed and ctx is not None:
             del ctx.guard[-pushed:]
 
@@ -735,22 +836,28 @@ class FileScanner(ast.NodeVisitor):
         if hit is not None:
             code, display, extra = hit
             if ctx.on_loop:
-                self._report(code, node, ctx, display, extra)
+                self._report(code, node, ctx, display, extra,
+                             catalogued.deferred_buffers(node, ref, self.catalog, self.tracker))
             elif (ctx.facts is not None and ctx.facts.blocking is None
                   and ref.name not in self.catalog.direct_only):
                 ctx.facts.blocks.append((display, tuple(ctx.guard)))
             return
         if ref.kind not in ("def", "class", "import", "method"):
             return
+        deferred = (ref.kind == "method" and ref.type is not None
+                    and ref.type not in self.catalog.objects)
+        quiet = (catalogued.quiet_hints(node, self.catalog, self.tracker, ctx.seen)
+                 if deferred else frozenset())
         if ctx.on_loop:
-            if not self._sites:
+            if not self._sites and not deferred:
                 return
             self.result.sites.append(CallSite(
                 ref.name, self.result.path, node.lineno, node.col_offset + 1, ctx.display,
                 ctx.qualname, self.line(node.lineno).strip(), self._noqa(node),
-                self._args(node, None, ctx)))
+                self._args(node, None, ctx), quiet))
         elif ctx.facts is not None and ctx.facts.blocking is None:
-            ctx.facts.edges.append(Edge(ref.name, tuple(ctx.guard), self._args(node, ctx)))
+            ctx.facts.edges.append(Edge(ref.name, tuple(ctx.guard), self._args(node, ctx),
+                                        quiet))
 
     def finish(self) -> FileResult:
         for qualname in self._dups:

@@ -140,6 +140,49 @@ def in_memory(call: ast.Call, ref: Ref, catalog: Catalog, tracker: ImportTracker
     return False
 
 
+def deferred_buffers(call: ast.Call, ref: Ref, catalog: Catalog,
+                     tracker: ImportTracker) -> tuple[str, ...]:
+    """The deferred types (``returns.py``) of the call's file arguments: the finding holds
+    unless one resolves to an in-memory buffer (``zipfile.ZipFile(make_buf())``)."""
+    out: list[str] = []
+    for spot in catalog.in_memory_args.get(ref.name, ()):
+        if isinstance(spot, int):
+            arg = call.args[spot] if len(call.args) > spot else None
+        else:
+            arg = next((k.value for k in call.keywords if k.arg == spot), None)
+        typ = tracker.value_type(arg) if arg is not None else None
+        if typ is not None and typ not in catalog.in_memory_types and typ not in catalog.objects:
+            out.append(typ)
+    return tuple(out)
+
+
+def quiet_hints(call: ast.Call, catalog: Catalog, tracker: ImportTracker,
+                seen: set[str]) -> frozenset[str]:
+    """For a method on a receiver typed only project-wide: the disarming flags its
+    arguments name and the done-after methods its receiver already ran, so that
+    :func:`quieted` can apply :func:`disarmed` and :func:`already_done` once the type is
+    known."""
+    out: set[str] = set()
+    flags = catalog.all_disarming
+    if flags:
+        for arg in [*call.args, *(k.value for k in call.keywords)]:
+            for node in ast.walk(arg):
+                if isinstance(node, ast.Attribute | ast.Name):
+                    named = tracker.resolve(node)
+                    if named is not None and named.name in flags:
+                        out.add(named.name)
+    if isinstance(call.func, ast.Attribute) and catalog.after_methods:
+        receiver = ast.unparse(call.func.value)
+        out.update(m for m in catalog.after_methods if f"{receiver}.{m}" in seen)
+    return frozenset(out)
+
+
+def quieted(name: str, quiet: frozenset[str], catalog: Catalog) -> bool:
+    """The resolved method ``name`` returns at once given these hints."""
+    return bool(quiet and (catalog.disarming.get(name, frozenset()) & quiet
+                           or catalog.after.get(name, frozenset()) & quiet))
+
+
 def disarmed(call: ast.Call, ref: Ref, catalog: Catalog, tracker: ImportTracker) -> bool:
     """True when an argument of ``call`` names a flag that makes it return at once."""
     flags = catalog.disarming.get(ref.name)

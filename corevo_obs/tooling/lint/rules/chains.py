@@ -12,11 +12,17 @@ instead.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
+from ..imports import Ref
 from ..model import CallSite, FuncFacts
 from ..narrowing import SELF, UNKNOWN, Args, Kind, Value, bind, instance, resolver, ruled_out
-from . import declared
+from ..returns import ReturnTypes, follow_reexport
+from . import catalogued, declared
 from .base import Family, Spec, register
+
+if TYPE_CHECKING:
+    from ..call_catalog import Catalog
 
 CODE = "COB110"
 MAX_REEXPORT_HOPS = 4
@@ -34,26 +40,17 @@ class BlockingChains(Family):
     }
 
 
-def follow_reexport(name: str, reexports: dict[str, str]) -> str | None:
-    """``pkg.f`` -> ``pkg.sub.f`` when ``pkg/__init__.py`` imports it (longest prefix)."""
-    head, tail = name, ""
-    while head:
-        target = reexports.get(head)
-        if target is not None and target != head and not target.startswith(f"{head}."):
-            return target + tail
-        head, _, last = head.rpartition(".")
-        tail = f".{last}{tail}"
-    return None
-
-
 class ChainIndex:
     """Every sync function of the tree by qualified name, with memoised blocking chains."""
 
     def __init__(self, funcs: Iterable[tuple[str, FuncFacts]],
                  reexports: dict[str, str] | None = None,
                  constants: Mapping[str, object] | None = None,
-                 written: Iterable[str] = ()) -> None:
+                 written: Iterable[str] = (), types: ReturnTypes | None = None,
+                 catalog: Catalog | None = None) -> None:
         self.reexports = reexports or {}
+        self.types = types  # receivers typed by helpers' results (returns.py)
+        self.catalog = catalog  # to classify a method once its receiver's type is known
         self.written = frozenset(written)  # obj.x = ... somewhere: x is no known state
         self._constant = resolver(constants or {})
         self.funcs: dict[str, FuncFacts] = {}
@@ -86,12 +83,45 @@ class ChainIndex:
             qualname = target
         return None
 
+    def retyped(self, callee: str) -> str | None:
+        """``T.m`` for ``D.m`` called on a value of deferred type ``D`` that resolves to
+        ``T`` (``make_client().get`` -> ``httpx.Client.get``), else None."""
+        if self.types is None:
+            return None
+        target = self.types.method(callee)
+        if target is None or (self.catalog is not None
+                              and self.catalog.is_non_blocking(target)):
+            return None
+        return target
+
+    def catalogued(self, target: str, quiet: frozenset[str],
+                   direct: bool) -> tuple[str, str, dict[str, str]] | None:
+        """(code, display, extra) when the resolved method ``target`` is a catalogued or
+        configured blocking call that these hints do not disarm."""
+        if self.catalog is None:
+            return None
+        owner, _, attr = target.rpartition(".")
+        ref = Ref(target, "method", type=owner, attr=attr)
+        hit = declared.configured(ref, self.catalog) or catalogued.classify(ref, self.catalog)
+        if hit is None or catalogued.quieted(target, quiet, self.catalog):
+            return None
+        if not direct and target in self.catalog.direct_only:
+            return None
+        return hit
+
     def chain(self, qualname: str, args: Args | None = None,
-              outer: Mapping[str, Value] | None = None, depth: int = 0) -> list[str] | None:
+              outer: Mapping[str, Value] | None = None, depth: int = 0,
+              quiet: frozenset[str] = frozenset()) -> list[str] | None:
         """``[name, ..., "open()"]`` when calling ``qualname`` with ``args`` blocks, else None."""
         facts = self.lookup(qualname)
         if facts is None:
-            return None
+            target = self.retyped(qualname)
+            if target is None:
+                return None
+            if self.lookup(target) is not None:
+                return self.chain(target, args, outer, depth, quiet)
+            hit = self.catalogued(target, quiet, direct=False)
+            return [hit[1]] if hit is not None else None
         if depth > MAX_ARG_DEPTH:  # values may grow down a recursion: stop reading them
             args, outer = None, None
         env = bind(args, facts.params, facts.names, facts.defaults, outer or {}, facts.varkw)
@@ -114,7 +144,7 @@ class ChainIndex:
                 for edge in facts.edges:
                     if ruled_out(edge.guard, env, self._resolve, facts.rebinds):
                         continue
-                    sub = self.chain(edge.callee, edge.args, env, depth + 1)
+                    sub = self.chain(edge.callee, edge.args, env, depth + 1, edge.quiet)
                     if sub is not None:
                         result = [facts.name, *sub]
                         break
@@ -139,8 +169,20 @@ class ChainIndex:
 
     def classify(self, site: CallSite) -> tuple[str, dict[str, str]] | None:
         """(code, message fields) for a call made on the loop, or None if it does not block."""
-        chain = self.chain(site.callee, site.args)
-        facts = self.lookup(site.callee)
+        callee = site.callee
+        if self.lookup(callee) is None:
+            target = self.retyped(callee)
+            if target is None:
+                return None
+            if self.lookup(target) is None:  # a library type: the catalog decides
+                hit = self.catalogued(target, site.quiet, direct=True)
+                if hit is None:
+                    return None
+                code, display, extra = hit
+                return code, {"call": display, "func": site.func, **extra}
+            callee = target
+        chain = self.chain(callee, site.args)
+        facts = self.lookup(callee)
         if chain is None or facts is None:
             return None
         call = f"{facts.name}()"

@@ -1,0 +1,109 @@
+"""Calls on objects that helpers of other modules build (ASYNC212 and chains)."""
+from __future__ import annotations
+
+import zipfile
+
+import httpx
+
+from . import client_factory, factories
+from .factories import (
+    cached_client,
+    client_gen,
+    client_or_none,
+    decorated,
+    either,
+    make_annotated,
+    make_async,
+    make_buffer,
+    make_client,
+    make_store,
+    make_text,
+    maybe_client,
+    open_db,
+    recursive,
+    start,
+    via_helper,
+)
+from .store import Store
+
+
+async def results_of_helpers(url: str, data: bytes) -> None:
+    client = make_client()
+    client.get(url)  # error: ASYNC212
+    make_annotated().post(url)  # error: ASYNC212
+    factories.make_client().put(url)  # error: ASYNC212
+    via_helper().get(url)  # error: ASYNC212
+    client_factory().get(url)  # error: ASYNC212
+    maybe_client(True).get(url)  # error: ASYNC212
+    client_or_none(True).get(url)  # error: ASYNC212
+    cached_client().get(url)  # error: ASYNC212
+    with make_client() as wc:
+        wc.delete(url)  # error: ASYNC212
+    db = open_db("x.db")  # error: COB110
+    db.execute("select 1")  # error: COB105
+    store = make_store()
+    store.put(data)  # error: COB110
+    store.connect().get(url)  # error: ASYNC212
+    Store.create().put(data)  # error: COB110
+    proc = start(["ls"])  # error: COB110
+    proc.wait()  # error: ASYNC222
+
+
+async def already_reaped() -> None:
+    proc = start(["ls"])  # error: COB110
+    proc.communicate()  # error: ASYNC222
+    proc.wait()  # reaped by communicate
+
+
+async def not_blocking(url: str) -> None:
+    ac = make_async()
+    await ac.get(url)
+    buf = make_buffer()
+    buf.read()
+    zipfile.ZipFile(make_buffer())
+    zipfile.ZipFile(make_text())
+    make_text().write("x")
+    either(True).get(url)  # two types: none
+    for c in client_gen():
+        c.get(url)  # a generator's items are not typed
+    decorated().get(url)  # a decorator may change the result
+    recursive().get(url)
+    make_store().cheap()
+
+
+class Service:
+    def __init__(self) -> None:
+        self.store = Store()
+        self.made = make_store()
+        self.client = make_client()
+        self.async_client = make_async()
+
+    async def handle(self, url: str, data: bytes) -> None:
+        self.store.put(data)  # error: COB110
+        self.made.put(data)  # error: COB110
+        self.client.get(url)  # error: ASYNC212
+        await self.async_client.get(url)
+
+
+def sync_helper(url: str) -> None:
+    client = make_client()
+    client.get(url)
+
+
+def sync_store(data: bytes) -> None:
+    make_store().put(data)
+
+
+def sync_quiet(url: str) -> None:
+    ac = make_async()
+    ac.get(url)
+
+
+async def through_sync_helpers(url: str, data: bytes) -> None:
+    sync_helper(url)  # error: COB110
+    sync_store(data)  # error: COB110
+    sync_quiet(url)
+
+
+async def typed_locally(c: httpx.Client) -> None:
+    c.get("u")  # error: ASYNC212
