@@ -62,3 +62,27 @@ def test_result_is_immutable() -> None:
     got = resolve(Demo, "COREVO_DEMO", environ={})
     with pytest.raises(FrozenInstanceError):
         got.count = 5  # type: ignore[misc]
+
+
+def test_in_host_a_bad_value_is_counted_logged_once_and_its_default_used(
+        caplog: pytest.LogCaptureFixture) -> None:
+    from prometheus_client import CollectorRegistry
+
+    from corevo_obs.core.guard import reset_for_tests
+    from corevo_obs.core.settings import resolve_in_host
+
+    reset_for_tests()
+    registry = CollectorRegistry()
+    env = {"COREVO_DEMO_INTERVAL": "soon", "COREVO_DEMO_COUNT": "7", "COREVO_DEMO_MODE": "x"}
+    with caplog.at_level("DEBUG", logger="corevo_obs"):
+        for _ in range(2):
+            got = resolve_in_host(Demo, "COREVO_DEMO", component="demo-config", environ=env,
+                                  worker="w1", registry=registry)
+            assert (got.interval, got.count, got.mode) == (0.01, 7, "fast")
+    assert registry.get_sample_value("corevo_instrumentation_errors_total",
+                                     {"worker": "w1", "component": "demo-config"}) == 2
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warned) == 1
+    assert "$COREVO_DEMO_INTERVAL: cannot parse 'soon'" in warned[0]
+    assert "$COREVO_DEMO_MODE: 'x' is not one of fast, slow" in warned[0]
+    assert "(the defaults are used instead)" in warned[0]

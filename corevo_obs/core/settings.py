@@ -6,7 +6,10 @@ value is parsed by the field's annotation (``float``, ``int``, ``bool``, ``str``
 ``tuple[str, ...]`` split on ``os.pathsep``, or ``X | None``), checked against its bounds,
 and any error names where the value came from (``$COREVO_LOOP_INTERVAL: ...``,
 ``install_loop_health(interval=...): ...``), the pytest-timeout model. Every problem is
-reported together, so a user fixes a config in one go.
+reported together, so a user fixes a config in one go. Explicit setup (a call the user
+makes, a CLI) uses ``resolve`` and raises ``ConfigError``; code that runs inside a host
+(server hooks, watchdog threads) uses ``resolve_in_host``, which counts and logs a bad
+value once and goes on with its default.
 
 >>> from dataclasses import dataclass
 >>> @dataclass(frozen=True)
@@ -29,9 +32,14 @@ import os
 import types
 import typing
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import ConfigError
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+
+__all__ = ["option", "resolve", "resolve_in_host"]
 
 T = TypeVar("T")
 _TRUE = frozenset({"1", "true", "yes", "on"})
@@ -63,14 +71,51 @@ def resolve(
     **kwargs: Any,
 ) -> T:
     """Build ``cls`` from ``kwargs`` (None means "not given"), ``$PREFIX_NAME``, defaults."""
+    values, problems = _collect(cls, prefix, caller, environ, kwargs)
+    if problems:
+        raise ConfigError("; ".join(problems)) if len(problems) > 1 else ConfigError(problems[0])
+    return cls(**values)
+
+
+def resolve_in_host(
+    cls: type[T],
+    prefix: str,
+    *,
+    component: str,
+    caller: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    worker: str = "unknown",
+    registry: CollectorRegistry | None = None,
+    **kwargs: Any,
+) -> T:
+    """``resolve`` for code that runs inside a host (a server hook, a watchdog thread),
+    where raising would break the host: each bad value is counted in ``registry`` and
+    logged once (``core.guard.absorb`` under ``component``) and its default used; the
+    good ones stay.
+    """
+    values, problems = _collect(cls, prefix, caller, environ, kwargs)
+    if problems:
+        from .guard import absorb  # prometheus_client: only once something is wrong
+
+        instead = " (the default is used instead)" if len(problems) == 1 else \
+            " (the defaults are used instead)"
+        absorb(component, ConfigError("; ".join(problems) + instead), worker=worker,
+               registry=registry)
+    return cls(**values)
+
+
+def _collect(cls: type[Any], prefix: str, caller: str | None,
+             environ: Mapping[str, str] | None,
+             kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The values given and valid, and one message per problem (each naming its source)."""
     env = os.environ if environ is None else environ
     who = caller or cls.__name__
     hints = typing.get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    names = {f.name for f in dataclasses.fields(cls)}
     problems = [f"unknown option {k!r} (known: {', '.join(sorted(names))})"
                 for k in kwargs if k not in names]
     values: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+    for f in dataclasses.fields(cls):
         meta = f.metadata.get("corevo", {})
         key = f"{prefix}_{f.name.upper()}"
         try:
@@ -82,9 +127,7 @@ def resolve(
                                         parse=True)
         except ConfigError as exc:
             problems.append(str(exc))
-    if problems:
-        raise ConfigError("; ".join(problems)) if len(problems) > 1 else ConfigError(problems[0])
-    return cls(**values)
+    return values, problems
 
 
 def _check(name: str, raw: Any, hint: Any, meta: Mapping[str, Any], source: str, *,
