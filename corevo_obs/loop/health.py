@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass, field, fields
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, Final
 
 from prometheus_client import CollectorRegistry
 
-from ..core.errors import ConfigError
 from ..core.identity import worker_name
+from ..core.settings import option, resolve
 from .lag import DEFAULT_INTERVAL, LoopLagSampler
 from .watchdog import (
     DEFAULT_CHECK_INTERVAL,
@@ -24,73 +23,58 @@ from .watchdog import (
     StallWatchdog,
 )
 
-_ENV_PREFIX = "COREVO_LOOP_"
+ENV_PREFIX: Final = "COREVO_LOOP"
 
 
-@dataclass
+@dataclass(frozen=True)
 class LoopHealthConfig:
-    """Settings, from keyword arguments over ``$COREVO_LOOP_*`` over defaults.
+    """Settings: keyword argument > ``$COREVO_LOOP_<NAME>`` > default, each checked once.
 
     ``watchdog=False`` keeps only the sampler and heartbeat (no side thread);
     ``stack_frames`` is how many innermost frames a stall report prints as they are
-    (above them only the host's frames, library runs folded).
+    (above them only the host's frames, library runs folded). ``worker`` comes from the
+    argument or ``$COREVO_WORKER`` (``core.identity.worker_name``), never from
+    ``$COREVO_LOOP_WORKER``. A bad value is a ``ConfigError`` naming its source; the
+    config is immutable (``dataclasses.replace`` makes a changed copy).
+
+    >>> LoopHealthConfig.resolve(worker="w0", interval=0.05).interval
+    0.05
+    >>> from corevo_obs.core.errors import ConfigError
+    >>> try:
+    ...     LoopHealthConfig.resolve(worker="w0", stall_threshold=0)
+    ... except ConfigError as exc:
+    ...     print(exc)
+    install_loop_health(stall_threshold=...): 0.0 is outside 0.001..3600
     """
 
-    worker: str | None = None
-    interval: float = DEFAULT_INTERVAL
-    stall_threshold: float = DEFAULT_THRESHOLD
-    check_interval: float = DEFAULT_CHECK_INTERVAL
-    max_reports: int = DEFAULT_MAX_REPORTS
-    log_interval: float = DEFAULT_LOG_INTERVAL
-    watchdog: bool = True
-    stack_frames: int = DEFAULT_STACK_FRAMES
-    project_roots: tuple[str, ...] = field(default_factory=tuple)
+    worker: str | None = option(None, env=False)
+    interval: float = option(DEFAULT_INTERVAL, minimum=0.001, maximum=60)
+    stall_threshold: float = option(DEFAULT_THRESHOLD, minimum=0.001, maximum=3600)
+    check_interval: float = option(DEFAULT_CHECK_INTERVAL, minimum=0.001, maximum=60)
+    max_reports: int = option(DEFAULT_MAX_REPORTS, minimum=0, maximum=100_000)
+    log_interval: float = option(DEFAULT_LOG_INTERVAL, minimum=0, maximum=86_400)
+    watchdog: bool = option(True)
+    stack_frames: int = option(DEFAULT_STACK_FRAMES, minimum=0, maximum=1000)
+    project_roots: tuple[str, ...] = option(())
 
     @classmethod
-    def resolve(cls, **overrides: Any) -> LoopHealthConfig:
-        cfg = cls()
-        for f in fields(cls):
-            env = _ENV_PREFIX + f.name.upper()
-            if env in os.environ and f.name != "worker":
-                setattr(cfg, f.name, _parse(f.type, os.environ[env], f"${env}"))
-        for key, value in overrides.items():
-            if key not in {f.name for f in fields(cls)}:
-                raise ConfigError(
-                    f"unknown loop-health option {key!r}", source="install_loop_health"
-                )
-            if value is not None:
-                setattr(cfg, key, tuple(value) if key == "project_roots" else value)
-        cfg.worker = worker_name(cfg.worker)
-        return cfg
-
-
-def _parse(type_name: Any, raw: str, source: str) -> Any:
-    kind = str(type_name)
-    try:
-        if kind == "float":
-            return float(raw)
-        if kind == "int":
-            return int(raw)
-        if kind == "bool":
-            if raw.lower() in {"1", "true", "yes", "on"}:
-                return True
-            if raw.lower() in {"0", "false", "no", "off"}:
-                return False
-            raise ValueError(raw)
-        if kind.startswith("tuple"):
-            return tuple(p for p in raw.split(os.pathsep) if p)
-    except ValueError:
-        raise ConfigError(f"cannot parse {raw!r} as {kind}", source=source) from None
-    return raw
+    def resolve(cls, *, caller: str = "install_loop_health",
+                **overrides: Any) -> LoopHealthConfig:
+        """The config ``install_loop_health(**overrides)`` would use (None = not given)."""
+        config = resolve(cls, ENV_PREFIX, caller=caller, **overrides)
+        return replace(config, worker=worker_name(config.worker))
 
 
 class LoopHealth:
     """Lag sampler + heartbeat + stall watchdog on one loop.
 
-    >>> async def main():                                   # doctest: +SKIP
-    ...     async with install_loop_health(worker="w0") as health:
-    ...         await serve()
-    ...     print(health.watchdog.reports)
+    >>> from prometheus_client import CollectorRegistry
+    >>> async def main() -> list[StallReport]:
+    ...     async with install_loop_health(worker="w0", registry=CollectorRegistry()) as health:
+    ...         await asyncio.sleep(0.05)  # serve requests here
+    ...     return health.reports
+    >>> asyncio.run(main())  # nothing blocked the loop: no stall reports
+    []
     """
 
     def __init__(
