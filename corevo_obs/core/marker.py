@@ -8,6 +8,12 @@ The guard (off unless ``$COREVO_BLOCKING_GUARD=1``, ``enable_guard()`` or the py
 ``--corevo-blocking-guard``) is decided at decoration time: functions marked while it is
 on are wrapped so that a call on a thread that runs an event loop raises
 ``BlockingCallError``. Modules imported earlier can be wrapped with ``guard_module``.
+
+``$COREVO_BLOCKING_GUARD`` is read once, at the first use (the first ``@blocking`` or
+``guard_enabled()``), by the settings resolver, never at import: a host's import cannot
+fail on it. A bad value (``COREVO_BLOCKING_GUARD=maybe``) is not taken as "off": every
+call of a function marked meanwhile, and ``guard_enabled()``, raise a ``ConfigError``
+naming the variable, until the variable is fixed or ``enable_guard()`` decides.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any, TypeVar
 
-from .errors import CorevoObsError
+from .errors import ConfigError, CorevoObsError
 
 __all__ = [
     "BlockingCallError",
@@ -37,7 +43,10 @@ F = TypeVar("F", bound=Callable[..., object])
 MARKER_ATTR = "__corevo_blocking__"
 GUARD_ENV = "COREVO_BLOCKING_GUARD"
 _GUARDED_ATTR = "__corevo_guarded__"
-_guard_on = os.environ.get(GUARD_ENV, "").lower() in {"1", "true", "yes", "on"}
+#: None until the first use reads $COREVO_BLOCKING_GUARD (or ``enable_guard`` decides)
+_guard_on: bool | None = None
+#: what was wrong with $COREVO_BLOCKING_GUARD; raised at each use until it is decided
+_guard_error: str | None = None
 
 
 class BlockingCallError(CorevoObsError):
@@ -57,27 +66,64 @@ def blocking(func: F) -> F:
         setattr(func, MARKER_ATTR, True)
     except (AttributeError, TypeError):  # builtins and slotted callables: lint-only marker
         return func
-    return _guarded(func) if _guard_on else func
+    on = _guard_state()
+    if on is None:  # a bad $COREVO_BLOCKING_GUARD: its ConfigError comes at the first call
+        return _guarded(func, deferred=True)
+    return _guarded(func) if on else func
 
 
 def enable_guard(on: bool = True) -> None:
     """Wrap functions marked from now on (tests: the pytest plugin calls this early)."""
-    global _guard_on
-    _guard_on = on
+    global _guard_on, _guard_error
+    _guard_on, _guard_error = on, None
 
 
 def guard_enabled() -> bool:
+    """Whether the guard is on; a bad ``$COREVO_BLOCKING_GUARD`` raises ``ConfigError``."""
+    on = _guard_state()
+    if on is None:
+        raise ConfigError(_guard_error or "undecided", source=f"${GUARD_ENV}")
+    return on
+
+
+def _guard_state() -> bool | None:
+    """The guard's setting, read from the environment at the first use only."""
+    global _guard_on, _guard_error
+    if _guard_on is None and _guard_error is None:
+        if os.environ.get(GUARD_ENV, "") == "":  # unset: the default, without the resolver
+            _guard_on = False
+        else:
+            try:
+                _guard_on = _guard_from_env()
+            except ConfigError as exc:
+                _guard_error = str(exc).removeprefix(f"${GUARD_ENV}: ")
     return _guard_on
 
 
-def _guarded(func: F) -> F:
+def _guard_from_env() -> bool:
+    # The resolver (and dataclasses) load here, not at import: the marker is imported by
+    # hosts' modules and must stay cheap (bench/import_bench.py).
+    from dataclasses import dataclass
+
+    from .settings import option, resolve
+
+    @dataclass(frozen=True)
+    class Blocking:
+        guard: bool = option(False)
+
+    return resolve(Blocking, "COREVO_BLOCKING").guard
+
+
+def _guarded(func: F, *, deferred: bool = False) -> F:
     if inspect.iscoroutinefunction(func) or getattr(func, _GUARDED_ATTR, False):
         return func
     name = f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', func)}"
 
     @functools.wraps(func)
     def guarded(*args: Any, **kwargs: Any) -> Any:
-        if asyncio._get_running_loop() is not None:
+        # deferred: the guard was undecided when ``func`` was marked; ask now (and raise
+        # the ConfigError while $COREVO_BLOCKING_GUARD stays bad)
+        if (not deferred or guard_enabled()) and asyncio._get_running_loop() is not None:
             raise BlockingCallError(name)
         return func(*args, **kwargs)
 

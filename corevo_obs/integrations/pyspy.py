@@ -29,12 +29,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
+from prometheus_client import CollectorRegistry
+
 from ..core.errors import ConfigError, CorevoObsError
+from ..core.guard import absorb
+from ..core.settings import option, resolve
 from ..loop.stacks import FrameInfo, innermost_project_frame
 from ..loop.watchdog import StallReport, StallWatchdog
 
 log = logging.getLogger("corevo_obs.integrations.pyspy")
 
+ENV_PREFIX: Final = "COREVO"  # PySpySettings: $COREVO_PYSPY
+CAPTURE_PREFIX: Final = "COREVO_PYSPY"  # CaptureSettings: $COREVO_PYSPY_MIN_STALL
 PYSPY_ENV: Final = "COREVO_PYSPY"
 MIN_STALL_ENV: Final = "COREVO_PYSPY_MIN_STALL"
 DEFAULT_TIMEOUT: Final = 5.0
@@ -60,22 +66,61 @@ HINT_PTRACE: Final = (
 )
 
 
-def locate(explicit: str | None = None) -> str:
+@dataclass(frozen=True)
+class PySpySettings:
+    """``$COREVO_PYSPY``: the py-spy executable to run (unset: searched)."""
+
+    pyspy: str | None = option(None)
+
+
+@dataclass(frozen=True)
+class CaptureSettings:
+    """``$COREVO_PYSPY_MIN_STALL``: seconds a stall lasts before it is dumped (0 = off)."""
+
+    min_stall: float = option(0.0, minimum=0.0, maximum=3600)
+
+
+def locate(
+    explicit: str | None = None,
+    *,
+    on_bad_env: Callable[[ConfigError], None] | None = None,
+) -> str:
     """The py-spy executable to run; ``PySpyNotFound`` names where it looked.
 
     An explicit path (argument, then ``$COREVO_PYSPY``) is the only candidate when given.
+    A ``$COREVO_PYSPY`` that is no executable file is a ``ConfigError`` naming it, or,
+    when ``on_bad_env`` is given (code running inside the host), handed to it and py-spy
+    searched as if the variable were unset.
     """
-    chosen = explicit or os.environ.get(PYSPY_ENV)
+    if explicit:
+        if _runnable(explicit):
+            return explicit
+        raise PySpyNotFound(f"py-spy not found at {explicit!r}")
+    try:
+        chosen = _from_env()
+    except ConfigError as exc:
+        if on_bad_env is None:
+            raise
+        on_bad_env(exc)
+        chosen = None
     if chosen:
-        candidates = [chosen]
-    else:
-        candidates = [str(Path(sys.executable).parent / "py-spy"), shutil.which("py-spy") or ""]
-    for c in candidates:
-        if c and os.path.isfile(c) and os.access(c, os.X_OK):
+        return chosen
+    for c in (str(Path(sys.executable).parent / "py-spy"), shutil.which("py-spy") or ""):
+        if c and _runnable(c):
             return c
-    if chosen:
-        raise PySpyNotFound(f"py-spy not found at {chosen!r}")
     raise PySpyNotFound(f"py-spy not found ({HINT_INSTALL})")
+
+
+def _from_env() -> str | None:
+    path = resolve(PySpySettings, ENV_PREFIX).pyspy
+    if path is not None and not _runnable(path):
+        raise ConfigError(f"py-spy not found at {path!r} (not an executable file)",
+                          source=f"${PYSPY_ENV}")
+    return path
+
+
+def _runnable(path: str) -> bool:
+    return os.path.isfile(path) and os.access(path, os.X_OK)
 
 
 @dataclass(frozen=True)
@@ -237,7 +282,9 @@ class NativeStallCapture:
 
     A side thread polls ``watchdog.stalled_for``; once one stall has lasted ``min_stall``
     seconds it runs py-spy (killed after ``timeout``), at most once per ``min_interval``.
-    A missing py-spy or a refused ptrace is logged once and disables the capture.
+    A missing py-spy or a refused ptrace is logged once and disables the capture; a bad
+    ``$COREVO_PYSPY`` met there is counted (in ``registry``), logged once, and py-spy
+    searched as if it were unset: the thread runs inside the host and never raises.
     Call :meth:`attach` on the loop thread (it records that thread's native id).
 
     Example: ``capture = NativeStallCapture(min_stall=1.0).attach(health.watchdog)``
@@ -254,6 +301,7 @@ class NativeStallCapture:
         check_interval: float = 0.05,
         max_captures: int = 10,
         clock: Callable[[], float] = time.monotonic,
+        registry: CollectorRegistry | None = None,
     ) -> None:
         if min_stall <= 0 or timeout <= 0:
             raise ConfigError("min_stall and timeout must be positive", source="NativeStallCapture")
@@ -267,6 +315,7 @@ class NativeStallCapture:
         self.disabled: str | None = None
         self.suppressed = 0
         self._clock = clock
+        self._registry = registry  # where a bad $COREVO_PYSPY met on the thread is counted
         self._last = float("-inf")
         self._pending: tuple[float, NativeCapture] | None = None
         self._last_report: StallReport | None = None
@@ -315,7 +364,8 @@ class NativeStallCapture:
         try:
             d = dump(
                 os.getpid(), self.timeout, native=self.native,
-                executable=self.executable, loop_thread_id=self._loop_tid,
+                executable=locate(self.executable, on_bad_env=self._bad_env),
+                loop_thread_id=self._loop_tid,
             )
         except (PySpyNotFound, PySpyPermissionError) as exc:
             self.disabled = str(exc)
@@ -329,6 +379,11 @@ class NativeStallCapture:
             report = self._last_report  # the stall may have ended while py-spy ran
         if report is not None:
             self._pair(report)
+
+    def _bad_env(self, exc: ConfigError) -> None:
+        # on the capture thread, inside the host: counted and logged once, then searched
+        worker = self._watchdog.worker if self._watchdog is not None else "unknown"
+        absorb("pyspy-config", exc, worker=worker, registry=self._registry)
 
     def _on_report(self, report: StallReport) -> None:
         with self._lock:
@@ -353,14 +408,15 @@ class NativeStallCapture:
 def install_native_capture(
     watchdog: StallWatchdog | None, *, min_stall: float | None = None, **options: Any
 ) -> NativeStallCapture | None:
-    """Attach a capture when ``min_stall`` or ``$COREVO_PYSPY_MIN_STALL`` is set (> 0)."""
-    if min_stall is None:
-        raw = os.environ.get(MIN_STALL_ENV, "").strip()
-        try:
-            min_stall = float(raw) if raw else 0.0
-        except ValueError:
-            source = f"${MIN_STALL_ENV}"
-            raise ConfigError(f"cannot parse {raw!r} as float", source=source) from None
-    if watchdog is None or min_stall <= 0:
+    """Attach a capture when ``min_stall`` or ``$COREVO_PYSPY_MIN_STALL`` is set (> 0).
+
+    A call the user makes at start-up: a bad ``$COREVO_PYSPY_MIN_STALL`` or ``$COREVO_PYSPY``
+    (or ``min_stall`` keyword) is a ``ConfigError`` naming it, raised here.
+    """
+    settings = resolve(CaptureSettings, CAPTURE_PREFIX, caller="install_native_capture",
+                       min_stall=min_stall)
+    if watchdog is None or settings.min_stall <= 0:
         return None
-    return NativeStallCapture(min_stall=min_stall, **options).attach(watchdog)
+    if options.get("executable") is None:
+        _from_env()
+    return NativeStallCapture(min_stall=settings.min_stall, **options).attach(watchdog)
