@@ -15,16 +15,22 @@ In ``gunicorn.conf.py``::
 Settings (environment, read in the master): ``$PROMETHEUS_MULTIPROC_DIR`` (required: an
 empty directory the workers can write), ``$COREVO_METRICS_PORT`` (default 9430),
 ``$COREVO_METRICS_HOST`` (default 127.0.0.1), ``$COREVO_COMPACT_EVERY`` seconds
-(default 30).
+(default 30), and ``$COREVO_COMPACT_AT_EXIT`` for the workers. These run inside gunicorn:
+a bad value is counted (``corevo_instrumentation_errors_total{component="gunicorn-config"}``),
+logged once with its source, and its default is used.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any, Final
+
+from prometheus_client import CollectorRegistry
 
 from ..core.errors import ConfigError
 from ..core.identity import WORKER_ENV
+from ..core.settings import option, resolve_in_host
 from ..exposition import (
     DEFAULT_HOST,
     MetricsServer,
@@ -32,9 +38,12 @@ from ..exposition import (
     enable_multiprocess,
     mark_process_dead,
 )
+from ..mpdir.hooks import ENV_PREFIX, THRESHOLD_ENV, ExitSettings
 
 __all__ = [
+    "GunicornSettings",
     "child_exit",
+    "master_settings",
     "post_fork",
     "pre_fork",
     "when_ready",
@@ -43,20 +52,35 @@ __all__ = [
 
 DEFAULT_PORT: Final = 9430
 DEFAULT_COMPACT_EVERY: Final = 30.0
+#: ``corevo_instrumentation_errors_total{component=...}`` of a bad setting in these hooks
+CONFIG_COMPONENT: Final = "gunicorn-config"
 _server: dict[str, MetricsServer] = {}
 
 
-def _number(name: str, default: float, *, integer: bool = False) -> float:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = int(raw) if integer else float(raw)
-    except ValueError:
-        raise ConfigError(f"not a number: {raw!r}", source=f"${name}") from None
-    if not value >= 0 or value == float("inf"):
-        raise ConfigError(f"must be a finite number >= 0, got {raw!r}", source=f"${name}")
-    return value
+@dataclass(frozen=True)
+class GunicornSettings(ExitSettings):
+    """The hooks' settings: ``$COREVO_METRICS_PORT``, ``$COREVO_METRICS_HOST``,
+    ``$COREVO_COMPACT_EVERY`` (seconds, 0 = no janitor) and the workers'
+    ``$COREVO_COMPACT_AT_EXIT``, over the defaults."""
+
+    metrics_port: int = option(DEFAULT_PORT, minimum=0, maximum=65535)
+    metrics_host: str = option(DEFAULT_HOST)
+    compact_every: float = option(DEFAULT_COMPACT_EVERY, minimum=0, maximum=86_400)
+
+
+def master_settings(registry: CollectorRegistry | None = None) -> GunicornSettings:
+    """The settings ``when_ready`` uses. A server hook must not stop gunicorn over a
+    metrics setting: a bad value is counted, logged once and replaced by its default.
+
+    Each worker reads ``$COREVO_COMPACT_AT_EXIT`` again in ``enable_multiprocess``, which
+    raises on a bad value: a bad one is replaced here, before the first fork, by its
+    default in the environment the workers inherit, so no worker fails to boot on it.
+    """
+    cfg = resolve_in_host(GunicornSettings, ENV_PREFIX, component=CONFIG_COMPONENT,
+                          registry=registry)
+    if os.environ.get(THRESHOLD_ENV, "") != "":
+        os.environ[THRESHOLD_ENV] = str(cfg.compact_at_exit)
+    return cfg
 
 
 def when_ready(server: Any) -> None:
@@ -66,10 +90,9 @@ def when_ready(server: Any) -> None:
         raise ConfigError("set $PROMETHEUS_MULTIPROC_DIR for the workers' metric files",
                           source="corevo gunicorn hooks")
     check_metrics_dir(directory)
-    port = int(_number("COREVO_METRICS_PORT", DEFAULT_PORT, integer=True))
-    host = os.environ.get("COREVO_METRICS_HOST", DEFAULT_HOST)
-    every = _number("COREVO_COMPACT_EVERY", DEFAULT_COMPACT_EVERY)
-    _server["master"] = MetricsServer(port=port, host=host, compact_every=every or None).start()
+    cfg = master_settings()
+    _server["master"] = MetricsServer(port=cfg.metrics_port, host=cfg.metrics_host,
+                                      compact_every=cfg.compact_every or None).start()
     server.log.info("corevo-obs metrics for all workers at %s", _server["master"].url)
 
 

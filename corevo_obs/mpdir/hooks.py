@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import atexit
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from ..core.errors import ConfigError
 from ..core.guard import absorb
+from ..core.settings import option, resolve
 from .compactor import compact
 from .lock import LockBusy
 from .status import scan
 from .writers import record_writer
 
+ENV_PREFIX: Final = "COREVO"
 THRESHOLD_ENV: Final = "COREVO_COMPACT_AT_EXIT"
 DEFAULT_THRESHOLD: Final = 16
 #: an exiting worker gives up on compacting after this long behind a lock holder
@@ -28,14 +30,20 @@ EXIT_COMMIT_WAIT: Final = 1.0
 _state: dict[str, object] = {}
 
 
+@dataclass(frozen=True)
+class ExitSettings:
+    """``$COREVO_COMPACT_AT_EXIT``: dead writers that make an exiting worker compact (0 = off)."""
+
+    compact_at_exit: int = option(DEFAULT_THRESHOLD, minimum=0)
+
+
 def exit_threshold() -> int:
-    """Dead writers that make an exiting worker compact; ``$COREVO_COMPACT_AT_EXIT``, 0 = off."""
-    raw = os.environ.get(THRESHOLD_ENV)
-    if raw is None or raw == "":
-        return DEFAULT_THRESHOLD
-    if not raw.isdigit():
-        raise ConfigError(f"must be a whole number >= 0, got {raw!r}", source=f"${THRESHOLD_ENV}")
-    return int(raw)
+    """``$COREVO_COMPACT_AT_EXIT`` or the default; a bad value is a ``ConfigError`` naming it.
+
+    Read by ``enable_multiprocess`` (a call the user makes at start-up); glue that runs
+    inside a server instead resolves ``ExitSettings`` with ``resolve_in_host``.
+    """
+    return resolve(ExitSettings, ENV_PREFIX).compact_at_exit
 
 
 def compact_at_exit(directory: Path, threshold: int) -> None:
