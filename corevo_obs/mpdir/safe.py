@@ -198,8 +198,17 @@ def listdir_fd(dir_fd: int) -> list[str]:
 class DirFds:
     """The fds of one metrics directory and of the suite's state under it, opened once.
 
-    >>> with DirFds(Path("/run/metrics")) as fds:   # doctest: +SKIP
-    ...     read_regular(fds.top, "counter_12.db", "/run/metrics/counter_12.db")
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp, DirFds(Path(tmp), create=True) as fds:
+    ...     write_new(fds.top, "counter_12.db", b"cells", fds.where("counter_12.db"))
+    ...     os.symlink("/etc/passwd", "gauge_13.db", dir_fd=fds.top)  # planted by another user
+    ...     data = read_regular(fds.top, "counter_12.db", fds.where("counter_12.db"))
+    ...     try:
+    ...         read_regular(fds.top, "gauge_13.db", fds.where("gauge_13.db"))
+    ...     except UnsafeEntry as exc:
+    ...         refused = exc.strerror
+    >>> data, refused
+    (b'cells', 'a symlink, not a regular file; not read')
     """
 
     def __init__(self, directory: Path, *, create: bool = False) -> None:
