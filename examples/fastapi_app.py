@@ -11,11 +11,17 @@ worker takes a reusable slot name ``w0``..``wN-1``). The upstream it calls
 is ``$UPSTREAM_URL`` (default: a local fixed-latency server the tests start).
 ``$EXAMPLE_BLOCKING=1`` plants a blocking ``time.sleep`` in ``GET /report``: the stall
 watchdog names that line.
+
+The last routes are the design's validation workload (``corevo-obs loadtest``,
+docs/loadtest.md): ``GET /sdk`` runs a sync SDK call through a bounded
+``OffloadAdapter``; ``POST /jobs`` and ``GET /jobs/stream`` run claimed jobs with events,
+cancels and gated side effects (``examples/jobs_runtime.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 from collections.abc import AsyncIterator
@@ -23,14 +29,17 @@ from contextlib import asynccontextmanager
 
 import httpx
 from fastapi import FastAPI, Request, WebSocket
-from fastapi.responses import StreamingResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 from prometheus_client import make_asgi_app
 
-from corevo_obs import enable_multiprocess, install_loop_health
+from corevo_obs import OffloadAdapter, enable_multiprocess, install_loop_health
 from corevo_obs.exposition import exposition_registry
 from corevo_obs.integrations.asgi import StagesMiddleware
 from corevo_obs.integrations.http_clients import httpx_async_hooks
 from corevo_obs.integrations.worker_slots import claim_worker_slot
+from corevo_obs.offload import OffloadRejected
+
+from .jobs_runtime import JobRuntime
 
 UPSTREAM = os.environ.get("UPSTREAM_URL", "http://127.0.0.1:9/")
 
@@ -45,7 +54,12 @@ if os.environ.get("PROMETHEUS_MULTIPROC_DIR") and not os.environ.get("COREVO_WOR
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     health = install_loop_health(project_roots=[os.path.dirname(__file__)])
     app.state.upstream = httpx.AsyncClient(event_hooks=httpx_async_hooks(dependency="upstream"))
+    # a sync SDK gets 2 threads; 32 more callers may queue for them, none longer than 5 s
+    app.state.sdk = OffloadAdapter(name="sdk", max_in_flight=2, max_waiting=32, wait_timeout=5)
+    app.state.jobs = await JobRuntime.open(app.state.upstream, UPSTREAM)
     yield
+    await app.state.jobs.close()
+    await app.state.sdk.aclose()
     await app.state.upstream.aclose()
     await health.stop()
 
@@ -102,18 +116,38 @@ async def upload(request: Request) -> dict[str, int]:
     return {"bytes": size}
 
 
-_jobs: set[asyncio.Task[None]] = set()
+def _sdk_call(n: int) -> int:
+    time.sleep(0.08)  # a vendor SDK with no async API: fine in a thread, never on the loop
+    return n
 
 
-async def _job() -> None:
-    await asyncio.sleep(0.2)
-    await app.state.upstream.get(UPSTREAM)
+@app.get("/sdk")
+async def sdk(n: int = 0) -> JSONResponse:
+    try:
+        return JSONResponse({"sdk": await app.state.sdk.run(_sdk_call, n)})
+    except OffloadRejected as exc:  # the bound held: say so instead of queueing forever
+        return JSONResponse({"rejected": exc.reason}, status_code=503)
 
 
 @app.post("/jobs", status_code=202)
-async def start_job() -> dict[str, int]:
-    """A background job: the response goes out at once, the job calls the upstream later."""
-    task = asyncio.create_task(_job())
-    _jobs.add(task)
-    task.add_done_callback(_jobs.discard)
-    return {"running": len(_jobs)}
+async def start_job(steps: int = 3, step: float = 0.1) -> dict[str, str]:
+    """A background job: queued at once, claimed and run by whichever worker is free."""
+    return {"job": await app.state.jobs.submit(steps, step)}
+
+
+@app.get("/jobs/stream")
+async def job_stream(steps: int = 3, step: float = 0.1) -> StreamingResponse:
+    """A job run here whose events stream back; a client that goes away cancels it."""
+    job, events = await app.state.jobs.stream(steps, step)
+
+    async def body() -> AsyncIterator[bytes]:
+        finished = False
+        try:
+            async for event in events:
+                yield json.dumps(event.as_dict()).encode() + b"\n"
+            finished = True
+        finally:
+            if not finished:
+                app.state.jobs.cancel_soon(job)
+
+    return StreamingResponse(body(), media_type="application/x-ndjson")

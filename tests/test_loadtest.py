@@ -2,17 +2,21 @@
 
 Served under ``uvicorn --workers 2`` beside ``corevo-obs metrics serve``, with the tool's
 own fixed-latency upstream, a seeded mix (uploads, streams, WebSockets, cancels,
-timeouts, background jobs) and one worker SIGKILLed mid-run: healthy it exits 0; with
-the planted ``time.sleep(0.4)`` it exits 1 naming the worker, the line and how far the
-heartbeat moved. Bad input is one line and exit 2; a non-loopback URL is refused before
-anything starts. The HTML report is opened in headless Chromium: the screenshot shows
-the plots (their colours are counted in the decoded pixels) and the page logs no console
-error (a page that does log one is caught by the same check).
+timeouts, offloaded SDK calls, claimed jobs with events) and one worker SIGKILLed
+mid-run: healthy it exits 0 with every verdict exercised (offload queueing, cancels
+acknowledged, the dead worker's jobs reconciled); with the planted ``time.sleep(0.4)``
+and the planted write-behind task it exits 1 naming the worker, the line, how far the
+heartbeat moved and the late side effects. Bad input is one line and exit 2; a
+non-loopback URL is refused before anything starts. The HTML report is opened in
+headless Chromium: the screenshot shows the plots (their colours are counted in the
+decoded pixels) and the page logs no console error (a page that does log one is caught
+by the same check).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import struct
@@ -74,13 +78,26 @@ def test_healthy_app_holds_every_budget(run_dir: Path) -> None:
     assert report["probes"]["heartbeat"], "the heartbeat ran beside the load"
     assert {p["phase"] for p in report["probes"]["heartbeat"]} >= {"baseline", "load"}
     assert v["upstream"]["status"] == "passed" and v["upstream"]["measured"]["requests"] > 10
-    # honest gaps: the example has no offload adapter, cancel acks or claims
-    assert v["offload"]["status"] == v["late_side_effects"]["status"] == "not exercised"
+    # every observation was made, none is a gap: the healthy run passes them on evidence
+    assert {x["name"]: x["status"] for x in report["verdicts"]} == dict.fromkeys(
+        ("loop_lag", "stalls", "heartbeat", "first_event", "offload", "upstream",
+         "late_side_effects", "restart"), "passed"), [x["message"] for x in report["verdicts"]]
+    offload = v["offload"]["measured"]
+    assert offload["calls"] > 50 and offload["queued"] >= 1, "the 2-thread bound was reached"
+    assert offload["rejected_by_reason"] == {"closed": 0, "queue_full": 0, "timeout": 0}
+    late = v["late_side_effects"]["measured"]
+    assert late["late_side_effects"] == 0
+    assert sum(late["cancels_acknowledged"].values()) >= 1, "an execution stopped for a cancel"
     kill = report["kill"]
     assert kill["killed_pid"] and kill["worker"] in ("w0", "w1")
     assert kill["new_worker"] == kill["worker"], "the replacement takes the dead one's slot"
     assert 0 < kill["replaced_after_seconds"] < 20
-    assert v["restart"]["status"] == "not exercised" and "SIGKILL" in v["restart"]["message"]
+    assert "SIGKILL" in v["restart"]["message"]
+    claims = v["restart"]["measured"]["claims"]
+    assert kill["left_running"] >= 1, "the kill caught jobs running on the victim"
+    assert claims["terminal"]["lost"] + claims["reclaimed"] >= kill["left_running"], claims
+    assert claims["half_finished"] == 0 and claims["started"] > 10, claims
+    assert claims["events"]["applied"] > 10, "job events were projected onto their streams"
     outcomes = {name: m["outcomes"] for name, m in report["mix"].items()}
     assert outcomes["timeouts"].get("timeout", 0) >= 1, outcomes
     assert outcomes["stream"].get("cancelled", 0) >= 1, outcomes
@@ -95,7 +112,7 @@ def test_healthy_app_holds_every_budget(run_dir: Path) -> None:
 @pytest.mark.timeout(120)
 def test_blocking_handler_breaks_the_budget_naming_worker_line_and_heartbeat(
         run_dir: Path) -> None:
-    done, out = _run("blocking", run_dir, EXAMPLE_BLOCKING="1")
+    done, out = _run("blocking", run_dir, EXAMPLE_BLOCKING="1", EXAMPLE_LATE_WRITE="1")
     assert done.returncode == 1, done.stdout + done.stderr
     line = f"fastapi_app.py:{SLEEP_LINE}"
     err = done.stderr.strip()
@@ -114,6 +131,10 @@ def test_blocking_handler_breaks_the_budget_naming_worker_line_and_heartbeat(
     assert v["stalls"]["measured"]["over_budget"][0]["cause"] == "blocking", v["stalls"]
     assert v["loop_lag"]["cause"] == "blocking", v["loop_lag"]
     assert "[blocking]" in v["stalls"]["message"], v["stalls"]
+    # the write-behind task outlives its cancelled execution: the gate counts each write
+    late = v["late_side_effects"]
+    assert late["status"] == "failed" and late["measured"]["late_side_effects"] >= 1, late
+    assert "late_side_effects: " in err, err
 
 
 def test_bad_workload_is_one_line_naming_the_key(tmp_path: Path) -> None:
@@ -178,7 +199,7 @@ def test_url_of_a_running_app_is_driven_and_its_log_tailed(tmp_path: Path) -> No
         "[[mix]]\nkind = 'short'\npath = '/upstream'\nrate = 3\ncalls_upstream = true\n")
     log = tmp_path / "app.log"
     env = app_env(UPSTREAM_URL=f"http://127.0.0.1:{up_port}/", EXAMPLE_BLOCKING="1",
-                  COREVO_LOOP_LOG_INTERVAL="0")
+                  COREVO_LOOP_LOG_INTERVAL="0", EXAMPLE_JOBS_DB=str(tmp_path / "jobs.db"))
     cmd = python("-m", "uvicorn", "examples.fastapi_app:app", "--port", str(app_port),
                  "--log-level", "warning")
     with serve(cmd, app_port, env, log):
@@ -269,7 +290,7 @@ def _png_rgb(data: bytes) -> tuple[int, int, list[bytes]]:
 def test_report_opens_in_chromium_with_plots_and_no_console_error(
         run_dir: Path, tmp_path: Path) -> None:
     browser = _chromium()
-    _, out = _run("blocking", run_dir, EXAMPLE_BLOCKING="1")
+    _, out = _run("blocking", run_dir, EXAMPLE_BLOCKING="1", EXAMPLE_LATE_WRITE="1")
     page = out / "report.html"
     text = page.read_text()
     assert "<svg" in text and "http://" not in text.replace("http://www.w3.org/2000/svg", "") \
@@ -297,3 +318,46 @@ def test_report_opens_in_chromium_with_plots_and_no_console_error(
     assert any("planted" in c for c in caught), caught
     if os.environ.get("COREVO_KEEP_SCREENSHOT"):
         shutil.copy(png, os.environ["COREVO_KEEP_SCREENSHOT"])
+
+
+def _observed(**over: Any) -> tuple[Any, Any]:
+    """A workload and the observations of a run that made no evidence unless given."""
+    from corevo_obs.loadtest.driver import DriverResult
+    from corevo_obs.loadtest.verdicts import Observations
+
+    w = load_workload(WORKLOAD)
+    kill = {"at": 5.0, "killed_pid": 42, "worker": "w1", "replaced_after_seconds": 1.0,
+            "new_pid": 43, "new_worker": "w1", "left_running": 0}
+    fields: dict[str, Any] = dict(
+        lag={}, stalls=[], stall_counts={}, stalls_logged=True,
+        driver=DriverResult(0, "", kill=kill), offload_present=True, offload_rejected={},
+        offload_waiting_max=0.0, offload_slot_wait={}, late_present=True,
+        late_side_effects=0.0, cancels_requested=3.0, cancels_acknowledged={"pubsub": 0.0},
+        claims_present=True, claims={"started": 5.0, "half_finished": 0.0, "reclaimed": 0.0,
+                                     "terminal": {"completed": 5.0}},
+        upstream_stats={})
+    fields.update(over)
+    return w, Observations(**fields)
+
+
+def test_a_verdict_without_evidence_is_not_exercised_and_with_it_is_judged() -> None:
+    from corevo_obs.loadtest.verdicts import judge
+
+    def status(**over: Any) -> dict[str, str]:
+        return {v.name: v.status for v in judge(*_observed(**over))}
+
+    idle = status()
+    # an adapter nobody called, cancels nobody acknowledged, a kill that caught nothing
+    assert idle["offload"] == idle["late_side_effects"] == idle["restart"] == "not exercised"
+    busy = status(offload_slot_wait={0.0005: 7.0, 0.01: 9.0, math.inf: 9.0},
+                  cancels_acknowledged={"pubsub": 2.0})
+    assert busy["offload"] == busy["late_side_effects"] == "passed"
+    late = status(cancels_acknowledged={"marker": 1.0}, late_side_effects=1.0)
+    assert late["late_side_effects"] == "failed"
+    driver = _observed()[1].driver
+    driver.kill = {**driver.kill, "left_running": 2}
+    left = status(driver=driver, claims={"started": 5.0, "half_finished": 2.0,
+                                         "reclaimed": 0.0, "terminal": {"completed": 3.0}})
+    assert left["restart"] == "failed", "two claims the dead worker left were never reconciled"
+    driver.kill["left_running"] = None  # the victim's files were gone: judged on the total
+    assert status(driver=driver)["restart"] == "passed"

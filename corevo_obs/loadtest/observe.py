@@ -33,7 +33,10 @@ _TIMESERIES: Final = (
     "corevo_offload_in_flight", "corevo_offload_limit", "corevo_offload_rejected_total",
     "corevo_lease_held", "corevo_lease_limit", "corevo_event_loop_heartbeat_timestamp_seconds",
 )
-for _name in _TIMESERIES:  # every name read here is a catalog name
+#: the claim protocol's series: any of them means the app reports claims
+CLAIM_SERIES: Final = ("corevo_claim_total", "corevo_claim_start_total",
+                       "corevo_job_terminal_total", "corevo_events_projected_total")
+for _name in (*_TIMESERIES, *CLAIM_SERIES):  # every name read here is a catalog name
     assert _name.removesuffix("_bucket") in CATALOG, _name
 
 
@@ -54,6 +57,8 @@ class Scraper:
     marks: dict[str, Snapshot] = field(default_factory=dict)
     failures: int = 0
     last_error: str | None = None
+    #: how long the run waited after the load for started claims to end (None: no wait)
+    settled_after: float | None = None
 
     def __post_init__(self) -> None:
         self._stop = threading.Event()
@@ -229,6 +234,24 @@ def counter_delta(after: Samples, before: Samples, name: str,
                   by: str | None = None) -> dict[str, float]:
     a, b = series_sum(after, name, by), series_sum(before, name, by)
     return {k: max(0.0, v - b.get(k, 0.0)) for k, v in sorted(a.items())}
+
+
+def claims_delta(after: Samples, before: Samples) -> dict[str, Any]:
+    """The claim protocol between two scrapes; ``half_finished`` is started minus ended.
+
+    A job cancelled before it started also ends (``cancelled``), so the difference can
+    only under-count; it is never negative.
+    """
+    started = counter_delta(after, before, "corevo_claim_start_total", "outcome")
+    terminal = counter_delta(after, before, "corevo_job_terminal_total", "state")
+    return {
+        "won": counter_delta(after, before, "corevo_claim_total", "outcome").get("won", 0.0),
+        "started": started.get("started", 0.0), "fenced": started.get("fenced", 0.0),
+        "terminal": terminal,
+        "reclaimed": sum(counter_delta(after, before, "corevo_claim_reclaimed_total").values()),
+        "events": counter_delta(after, before, "corevo_events_projected_total", "outcome"),
+        "half_finished": max(0.0, started.get("started", 0.0) - sum(terminal.values())),
+    }
 
 
 def gauge_timeline(snaps: list[Snapshot], since: float, name: str,

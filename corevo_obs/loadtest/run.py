@@ -26,7 +26,11 @@ from .upstream import start_upstream
 from .verdicts import Observations, Verdict, judge
 from .workload import Workload, WorkloadError
 
+CLAIM_SERIES = observe.CLAIM_SERIES
+
 REPLACE_WAIT = 20.0
+RUN_DIR_ENV = "COREVO_LOADTEST_DIR"
+SETTLE_POLL = 0.25
 
 
 @dataclass
@@ -68,6 +72,7 @@ def run_loadtest(app: str, workload: Workload, *, workers: int, out_dir: Path,
         env[workload.upstream.stream_env] = upstream.stream_url
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (os.getcwd(), env.get("PYTHONPATH", "")) if p)
+        env[RUN_DIR_ENV] = str(out_dir.resolve())  # where the app may keep this run's state
         if is_url:
             target = Target(base, metrics, served=False)
             _check_metrics(metrics)
@@ -89,6 +94,7 @@ def run_loadtest(app: str, workload: Workload, *, workers: int, out_dir: Path,
                         kill=kill if target.served else _no_kill, on_phase=on_phase)
         result = asyncio.run(driver.run())
         scraper.mark("end")
+        _settle(scraper, workload.settle_seconds)
         scraper.stop()
         if not target.served and target.log is not None:
             time.sleep(0.3)  # the last lines the app wrote
@@ -156,6 +162,9 @@ def _kill_one(target: Target, clock: Any, seed: int) -> dict[str, Any]:
         return {"reason": f"worker pid {victim} was already gone"}
     info: dict[str, Any] = {"at": round(at, 3), "killed_pid": victim, "worker": worker,
                             "signal": "SIGKILL", "replaced_after_seconds": None}
+    claims = target.claims_of(victim)  # its files are final now, and not yet compacted
+    if claims is not None:
+        info["left_running"] = int(max(0.0, claims["started"] - claims["terminal"]))
     deadline = time.monotonic() + REPLACE_WAIT
     while time.monotonic() < deadline:
         now = target.worker_pids()
@@ -171,6 +180,29 @@ def _kill_one(target: Target, clock: Any, seed: int) -> dict[str, Any]:
     return info
 
 
+def _settle(scraper: observe.Scraper, within: float) -> None:
+    """Wait (at most ``within`` s) until every claim started in the load is terminal.
+
+    Jobs accepted late in the load are still running when the last request returns, and
+    recovery reconciles a dead worker's jobs on its own schedule: judging half-finished
+    work at once would count both. The ``settled`` mark is what the restart verdict reads.
+    """
+    start, end = scraper.marks.get("load"), scraper.marks.get("end")
+    if start is None or end is None or not observe.present(end.samples, CLAIM_SERIES):
+        return
+    t0 = time.monotonic()
+    while True:
+        snap = scraper.scrape()
+        if snap is not None:
+            scraper.marks["settled"] = snap
+            if observe.claims_delta(snap.samples, start.samples)["half_finished"] <= 0:
+                break
+        if time.monotonic() - t0 >= within:
+            break
+        time.sleep(SETTLE_POLL)
+    scraper.settled_after = round(time.monotonic() - t0, 3)
+
+
 def _observations(scraper: observe.Scraper, result: Any, stalls: list[Any],
                   upstream_stats: dict[str, int], *, stalls_logged: bool) -> Observations:
     start = scraper.marks.get("load") or scraper.marks.get("baseline")
@@ -181,18 +213,13 @@ def _observations(scraper: observe.Scraper, result: Any, stalls: list[Any],
                   if result.load_start - 0.6 <= s.at <= result.load_end + 0.6]
     waiting = [sum(observe.series_sum(s.samples, "corevo_offload_waiting").values())
                for s in load_snaps]
-    claims_names = ("corevo_claim_total", "corevo_claim_start_total",
-                    "corevo_job_terminal_total", "corevo_events_projected_total")
-    started = observe.counter_delta(a, b, "corevo_claim_start_total", "outcome")
-    terminal = observe.counter_delta(a, b, "corevo_job_terminal_total", "state")
-    claims = {
-        "won": observe.counter_delta(a, b, "corevo_claim_total", "outcome").get("won", 0.0),
-        "started": started.get("started", 0.0), "fenced": started.get("fenced", 0.0),
-        "terminal": terminal,
-        "reclaimed": sum(observe.counter_delta(a, b, "corevo_claim_reclaimed_total").values()),
-        "events": observe.counter_delta(a, b, "corevo_events_projected_total", "outcome"),
-        "half_finished": max(0.0, started.get("started", 0.0) - sum(terminal.values())),
-    }
+    settled = scraper.marks.get("settled") or end  # what happened after the cancels, too
+    c = settled.samples if settled else {}
+    claims = observe.claims_delta(c, b)
+    claims["settled_after_seconds"] = scraper.settled_after
+    slot_wait = observe.delta(
+        observe.buckets_by(a, "corevo_offload_slot_wait_seconds", None).get("all", {}),
+        observe.buckets_by(b, "corevo_offload_slot_wait_seconds", None).get("all"))
     return Observations(
         lag=observe.lag_by_worker(a, b),
         stalls=stalls,
@@ -203,10 +230,15 @@ def _observations(scraper: observe.Scraper, result: Any, stalls: list[Any],
                                             "corevo_offload_in_flight")),
         offload_rejected=observe.counter_delta(a, b, "corevo_offload_rejected_total", "reason"),
         offload_waiting_max=max(waiting, default=0.0),
-        late_present=observe.present(a, ("corevo_late_side_effects_total",)),
+        offload_slot_wait=slot_wait,
+        late_present=observe.present(c, ("corevo_late_side_effects_total",)),
         late_side_effects=sum(observe.counter_delta(
-            a, b, "corevo_late_side_effects_total").values()),
-        claims_present=observe.present(a, claims_names),
+            c, b, "corevo_late_side_effects_total").values()),
+        cancels_requested=sum(observe.counter_delta(
+            c, b, "corevo_cancel_requested_total").values()),
+        cancels_acknowledged=observe.counter_delta(c, b, "corevo_cancel_delivered_total",
+                                                   "path"),
+        claims_present=observe.present(c, CLAIM_SERIES),
         claims=claims,
         upstream_stats=upstream_stats,
     )

@@ -201,8 +201,29 @@ class Target:
 
     def worker_of(self, pid: int) -> str | None:
         """The ``worker`` label a process writes, read from its own metric files."""
+        for _, labels, _ in self._samples_of(pid):
+            if "worker" in labels:
+                return labels["worker"]
+        return None
+
+    def claims_of(self, pid: int) -> dict[str, float] | None:
+        """Claims a process started and jobs it ended, from its own metric files (None
+        when it wrote no claim series): read right after a SIGKILL, their difference is
+        what the dead worker left running for recovery to reconcile.
+        """
+        started = ended = 0.0
+        seen = False
+        for sample, labels, value in self._samples_of(pid):
+            if sample == "corevo_claim_start_total":
+                seen = True
+                started += value if labels.get("outcome") == "started" else 0.0
+            elif sample == "corevo_job_terminal_total":
+                ended += value
+        return {"started": started, "terminal": ended} if seen else None
+
+    def _samples_of(self, pid: int) -> Iterator[tuple[str, dict[str, str], float]]:
         if self.mp_dir is None:
-            return None
+            return
         from ..mpdir.dbfile import CorruptFile, parse_key, read_db
 
         fd = os.open(self.mp_dir, os.O_RDONLY | os.O_DIRECTORY)
@@ -214,13 +235,14 @@ class Target:
                     entries = read_db(fd, name, str(self.mp_dir / name), accumulator=False)
                 except (OSError, CorruptFile):
                     continue
-                for key in entries:
-                    labels = dict(parse_key(key)[2])
-                    if "worker" in labels:
-                        return labels["worker"]
+                for key, (value, _) in entries.items():
+                    try:
+                        _, sample, labels, _ = parse_key(key)
+                    except CorruptFile:
+                        continue
+                    yield sample, dict(labels), value
         finally:
             os.close(fd)
-        return None
 
     def stop(self) -> None:
         if not self.served and self.log is not None:

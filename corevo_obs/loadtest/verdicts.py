@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .driver import DriverResult, ProbeSample, quantile
-from .observe import HistSummary
+from .observe import HistSummary, summarize
 from .server import StallLine
 from .workload import Workload
 
@@ -59,8 +59,11 @@ class Observations:
     offload_present: bool
     offload_rejected: dict[str, float]
     offload_waiting_max: float
+    offload_slot_wait: dict[float, float]  # cumulative buckets of the load's slot waits
     late_present: bool
     late_side_effects: float
+    cancels_requested: float
+    cancels_acknowledged: dict[str, float]  # by the path that carried them
     claims_present: bool
     claims: dict[str, Any]
     upstream_stats: dict[str, int]
@@ -199,11 +202,23 @@ def _offload(w: Workload, o: Observations) -> Verdict:
                        "the app reported no offload adapter (corevo_offload_* absent)",
                        {}, budget)
     rejected = int(sum(o.offload_rejected.values()))
+    wait = summarize(o.offload_slot_wait) if o.offload_slot_wait else None
+    calls = wait.count if wait else 0
+    # an immediate grant is observed as 0 s: everything above the first bucket queued
+    first = min(o.offload_slot_wait, default=0.0)
+    queued = max(0, calls - int(round(o.offload_slot_wait.get(first, 0.0))))
     measured = {"rejected_by_reason": {k: int(v) for k, v in o.offload_rejected.items()},
+                "calls": calls, "queued": queued, "queued_over_seconds": first,
+                "slot_wait": wait.as_dict() if wait else None,
                 "waiting_max": o.offload_waiting_max}
+    if calls == 0 and rejected == 0:
+        return Verdict("offload", "not exercised", "the app has an offload adapter, but no "
+                       "call went through it during the load", measured, budget)
     reasons = ", ".join(f"{k} {int(v)}" for k, v in o.offload_rejected.items() if v)
-    text = (f"{rejected} rejected ({reasons or 'none'}), "
-            f"at most {o.offload_waiting_max:g} callers waiting for a slot")
+    p99 = wait.p99 if wait and wait.p99 is not None else 0.0
+    text = (f"{calls} offloaded calls, {queued} queued for a slot (wait p99 "
+            f"{p99 * 1000:.1f} ms; at most {o.offload_waiting_max:g} waiting at a scrape), "
+            f"{rejected} rejected ({reasons or 'none'})")
     return Verdict("offload", "failed" if rejected > limit else "passed", text, measured,
                    budget)
 
@@ -239,16 +254,27 @@ def _late(w: Workload, o: Observations) -> Verdict:
     limit = w.budgets.late_side_effects
     budget = {"late_side_effects": limit}
     cancels = sum(1 for x in o.driver.outcomes if x.outcome == "cancelled")
+    acked = int(sum(o.cancels_acknowledged.values()))
+    measured: dict[str, Any] = {
+        "client_cancels": cancels, "cancels_requested": int(o.cancels_requested),
+        "cancels_acknowledged": {k: int(v) for k, v in o.cancels_acknowledged.items()}}
     if not o.late_present:
         return Verdict("late_side_effects", "not exercised",
                        f"{cancels} client cancels sent, but the app reports no cancel "
                        "acknowledgements (corevo_late_side_effects_total absent: cancel "
                        "through corevo_obs.cancel or the Observer to measure it)",
-                       {"client_cancels": cancels}, budget)
+                       measured, budget)
+    if acked == 0:
+        return Verdict("late_side_effects", "not exercised",
+                       f"{cancels} client cancels sent, {int(o.cancels_requested)} cancels "
+                       "requested, none acknowledged by an execution: no side effect could "
+                       "be late (corevo_cancel_delivered_total did not move)", measured, budget)
     n = int(o.late_side_effects)
+    measured["late_side_effects"] = n
+    paths = ", ".join(f"{k} {int(v)}" for k, v in o.cancels_acknowledged.items() if v)
     return Verdict("late_side_effects", "failed" if n > limit else "passed",
-                   f"{n} side effects after an acknowledged cancel ({cancels} client cancels)",
-                   {"late_side_effects": n, "client_cancels": cancels}, budget)
+                   f"{n} side effects after an acknowledged cancel ({acked} cancels "
+                   f"acknowledged: {paths}; {cancels} client cancels)", measured, budget)
 
 
 def _restart(w: Workload, o: Observations) -> Verdict:
@@ -270,16 +296,28 @@ def _restart(w: Workload, o: Observations) -> Verdict:
     back = (f"worker {who} SIGKILLed {at:.1f} s into the load, replaced by pid "
             f"{kill.get('new_pid')} as {kill.get('new_worker') or '?'} after "
             f"{kill['replaced_after_seconds']:.1f} s")
-    if not o.claims_present:
+    if not o.claims_present or not o.claims.get("started"):
+        why = ("reports no claims or events through the observer" if not o.claims_present
+               else "started no claim during the load")
         return Verdict("restart", "not exercised",
-                       f"{back}; half-finished claims/events: not exercised (the app "
-                       "reports no claims or events through the observer)",
+                       f"{back}; half-finished claims/events: not exercised (the app {why})",
                        measured, budget, worker=kill.get("worker"))
     half = int(o.claims.get("half_finished", 0))
+    reclaimed = int(o.claims.get("reclaimed", 0))
+    lost = int(o.claims.get("terminal", {}).get("lost", 0))
+    left = kill.get("left_running")
+    settled = o.claims.get("settled_after_seconds")
+    after = f" (settled {settled:g} s after the load)" if settled is not None else ""
+    tally = (f"{half} of {int(o.claims['started'])} started claims not terminal after the "
+             f"run{after}, {lost} marked lost, {reclaimed} reclaimed before start")
+    if left == 0 and reclaimed == 0:
+        return Verdict("restart", "not exercised",
+                       f"{back}; the kill caught no claim in flight, so recovery had nothing "
+                       f"to reconcile ({tally})", measured, budget, worker=kill.get("worker"))
+    caught = ("what it left running is unknown" if left is None
+              else f"it left {left} claims running")
     return Verdict("restart", "failed" if half > limit else "passed",
-                   f"{back}; {half} claims started but not terminal, "
-                   f"{int(o.claims.get('reclaimed', 0))} reclaimed", measured, budget,
-                   worker=kill.get("worker"))
+                   f"{back}; {caught}; {tally}", measured, budget, worker=kill.get("worker"))
 
 
 def summary_line(verdicts: list[Verdict]) -> str:

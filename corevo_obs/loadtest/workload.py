@@ -102,6 +102,9 @@ class Workload:
     max_in_flight: int = 256
     baseline_seconds: float = 3.0
     kill_worker_at_seconds: float | None = None
+    #: after the load, how long started claims may take to end before they count as
+    #: half-finished (jobs still running, a dead worker's jobs awaiting recovery)
+    settle_seconds: float = 5.0
     upstream: UpstreamSpec = UpstreamSpec()
     heartbeat: ProbeSpec = ProbeSpec("/items/1", 5.0)
     first_event: ProbeSpec | None = None
@@ -145,7 +148,8 @@ def load_workload(path: str | Path) -> Workload:
 def parse_workload(doc: dict[str, Any], where: str) -> Workload:
     r = _Reader(where)
     top = r.table(doc, "", {"seed", "duration_seconds", "max_requests", "max_in_flight",
-                            "baseline_seconds", "kill_worker_at_seconds", "upstream",
+                            "baseline_seconds", "kill_worker_at_seconds", "settle_seconds",
+                            "upstream",
                             "probes", "mix", "budgets"})
     seed = r.integer(top, "seed", required=True, low=0, high=2**63 - 1)
     duration = r.number(top, "duration_seconds", required=True, low=1.0, high=MAX_DURATION)
@@ -154,6 +158,7 @@ def parse_workload(doc: dict[str, Any], where: str) -> Workload:
     baseline = r.number(top, "baseline_seconds", default=3.0, low=1.0, high=MAX_BASELINE)
     kill_at = r.number(top, "kill_worker_at_seconds", default=None, low=0.5,
                        high=MAX_DURATION)
+    settle = r.number(top, "settle_seconds", default=5.0, low=0.0, high=MAX_BASELINE)
     if kill_at is not None and duration is not None and kill_at >= duration:
         r.error("kill_worker_at_seconds", f"must be before the end of the run "
                 f"(duration_seconds = {duration:g}), got {kill_at:g}")
@@ -201,6 +206,7 @@ def parse_workload(doc: dict[str, Any], where: str) -> Workload:
         source=where, seed=seed, duration_seconds=duration, max_requests=max_requests,
         max_in_flight=max_in_flight or 256, baseline_seconds=baseline or 3.0,
         kill_worker_at_seconds=kill_at, upstream=upstream,
+        settle_seconds=5.0 if settle is None else settle,
         heartbeat=heartbeat or ProbeSpec("/items/1", 5.0), first_event=first_event,
         mix=mix, budgets=budgets,
     )
