@@ -129,5 +129,9 @@ class SqliteCancelBus(CancelBus):
 
     async def close(self) -> None:
         self._out.close()
+        # closing the last WAL connection checkpoints into the main file: disk I/O
+        await asyncio.to_thread(self._close_db)
+
+    def _close_db(self) -> None:
         with self._lock:
             self._db.close()
