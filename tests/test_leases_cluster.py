@@ -1,12 +1,14 @@
 """Leases on a real 3-primary Redis Cluster: cluster clients, a sharded quota under a storm.
 
 The storm reuses the fault suite's holders and its independent tracker: four holder
-processes × four loss-aware holders (with think time) on a sharded limit-6 quota (3 shards, one per
-primary), callers skewed (half of the holds name tenant ``t0``), every process running
-the rebalancer (one acts at a time), and the process that leads the rebalance SIGKILLed
-mid-run. Each holder writes its own grant → end-of-work interval; the sweep over them
-must never exceed 6. Beside it the parent samples the shard limits: their sum must never
-exceed 6 either, and capacity must have moved.
+processes of loss-aware holders (with think time) on a sharded limit-6 quota (3 shards,
+one per primary), callers skewed — two processes × four holders hold only for tenant
+``t0``, on its home shard and the next (``spill=2``), two × two spread over six tenants
+and every shard — every process running the rebalancer (one acts at a time), and the
+process that leads the rebalance SIGKILLed mid-run. Each holder writes its own grant →
+end-of-work interval; the sweep over them must never exceed 6. Beside it the parent
+samples the shard limits: their sum must never exceed 6 either, and capacity must have
+moved.
 """
 
 from __future__ import annotations
@@ -136,22 +138,30 @@ def test_rebalance_moves_idle_capacity_and_a_stale_rebalancer_is_fenced(
     assert quota.rebalance() == 0  # the first round: the deficit of 6, spread evenly
     assert [limit for _, limit in quota.view()] == [2, 2, 2]
     home = quota.order("t0")[0]
-    leases = [quota.acquire("t0") for _ in range(4)]  # home shard full after two: spills
+    leases = [quota.acquire("t0") for _ in range(4)]  # home full after two: spills spread
     assert all(lease is not None for lease in leases)
-    assert [lease.quota for lease in leases if lease].count(quota.names[home]) == 2
-    assert quota.rebalance() == 1  # half of the one idle shard's two free slots
+    assert sorted(lease.quota for lease in leases if lease) == sorted(
+        [quota.names[home]] * 2 + [n for n in quota.names if n != quota.names[home]])
+    assert quota.rebalance() == 0  # no rejection, so no miss: nothing to move
+    rest = [quota.acquire("t0"), quota.acquire("t0")]
+    assert all(lease is not None for lease in rest)
+    stalest = min(range(3), key=lambda i: quota.shards[i].seen_at)
+    assert quota.acquire("t0") is None  # all full: one try, on the shard seen longest ago
+    assert [int(client.get(s.misses_key) or 0) for s in quota.shards] == [
+        int(i == stalest) for i in range(3)]
+    for lease in [*leases, *rest]:
+        if lease is not None and lease.quota != quota.names[stalest]:
+            lease.release()  # two idle slots on each other shard
+    assert quota.rebalance() == 1  # half of one idle shard's two free slots, for the miss
     assert quota.rebalance() == 0  # no misses since
     after = [limit for _, limit in quota.view()]
-    assert after[home] == 3 and sum(after) == 6, after
-    for lease in leases:
-        assert lease is not None
-        lease.release()
-    got = [quota.acquire("t0") for _ in range(3)]
-    assert [lease.quota for lease in got if lease] == [quota.names[home]] * 3
+    assert after[stalest] == 3 and sum(after) == 6, after
+    got = [quota.acquire("t0") for _ in range(4)]  # the 4 free slots, wherever they are
+    assert all(lease is not None for lease in got) and quota.acquire("t0") is None
     assert registry.get_sample_value("corevo_lease_rebalanced_total",
                                      {"worker": quota.shards[0].worker, "quota": "rb"}) == 1
     # a rebalancer with an older token than one already seen is refused everywhere
-    stale = quota._limit_op(0, 1, "raise", 5)
+    stale = quota._call((0, "raise", 5, 1))
     assert int(stale[0]) == -1
     assert sum(limit for _, limit in quota.view()) == 6
     quota.close()
@@ -181,12 +191,16 @@ def test_sharded_storm_on_the_cluster_never_oversells_work(
     procs, tracks = [], []
     for i in range(4):
         tracks.append(tmp_path / f"track{i}")
-        cfg = {"where": where, "quota": "storm", "limit": LIMIT, "timeout": TIMEOUT,
-               "interval": INTERVAL, "margin": MARGIN, "worker": f"h{i}", "waits": WAITS,
-               "holders": 4, "short": (0.05, 0.4), "long": (0.5, 1.5), "p_long": 0.2,
-               "pause": 0.6,
+        # two processes hold only for tenant t0, on its home shard and the next (spill 2):
+        # their misses make the rebalancer move capacity there; two lighter ones spread
+        # over 6 tenants and every shard (the default spill)
+        hot = i < 2
+        cfg = {"where": where + ("&spill=2" if hot else ""), "quota": "storm",
+               "limit": LIMIT, "timeout": TIMEOUT, "interval": INTERVAL, "margin": MARGIN,
+               "worker": f"h{i}", "waits": WAITS, "holders": 4 if hot else 2,
+               "short": (0.05, 0.4), "long": (0.5, 1.5), "p_long": 0.2, "pause": 0.6,
                "wait": 1.0, "poll": 0.05, "until": until, "track": str(tracks[-1]),
-               "seed": i, "keys": 6}
+               "seed": i, "keys": 1 if hot else 6}
         procs.append(subprocess.Popen(helper_cmd("lease_fault_holder.py", json.dumps(cfg)),
                                       env=worker_env, stdout=subprocess.PIPE, text=True))
     splits: list[tuple[int, ...]] = []

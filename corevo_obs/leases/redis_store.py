@@ -53,9 +53,9 @@ def acquire_lua(*, run_fence: bool = False, limit_key: bool = False) -> str:
 
     KEYS: quota zset, marker, token counter, then the run-id key (``run_fence``), then the
     limit and misses keys (``limit_key``: a limit kept in Redis, as a sharded quota's
-    shards have; a rejection of a caller whose home shard this is counts one miss).
+    shards have; a rejection of an admission's last chance counts one miss).
     ARGV: timeout, limit (the default when the limit key is absent), holder, and with
-    ``limit_key`` '1' when this shard is the caller's home shard.
+    ``limit_key`` '1' when this try is the admission's last chance (sharded.py).
     Returns {granted (1 granted, 0 rejected, 2 fenced), reaped, held, token} and, with
     ``limit_key``, the limit applied. A holder already present is refreshed and never takes
     a second slot (safe retry).

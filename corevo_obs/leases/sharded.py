@@ -9,14 +9,24 @@ fencing tokens of ``redis_store``), whose limit is kept *in Redis* beside it
 the 16384 slots, so with the usual contiguous slot ranges the shards spread evenly over
 the primaries — and the names depend only on (quota, K), never on a topology snapshot.
 
-Admission: the caller's shard (CRC32 of a caller key — a tenant, a model — modulo K;
-a random one when no key is given),
-then the others in a fixed order (``home+1, home+2, …``), up to ``spill`` shards,
-skipping a shard this worker saw full less than ``view_ttl`` (50 ms) ago — from its own
-replies and releases — so a saturated quota rejects after about one round trip, not K (a
-slot freed meanwhile by another worker is the exactness traded: the bench measures the
-stranded share it costs). A rejection on the home shard counts a *miss* there (in the
-acquire script): demand the shard's limit did not cover, whether or not a spill served it.
+Admission: the candidates are the caller's shard (CRC32 of a caller key — a tenant, a
+model — modulo K; a random one when no key is given) and the next ones (``home+1,
+home+2, …``), up to ``spill`` shards. The first try goes to the home shard unless this
+worker saw it full less than ``view_ttl`` (50 ms) ago; every other try (a spill, or the
+first when home is seen full) goes to the candidate with the most free slots as last
+seen (ties: the one seen longest ago), skipping candidates seen full within
+``view_ttl``. The view comes from the replies the admissions get anyway — a failed
+acquire returns the shard's held count and limit — and from releases and rebalance
+writes, so a spill decision costs no read. When every candidate was seen full, one try
+confirms it on the candidate seen longest ago: a rejection is always the server's word,
+never the view's alone (a slot freed meanwhile by another worker is found on the stalest
+shard first; one freed elsewhere within ``view_ttl`` is the exactness traded, measured as
+the stranded share by the bench). So a hot key whose home is full takes slots wherever
+they free up, on every primary, and a saturated quota rejects after one round trip,
+spread over the shards. A rejection of an admission's last chance (no other candidate
+left that was not seen full) counts a *miss* on that shard (in the acquire script):
+demand that the candidates' limits did not cover — not a stale view that a spill
+corrected.
 
 Rebalance: the sum of shard limits never exceeds N at any instant. One worker at a time
 rebalances — the holder of the lease ``<quota>.rebalance`` (limit 1) — every
@@ -50,12 +60,13 @@ Example::
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import random
 import threading
 import time
 import zlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Generator, Iterator
 from dataclasses import dataclass
 from time import monotonic
 from typing import Any, Final, TypeVar
@@ -70,9 +81,9 @@ SLOTS: Final = 16384
 #: a spill skips a shard this worker saw full less than this long ago (seconds)
 VIEW_TTL: Final = 0.05
 T = TypeVar("T")
-#: '1' while a shard is tried as the caller's home shard (its rejection is a miss there);
-#: a context variable, so concurrent tasks and threads each see their own
-_HOME: contextvars.ContextVar[str] = contextvars.ContextVar("corevo_shard_home", default="0")
+#: '1' while a shard gets an admission's last chance (its rejection is a miss there); a
+#: context variable, so concurrent tasks and threads each see their own
+_LAST: contextvars.ContextVar[str] = contextvars.ContextVar("corevo_shard_last", default="0")
 
 # KEYS: zset, limit, fence, misses. ARGV: token, op (read | lower | raise), amount, timeout.
 # Returns {limit, live holders, misses (read: taken and reset), amount applied}, or
@@ -105,6 +116,16 @@ elseif ARGV[2] == 'raise' then
 end
 return {limit, held, misses, amount}
 """
+
+
+@contextlib.contextmanager
+def _last_chance(last: bool) -> Iterator[None]:
+    """Mark the shard acquire inside as an admission's last chance (or not)."""
+    mark = _LAST.set("1" if last else "0")
+    try:
+        yield
+    finally:
+        _LAST.reset(mark)
 
 
 def key_slot(key: str) -> int:
@@ -181,12 +202,20 @@ def plan_raises(states: list[ShardState], spare: int) -> list[tuple[int, int]]:
     return sorted(out.items())
 
 
-class _ShardCore:
-    """Configuration, names, admission order, the local view and the metrics."""
+#: one limit-script call of a rebalance round: (shard, op, amount, fencing token)
+LimitOp = tuple[int, str, int, int]
 
-    def __init__(self, quota: str, *, limit: int, shards: int, spill: int | None,
-                 timeout: float, rebalance_every: float | None, view_ttl: float,
-                 options: dict[str, Any]) -> None:
+
+class _ShardCore:
+    """Configuration, names, the shard stores, admission order, the local view, the
+    rebalance round and the metrics: all but the I/O, shared by both stores."""
+
+    _shard_cls: type[Any]
+    _rebalancer_cls: type[Any]
+
+    def __init__(self, quota: str, client: Any, *, limit: int, shards: int,
+                 spill: int | None = None, rebalance_every: float | None = None,
+                 view_ttl: float = VIEW_TTL, **store_options: Any) -> None:
         if isinstance(shards, bool) or not isinstance(shards, int) or not 1 <= shards <= 64:
             raise ConfigError(f"shards must be an int in 1..64, got {shards!r}",
                               source="sharded lease store")
@@ -196,42 +225,61 @@ class _ShardCore:
         self.quota, self.limit, self.k = quota, limit, shards
         self.spill = shards if spill is None else max(1, min(shards, spill))
         self.view_ttl = float(view_ttl)
-        self.timeout = float(timeout)
+        self.timeout = float(store_options.get("timeout", DEFAULT_TIMEOUT))
         self.rebalance_every = (self.timeout / 2 if rebalance_every is None
                                 else float(rebalance_every))
         self.names = shard_names(quota, shards)
-        self._options = options
-        self.shards: list[Any] = []
-        self._stranded: Any = None
-        self._moved: Any = None
-
-    def _bind(self, worker: str, registry: Any) -> None:
+        self.client = client
+        self.shards: list[Any] = [self._shard_cls(n, client, limit=max(1, limit // shards),
+                                                  **store_options) for n in self.names]
+        self.rebalancer = self._rebalancer_cls(f"{quota}.rebalance", client, limit=1,
+                                               **store_options)
+        self._leader = self.rebalancer.new_holder()
+        self._limit_script = client.register_script(LIMIT_LUA)
         from ..core.metrics import child
 
-        self._worker, self._registry = worker, registry
-        self._stranded = child("corevo_lease_stranded_total", registry, worker=worker,
-                               quota=self.quota)
-        self._moved = child("corevo_lease_rebalanced_total", registry, worker=worker,
-                            quota=self.quota)
+        first = self.shards[0]
+        self._worker, self._registry = first.worker, first._registry
+        self._stranded = child("corevo_lease_stranded_total", self._registry,
+                               worker=self._worker, quota=quota)
+        self._moved = child("corevo_lease_rebalanced_total", self._registry,
+                            worker=self._worker, quota=quota)
+        self._stop = threading.Event()  # ends the blocking store's rebalancer thread
 
     def order(self, key: str | None) -> list[int]:
-        """The shards an admission for ``key`` tries, in order (no key: a random home
-        shard, for callers that need no affinity — it spreads the load best)."""
+        """The candidate shards for ``key``: its home shard first, then the next ones (no
+        key: a random home shard, for callers that need no affinity)."""
         h = home(key, self.k) if key is not None else random.randrange(self.k)  # noqa: S311
         return [(h + j) % self.k for j in range(self.spill)]
+
+    def pick(self, candidates: list[int], tried: list[int]) -> tuple[int, bool] | None:
+        """The next shard to try and whether it is the admission's last chance (no other
+        candidate left that was not seen full), or None: reject. See "Admission" in the
+        module doc."""
+        now, ttl, shards = monotonic(), self.view_ttl, self.shards
+        left = [i for i in candidates if i not in tried and not shards[i].surely_full(ttl, now)]
+        if not left:  # all seen full: the server confirms it once, on the stalest view
+            return None if tried else (min(candidates, key=lambda j: shards[j].seen_at), True)
+        if not tried and left[0] == candidates[0]:
+            return candidates[0], len(left) == 1
+        best = max(left, key=lambda j: (shards[j].seen[1] - shards[j].seen[0],
+                                        -shards[j].seen_at))
+        return best, len(left) == 1
 
     def view(self) -> list[tuple[int, int]]:
         """(held, limit) per shard as last seen by this worker (acquire replies and
         rebalancer reads)."""
         return [s.seen for s in self.shards]
 
-    def _rejected_all(self, tried: list[int]) -> None:
-        """Count a stranded rejection when a shard not asked had room as last seen."""
+    def _rejected_all(self, tried: list[int]) -> int:
+        """Count a stranded rejection when a shard not asked had room as last seen; the
+        shard tried last (whose outcome the rejection names)."""
         for i in set(range(self.k)) - set(tried):
             held, limit = self.shards[i].seen
             if held < limit:
                 self._stranded.inc()
-                return
+                break
+        return tried[-1]
 
     def _states(self, replies: list[Any]) -> list[ShardState] | None:
         if any(int(r[0]) < 0 for r in replies):
@@ -241,6 +289,38 @@ class _ShardCore:
             shard._saw(st.held, st.limit)
         return states
 
+    def _round(self) -> Generator[LimitOp | None, Any, int | None]:
+        """One rebalance round as the calls it needs, each sent back its reply (None: the
+        rebalancer lease; else a limit-script call), so the sync and asyncio stores only
+        do the I/O. Slots moved, or None (not the leader, or stale)."""
+        lease = yield None
+        if lease is None:
+            return None
+        token = lease.token
+        replies = []
+        for i in range(self.k):
+            replies.append((yield i, "read", 0, token))
+        states = self._states(replies)
+        if states is None:
+            return None
+        taken = 0
+        for i, amount in plan_lowers(states):
+            reply = yield i, "lower", amount, token
+            if int(reply[0]) < 0 or not lease.valid():
+                return None
+            taken += int(reply[3])
+            states[i].limit = int(reply[0])
+            self.shards[i]._saw(int(reply[1]), int(reply[0]))
+        spare = self.limit - sum(s.limit for s in states)
+        for i, amount in plan_raises(states, spare):
+            reply = yield i, "raise", amount, token
+            if int(reply[0]) < 0 or not lease.valid():
+                return None
+            self.shards[i]._saw(int(reply[1]), int(reply[0]))
+        if taken:
+            self._moved.inc(taken)
+        return taken
+
     def _pause(self, started: float, wait: float, poll: float) -> float | None:
         """``LeaseStore._pause`` over the shards: the breaker rule applies when every
         shard's backend is known down."""
@@ -249,12 +329,14 @@ class _ShardCore:
             return open_pause(self.quota, after, started, wait)
         return self.shards[0]._rejected(started, wait, poll)
 
-    def _limit_args(self, token: int, op: str, amount: int = 0) -> list[Any]:
-        return [token, op, amount, self.timeout]
-
-
-def _shard_keys(store: Any) -> list[str]:
-    return [store.key, store.limit_key, f"{store.key}:fence", store.misses_key]
+    def _call(self, op: LimitOp | None) -> Any:
+        """Send one call of ``_round`` (a coroutine on the asyncio store)."""
+        if op is None:
+            return self.rebalancer.acquire(self._leader)
+        i, what, amount, token = op
+        s = self.shards[i]
+        return self._limit_script(keys=[s.key, s.limit_key, f"{s.key}:fence", s.misses_key],
+                                  args=[token, what, amount, self.timeout])
 
 
 class _SeenShard:
@@ -271,10 +353,10 @@ class _SeenShard:
         held, limit = self.seen
         self.seen = (max(0, held - 1), limit)
 
-    def surely_full(self, ttl: float) -> bool:
+    def surely_full(self, ttl: float, now: float | None = None) -> bool:
         """Seen full less than ``ttl`` s ago: a spill skips it (no round trip)."""
         held, limit = self.seen
-        return held >= limit and monotonic() - self.seen_at < ttl
+        return held >= limit and (monotonic() if now is None else now) - self.seen_at < ttl
 
 
 class _Shard(_SeenShard, RedisLeaseStore):
@@ -285,7 +367,7 @@ class _Shard(_SeenShard, RedisLeaseStore):
 
     def _try_acquire(self, holder: str) -> AcquireResult:
         granted, reaped, held, token, limit = self._acquire_script(
-            keys=self.keys, args=[self.timeout, 0, holder, _HOME.get()])
+            keys=self.keys, args=[self.timeout, 0, holder, _LAST.get()])
         self.limit = limit  # what the lease metrics report
         self._saw(held, limit)
         return AcquireResult(granted == 1, reaped, held, token, granted == 2)
@@ -302,7 +384,7 @@ class _AsyncShard(_SeenShard, AsyncRedisLeaseStore):
 
     async def _try_acquire(self, holder: str) -> AcquireResult:
         granted, reaped, held, token, limit = await self._acquire_script(
-            keys=self.keys, args=[self.timeout, 0, holder, _HOME.get()])
+            keys=self.keys, args=[self.timeout, 0, holder, _LAST.get()])
         self.limit = limit
         self._saw(held, limit)
         return AcquireResult(granted == 1, reaped, held, token, granted == 2)
@@ -334,41 +416,24 @@ class ShardedLeaseStore(_ShardCore):
     returned is the shard's own ``Lease``: heartbeat and release go to that shard.
     """
 
-    def __init__(self, quota: str, client: Any, *, limit: int, shards: int,
-                 spill: int | None = None, rebalance_every: float | None = None,
-                 view_ttl: float = VIEW_TTL, **store_options: Any) -> None:
-        timeout = float(store_options.get("timeout", DEFAULT_TIMEOUT))
-        super().__init__(quota, limit=limit, shards=shards, spill=spill, timeout=timeout,
-                         rebalance_every=rebalance_every, view_ttl=view_ttl,
-                         options=store_options)
-        self.client = client
-        self.shards = [_Shard(n, client, limit=max(1, limit // shards), **store_options)
-                       for n in self.names]
-        first = self.shards[0]
-        self._bind(first.worker, first._registry)
-        self.rebalancer = RedisLeaseStore(f"{quota}.rebalance", client, limit=1,
-                                          **store_options)
-        self._leader = self.rebalancer.new_holder()
-        self._limit_script = client.register_script(LIMIT_LUA)
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+    _shard_cls, _rebalancer_cls = _Shard, RedisLeaseStore
+    _thread: threading.Thread | None = None
+
+    def _admit(self, key: str | None, holder: str | None) -> tuple[Lease | None, int]:
+        """A lease or None, and the shard tried last (whose outcome a rejection names)."""
+        candidates, tried = self.order(key), list[int]()
+        while (chosen := self.pick(candidates, tried)) is not None:
+            i, last = chosen
+            with _last_chance(last):
+                lease = self.shards[i].acquire(holder)
+            if lease is not None:
+                return lease, i
+            tried.append(i)
+        return None, self._rejected_all(tried)
 
     def acquire(self, key: str | None = None, holder: str | None = None) -> Lease | None:
-        """A lease on the first shard in ``key``'s order with room, or None."""
-        tried: list[int] = []
-        for i in self.order(key):
-            if tried and self.shards[i].surely_full(self.view_ttl):
-                continue
-            mark = _HOME.set("0" if tried else "1")
-            try:
-                lease = self.shards[i].acquire(holder)
-            finally:
-                _HOME.reset(mark)
-            if lease is not None:
-                return lease
-            tried.append(i)
-        self._rejected_all(tried)
-        return None
+        """A lease on a shard of ``key``'s candidates with room, or None."""
+        return self._admit(key, holder)[0]
 
     def acquire_within(self, wait: float = 0.0, *, key: str | None = None,
                        holder: str | None = None, poll: float = DEFAULT_POLL) -> Lease:
@@ -377,13 +442,12 @@ class ShardedLeaseStore(_ShardCore):
         holder = holder or self.shards[0].new_holder()
         started = monotonic()
         while True:
-            lease = self.acquire(key, holder)
+            lease, last = self._admit(key, holder)
             if lease is not None:
                 return lease
             pause = self._pause(started, wait, poll)
             if pause is None:
-                raise LeaseRejected(self.quota, self.shards[self.order(key)[0]]._last_outcome,
-                                    wait)
+                raise LeaseRejected(self.quota, self.shards[last]._last_outcome, wait)
             time.sleep(pause)
 
     def hold(self, key: str | None = None, *, holder: str | None = None,
@@ -391,36 +455,14 @@ class ShardedLeaseStore(_ShardCore):
         """``with quota.hold("tenant") as lease:`` — ``LeaseStore.hold`` on the shards."""
         return Hold(_Keyed(self, key), holder, wait, poll)  # type: ignore[arg-type]
 
-    def _limit_op(self, i: int, token: int, op: str, amount: int = 0) -> Any:
-        return self._limit_script(keys=_shard_keys(self.shards[i]),
-                                  args=self._limit_args(token, op, amount))
-
     def rebalance(self) -> int | None:
         """One round if this worker holds the rebalancer lease: slots moved, else None."""
-        lease = self.rebalancer.acquire(self._leader)
-        if lease is None:
-            return None
-        token = lease.token
-        states = self._states([self._limit_op(i, token, "read") for i in range(self.k)])
-        if states is None:
-            return None
-        taken = 0
-        for i, amount in plan_lowers(states):
-            reply = self._limit_op(i, token, "lower", amount)
-            if int(reply[0]) < 0 or not lease.valid():
-                return None
-            taken += int(reply[3])
-            states[i].limit = int(reply[0])
-            self.shards[i]._saw(int(reply[1]), int(reply[0]))
-        spare = self.limit - sum(s.limit for s in states)
-        for i, amount in plan_raises(states, spare):
-            reply = self._limit_op(i, token, "raise", amount)
-            if int(reply[0]) < 0 or not lease.valid():
-                return None
-            self.shards[i]._saw(int(reply[1]), int(reply[0]))
-        if taken:
-            self._moved.inc(taken)
-        return taken
+        calls, reply = self._round(), None
+        try:
+            while True:
+                reply = self._call(calls.send(reply))
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
 
     def start_rebalancer(self) -> threading.Thread:
         """Run ``rebalance()`` every ``rebalance_every`` s in a daemon thread (every
@@ -458,40 +500,24 @@ class AsyncShardedLeaseStore(_ShardCore):
     """The sharded quota on an asyncio client (``redis.asyncio.cluster.RedisCluster`` or
     ``redis.asyncio.Redis``); the same options, coroutines for I/O."""
 
-    def __init__(self, quota: str, client: Any, *, limit: int, shards: int,
-                 spill: int | None = None, rebalance_every: float | None = None,
-                 view_ttl: float = VIEW_TTL, **store_options: Any) -> None:
-        timeout = float(store_options.get("timeout", DEFAULT_TIMEOUT))
-        super().__init__(quota, limit=limit, shards=shards, spill=spill, timeout=timeout,
-                         rebalance_every=rebalance_every, view_ttl=view_ttl,
-                         options=store_options)
-        self.client = client
-        self.shards = [_AsyncShard(n, client, limit=max(1, limit // shards), **store_options)
-                       for n in self.names]
-        first = self.shards[0]
-        self._bind(first.worker, first._registry)
-        self.rebalancer = AsyncRedisLeaseStore(f"{quota}.rebalance", client, limit=1,
-                                               **store_options)
-        self._leader = self.rebalancer.new_holder()
-        self._limit_script = client.register_script(LIMIT_LUA)
-        self._task: asyncio.Task[None] | None = None
+    _shard_cls, _rebalancer_cls = _AsyncShard, AsyncRedisLeaseStore
+    _task: asyncio.Task[None] | None = None
+
+    async def _admit(self, key: str | None,
+                     holder: str | None) -> tuple[AsyncLease | None, int]:
+        candidates, tried = self.order(key), list[int]()
+        while (chosen := self.pick(candidates, tried)) is not None:
+            i, last = chosen
+            with _last_chance(last):
+                lease = await self.shards[i].acquire(holder)
+            if lease is not None:
+                return lease, i
+            tried.append(i)
+        return None, self._rejected_all(tried)
 
     async def acquire(self, key: str | None = None,
                       holder: str | None = None) -> AsyncLease | None:
-        tried: list[int] = []
-        for i in self.order(key):
-            if tried and self.shards[i].surely_full(self.view_ttl):
-                continue
-            mark = _HOME.set("0" if tried else "1")
-            try:
-                lease = await self.shards[i].acquire(holder)
-            finally:
-                _HOME.reset(mark)
-            if lease is not None:
-                return lease
-            tried.append(i)
-        self._rejected_all(tried)
-        return None
+        return (await self._admit(key, holder))[0]
 
     async def acquire_within(self, wait: float = 0.0, *, key: str | None = None,
                              holder: str | None = None,
@@ -499,13 +525,12 @@ class AsyncShardedLeaseStore(_ShardCore):
         holder = holder or self.shards[0].new_holder()
         started = monotonic()
         while True:
-            lease = await self.acquire(key, holder)
+            lease, last = await self._admit(key, holder)
             if lease is not None:
                 return lease
             pause = self._pause(started, wait, poll)
             if pause is None:
-                raise LeaseRejected(self.quota, self.shards[self.order(key)[0]]._last_outcome,
-                                    wait)
+                raise LeaseRejected(self.quota, self.shards[last]._last_outcome, wait)
             await asyncio.sleep(pause)
 
     def hold(self, key: str | None = None, *, holder: str | None = None,
@@ -518,35 +543,13 @@ class AsyncShardedLeaseStore(_ShardCore):
         async with self.hold(key, wait=wait, poll=poll):
             return await fn(*args)
 
-    async def _limit_op(self, i: int, token: int, op: str, amount: int = 0) -> Any:
-        return await self._limit_script(keys=_shard_keys(self.shards[i]),
-                                        args=self._limit_args(token, op, amount))
-
     async def rebalance(self) -> int | None:
-        lease = await self.rebalancer.acquire(self._leader)
-        if lease is None:
-            return None
-        token = lease.token
-        states = self._states([await self._limit_op(i, token, "read") for i in range(self.k)])
-        if states is None:
-            return None
-        taken = 0
-        for i, amount in plan_lowers(states):
-            reply = await self._limit_op(i, token, "lower", amount)
-            if int(reply[0]) < 0 or not lease.valid():
-                return None
-            taken += int(reply[3])
-            states[i].limit = int(reply[0])
-            self.shards[i]._saw(int(reply[1]), int(reply[0]))
-        spare = self.limit - sum(s.limit for s in states)
-        for i, amount in plan_raises(states, spare):
-            reply = await self._limit_op(i, token, "raise", amount)
-            if int(reply[0]) < 0 or not lease.valid():
-                return None
-            self.shards[i]._saw(int(reply[1]), int(reply[0]))
-        if taken:
-            self._moved.inc(taken)
-        return taken
+        calls, reply = self._round(), None
+        try:
+            while True:
+                reply = await self._call(calls.send(reply))
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
 
     def start_rebalancer(self) -> asyncio.Task[None]:
         async def loop() -> None:

@@ -19,8 +19,8 @@ def store_for(where: str | Path, quota: str, *, asynchronous: bool = False,
     """A Redis store for a ``redis://`` URL, else SQLite; short waits unless given.
 
     ``fresh`` declares a Redis quota new (no restart fence): tests flush their server.
-    ``cluster://HOST:PORT?shards=K`` is a sharded quota on a Redis Cluster (its rebalancer
-    started when asynchronous; a fresh one gets its first round at once);
+    ``cluster://HOST:PORT?shards=K[&spill=S]`` is a sharded quota on a Redis Cluster (its
+    rebalancer started when asynchronous; a fresh one gets its first round at once);
     ``sentinel://HOST:PORT,HOST:PORT/SERVICE?replicas=1`` a store on the Sentinel-managed
     primary that waits for ``replicas``.
     """
@@ -66,7 +66,8 @@ def _topology_store(where: str, quota: str, *, asynchronous: bool, fresh: bool,
         client = cluster_mod.RedisCluster(host=url.hostname, port=url.port or 6379,
                                           retry=Retry(NoBackoff(), 0), **waits)
         cls: Any = AsyncShardedLeaseStore if asynchronous else ShardedLeaseStore
-        store = cls(quota, client, shards=query.get("shards", 3), **opts)
+        store = cls(quota, client, shards=query.get("shards", 3), spill=query.get("spill"),
+                    **opts)
         if asynchronous:
             store.start_rebalancer()
         elif fresh:
