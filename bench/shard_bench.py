@@ -1,6 +1,7 @@
 """A hot quota on a 3-primary Redis Cluster: one key vs K = 3, 6, 12 shards, in one run.
 
-Usage: python bench/shard_bench.py [--steps 4000] [--instructions]
+Usage: python bench/shard_bench.py [--steps 4000] [--workers 1] [--view-ttl 0.05]
+                                   [--instructions]
 
 Starts a real 3-primary Cluster (tests/helpers/redis_topology.py), then for the single-key
 quota (``RedisLeaseStore``) and each sharded quota (``ShardedLeaseStore``, limit 48) runs
@@ -8,7 +9,12 @@ the same admission workload twice: callers from 1,000 tenants, evenly, then skew
 tenants, tenant 0 asking for 40 % of the admissions, the rest spread evenly); each step
 admits one more caller (p = 0.55) or releases a random holder, so the quota drifts up to
 its limit and runs there with rejections; the rebalancer runs every 50 steps (in process:
-deterministic).
+deterministic). ``--workers W`` spreads the steps over W stores on the same quota, each
+with its own view of the shards (it sees its own replies and releases only), as W
+processes would: the single worker's view is exact, theirs goes stale. A step takes about
+one round trip (< 1 ms), so the default 50 ms ``view_ttl`` spans some 50 releases here,
+where a real quota whose work takes seconds sees one or two in 50 ms: ``--view-ttl
+0.002`` keeps that ratio for a multi-worker run.
 
 Printed per variant:
 - busiest primary's share of the admission scripts (EVALSHA calls in each server's
@@ -49,6 +55,7 @@ LIMIT, TENANTS, HOT, ADMIT, EVEN = 48, 16, 0.4, 0.55, 1000
 KINDS = (0, 1, 3, 6, 12)
 REBALANCE = 50  # steps between rebalance rounds (20 was measured worse: 1.43× at K = 6)
 OPTS: dict[str, Any] = {"timeout": 30.0, "heartbeat_interval": 5.0, "margin": 1.0}
+VIEW_TTL = [0.05]  # the stores' view_ttl (--view-ttl)
 
 
 def client(port: int) -> RedisCluster:
@@ -56,16 +63,19 @@ def client(port: int) -> RedisCluster:
                         socket_connect_timeout=0.5, retry=Retry(NoBackoff(), 0))
 
 
-def make(kind: int, cl: RedisCluster, name: str) -> Any:
-    """0: the single-key quota; K >= 1: a sharded one (rebalanced once, so it is open)."""
+def make(kind: int, cl: RedisCluster, name: str, fresh: bool = True) -> Any:
+    """0: the single-key quota; K >= 1: a sharded one (``fresh``: declared new and
+    rebalanced once, so it is open)."""
     if kind == 0:
         single = RedisLeaseStore(name, cl, limit=LIMIT, registry=CollectorRegistry(), **OPTS)
-        single.declare_fresh()
+        if fresh:
+            single.declare_fresh()
         return single
     store = ShardedLeaseStore(name, cl, limit=LIMIT, shards=kind, registry=CollectorRegistry(),
-                              rebalance_every=1e9, **OPTS)
-    store.declare_fresh()
-    store.rebalance()
+                              rebalance_every=1e9, view_ttl=VIEW_TTL[0], **OPTS)
+    if fresh:
+        store.declare_fresh()
+        store.rebalance()
     return store
 
 
@@ -80,9 +90,13 @@ def room(store: Any) -> bool:
 
 
 def workload(topo: RedisCluster3, kind: int, steps: int, hot: float,
-             tenants: int = TENANTS, seed: int = 7) -> dict[str, float]:
+             tenants: int = TENANTS, seed: int = 7, workers: int = 1) -> dict[str, float]:
     cl = client(topo.ports[0])
-    store = make(kind, cl, f"bench{kind}-{hot}")
+    name = f"bench{kind}-{hot}-{workers}"
+    store = make(kind, cl, name)
+    # more workers: more stores on the same quota, each with its own view of the shards
+    # (it sees only its own replies and releases); the first one rebalances
+    fleet = [store] + [make(kind, cl, name, fresh=False) for _ in range(workers - 1)]
     rng = random.Random(seed)
     held: list[Any] = []
     attempts = rejections = stranded = 0
@@ -91,7 +105,8 @@ def workload(topo: RedisCluster3, kind: int, steps: int, hot: float,
         if not held or rng.random() < ADMIT:
             tenant = 0 if rng.random() < hot else rng.randrange(1, tenants)
             attempts += 1
-            lease = store.acquire() if kind == 0 else store.acquire(f"tenant-{tenant}")
+            worker = fleet[rng.randrange(workers)]
+            lease = worker.acquire() if kind == 0 else worker.acquire(f"tenant-{tenant}")
             if lease is None:
                 rejections += 1
                 if kind and room(store):
@@ -105,7 +120,8 @@ def workload(topo: RedisCluster3, kind: int, steps: int, hot: float,
     stats = topo.commandstats()
     for lease in held:
         lease.release()
-    store.close()
+    for one in fleet:
+        one.close()
     evalsha = {p: s.get("evalsha", 0) for p, s in stats.items()}
     # the rebalancer's own scripts: (K limit reads + 1 lease) per round, and its writes
     rounds = steps // REBALANCE if kind else 0
@@ -137,6 +153,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=4000)
     ap.add_argument("--instructions", action="store_true")
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--view-ttl", type=float, default=VIEW_TTL[0])
     ap.add_argument("--inner", nargs=3, type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.inner:
@@ -145,18 +163,27 @@ def main() -> int:
     if args.steps < 100:
         print("shard_bench: --steps must be >= 100", file=sys.stderr)
         return 2
+    if not 1 <= args.workers <= 32:
+        print("shard_bench: --workers must be in 1..32", file=sys.stderr)
+        return 2
+    if not 0 <= args.view_ttl <= 10:
+        print("shard_bench: --view-ttl must be in 0..10 seconds", file=sys.stderr)
+        return 2
+    VIEW_TTL[0] = args.view_ttl
     if args.instructions and not callgrind.available():
         print("shard_bench: --instructions needs valgrind (apt-get install valgrind)",
               file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory() as tmp, RedisCluster3(Path(tmp)) as topo:
-        even = {k: workload(topo, k, args.steps, 1 / EVEN, EVEN) for k in KINDS}
-        rows = {k: workload(topo, k, args.steps, HOT) for k in KINDS}
+        w = args.workers
+        even = {k: workload(topo, k, args.steps, 1 / EVEN, EVEN, workers=w) for k in KINDS}
+        rows = {k: workload(topo, k, args.steps, HOT, workers=w) for k in KINDS}
         cost = {k: instructions(topo.ports[0], k) for k in rows} if args.instructions else {}
     base_rt = rows[0]["round_trips"]
-    print(f"limit {LIMIT}, {args.steps} steps, 3 primaries, rebalance every {REBALANCE} "
-          f"steps; even callers ({EVEN} tenants) and skewed ({TENANTS} tenants, tenant 0: "
-          f"{HOT:.0%})")
+    print(f"limit {LIMIT}, {args.steps} steps, {args.workers} worker(s), view_ttl "
+          f"{args.view_ttl * 1000:g} ms, 3 primaries, "
+          f"rebalance every {REBALANCE} steps; even callers ({EVEN} tenants) and skewed "
+          f"({TENANTS} tenants, tenant 0: {HOT:.0%})")
     print("| quota | busiest primary, even | busiest primary, skewed | round trips / "
           "admission, skewed | vs one key | stranded / rejections, skewed | rejections |"
           + (" client instr. / pair | × one key | est. per admission × |" if cost else ""))
