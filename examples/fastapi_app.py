@@ -39,7 +39,7 @@ from corevo_obs.integrations.http_clients import httpx_async_hooks
 from corevo_obs.integrations.worker_slots import claim_worker_slot
 from corevo_obs.offload import OffloadRejected
 
-from .jobs_runtime import JobRuntime
+from .jobs_runtime import JobRuntime, jobs_configured
 
 UPSTREAM = os.environ.get("UPSTREAM_URL", "http://127.0.0.1:9/")
 
@@ -56,9 +56,14 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.upstream = httpx.AsyncClient(event_hooks=httpx_async_hooks(dependency="upstream"))
     # a sync SDK gets 2 threads; 32 more callers may queue for them, none longer than 5 s
     app.state.sdk = OffloadAdapter(name="sdk", max_in_flight=2, max_waiting=32, wait_timeout=5)
-    app.state.jobs = await JobRuntime.open(app.state.upstream, UPSTREAM)
+    # a run that names the job database (the load test) claims jobs from the start; any
+    # other server opens the job runtime at its first job request, or never
+    app.state.jobs_lock = asyncio.Lock()
+    app.state.jobs = (await JobRuntime.open(app.state.upstream, UPSTREAM)
+                      if jobs_configured() else None)
     yield
-    await app.state.jobs.close()
+    if app.state.jobs is not None:
+        await app.state.jobs.close()
     await app.state.sdk.aclose()
     await app.state.upstream.aclose()
     await health.stop()
@@ -129,16 +134,24 @@ async def sdk(n: int = 0) -> JSONResponse:
         return JSONResponse({"rejected": exc.reason}, status_code=503)
 
 
+async def _jobs() -> JobRuntime:
+    async with app.state.jobs_lock:
+        if app.state.jobs is None:
+            app.state.jobs = await JobRuntime.open(app.state.upstream, UPSTREAM)
+        return app.state.jobs  # type: ignore[no-any-return]
+
+
 @app.post("/jobs", status_code=202)
 async def start_job(steps: int = 3, step: float = 0.1) -> dict[str, str]:
     """A background job: queued at once, claimed and run by whichever worker is free."""
-    return {"job": await app.state.jobs.submit(steps, step)}
+    return {"job": await (await _jobs()).submit(steps, step)}
 
 
 @app.get("/jobs/stream")
 async def job_stream(steps: int = 3, step: float = 0.1) -> StreamingResponse:
     """A job run here whose events stream back; a client that goes away cancels it."""
-    job, events = await app.state.jobs.stream(steps, step)
+    jobs = await _jobs()
+    job, events = await jobs.stream(steps, step)
 
     async def body() -> AsyncIterator[bytes]:
         finished = False
@@ -148,6 +161,6 @@ async def job_stream(steps: int = 3, step: float = 0.1) -> StreamingResponse:
             finished = True
         finally:
             if not finished:
-                app.state.jobs.cancel_soon(job)
+                jobs.cancel_soon(job)
 
     return StreamingResponse(body(), media_type="application/x-ndjson")

@@ -54,6 +54,11 @@ LATE_WRITE_DELAY: Final = 0.3
 log = logging.getLogger("examples.jobs")
 
 
+def jobs_configured() -> bool:
+    """Whether this run names its job database (``corevo-obs loadtest`` does)."""
+    return bool(os.environ.get("EXAMPLE_JOBS_DB") or os.environ.get("COREVO_LOADTEST_DIR"))
+
+
 def jobs_db() -> str:
     explicit = os.environ.get("EXAMPLE_JOBS_DB")
     if explicit:

@@ -115,10 +115,21 @@ def prometheus(tmp: Path, targets: list[str]) -> Iterator[str]:
          "--log.level=warn"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_port(web, proc)
-        yield f"http://127.0.0.1:{web}"
+        base = f"http://127.0.0.1:{web}"
+        # the port opens before the TSDB is loaded; queries answer 503 until /-/ready does
+        eventually("prometheus ready", lambda: _ready(f"{base}/-/ready"), timeout=30)
+        yield base
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def _ready(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as reply:
+            return bool(reply.status == 200)
+    except OSError:  # refused, reset, or an HTTPError (503 while starting)
+        return False
 
 
 def _free_port() -> int:

@@ -116,3 +116,47 @@ def test_uvicorn_workers_beside_metrics_serve(tmp_path: Path, need_prometheus: N
         eventually("20 requests in sum()", lambda: scalar(prom, ITEMS) == 20)
         time.sleep(2.5)
         assert scalar(prom, ITEMS) == 20
+
+
+def _stream(url: str) -> bytes:
+    return get(url)
+
+
+@pytest.mark.timeout(180)
+def test_aiohttp_under_gunicorn_two_workers(tmp_path: Path, need_prometheus: None) -> None:
+    """aiohttp's own gunicorn worker class with the same hooks: one target, named
+    workers, WebSocket and streamed first events marked inside the task (none after it
+    ended, the 0.1 bug of marking in on_response_prepare)."""
+    import asyncio
+
+    import websockets
+
+    mp = tmp_path / "mp"
+    mp.mkdir()
+    app_port, metrics_port = free_port(), free_port()
+    env = app_env(PROMETHEUS_MULTIPROC_DIR=str(mp), BIND=f"127.0.0.1:{app_port}",
+                  WORKERS="2", COREVO_METRICS_PORT=str(metrics_port))
+    cmd = python("-m", "gunicorn", "-c", "examples/gunicorn_conf.py",
+                 "-k", "aiohttp.GunicornWebWorker", "examples.aiohttp_app:make_app()")
+
+    async def ws(url: str) -> list[str]:
+        async with websockets.connect(url) as conn:
+            return [str(m) async for m in conn]
+
+    first = 'sum(corevo_task_first_event_seconds_count{kind=~"WS /ws|GET /stream"})'
+    with serve(cmd, app_port, env, tmp_path / "gunicorn.log") as master, \
+            prometheus(tmp_path, [f"127.0.0.1:{metrics_port}"]) as prom:
+        wait_port(metrics_port, master)
+        assert eventually("2 named workers", lambda: _workers(prom) == {"w0", "w1"})
+        for i in range(20):
+            get(f"http://127.0.0.1:{app_port}/items/{i}")
+        for _ in range(3):
+            assert asyncio.run(ws(f"ws://127.0.0.1:{app_port}/ws?delay=0.05")) == [
+                "event 0", "event 1", "event 2"]
+            assert _stream(f"http://127.0.0.1:{app_port}/stream?delay=0.05").count(b"chunk") == 3
+        eventually("20 requests in sum()", lambda: scalar(prom, ITEMS) == 20)
+        eventually("6 first events in sum()", lambda: scalar(prom, first) == 6)
+        time.sleep(2.5)  # more scrapes: a double count would show now
+        assert scalar(prom, ITEMS) == 20 and scalar(prom, first) == 6
+        errors = scalar(prom, "sum(corevo_task_mark_errors_total)")
+        assert errors in (None, 0.0), f"stage marks refused: {errors}"
