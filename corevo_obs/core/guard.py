@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import logging
 import threading
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry
+
+if TYPE_CHECKING:
+    from .scope import Scope
 
 log = logging.getLogger("corevo_obs")
 _seen: set[str] = set()
@@ -23,8 +27,15 @@ def absorb(
     *,
     worker: str = "unknown",
     registry: CollectorRegistry | None = None,
+    scope: Scope | None = None,
 ) -> None:
-    """Record an instrumentation failure without raising."""
+    """Record an instrumentation failure without raising.
+
+    A component passes its ``scope``; ``worker=`` / ``registry=`` stay for callers that
+    hold the two separately (the scope wins when both are given: this must not raise).
+    """
+    if scope is not None:
+        worker, registry = scope.worker, scope.registry
     with _lock:
         first = component not in _seen
         _seen.add(component)

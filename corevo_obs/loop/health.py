@@ -11,6 +11,7 @@ from typing import Any, Final
 from prometheus_client import CollectorRegistry
 
 from ..core.identity import worker_name
+from ..core.scope import Scope
 from ..core.settings import option, resolve
 from .lag import DEFAULT_INTERVAL, LoopLagSampler
 from .watchdog import (
@@ -82,19 +83,18 @@ class LoopHealth:
         config: LoopHealthConfig,
         *,
         registry: CollectorRegistry | None = None,
+        scope: Scope | None = None,
     ) -> None:
-        self.config = config
-        self.sampler = LoopLagSampler(
-            interval=config.interval, worker=config.worker, registry=registry
-        )
+        self.scope = Scope.resolve(config.worker, registry, scope)
+        self.config = replace(config, worker=self.scope.worker)
+        self.sampler = LoopLagSampler(interval=config.interval, scope=self.scope)
         self.watchdog: StallWatchdog | None = None
         if config.watchdog:
             self.watchdog = StallWatchdog(
                 threshold=config.stall_threshold,
                 check_interval=config.check_interval,
                 beat_interval=config.interval,
-                worker=config.worker,
-                registry=registry,
+                scope=self.scope,
                 max_reports=config.max_reports,
                 log_interval=config.log_interval,
                 project_roots=config.project_roots,
@@ -105,7 +105,7 @@ class LoopHealth:
 
     @property
     def worker(self) -> str:
-        return self.sampler.worker
+        return self.scope.worker
 
     @property
     def reports(self) -> list[StallReport]:
@@ -141,10 +141,17 @@ class LoopHealth:
 def install_loop_health(
     *,
     registry: CollectorRegistry | None = None,
+    scope: Scope | None = None,
     loop: asyncio.AbstractEventLoop | None = None,
     project_roots: Iterable[str] | None = None,
     **options: Any,
 ) -> LoopHealth:
-    """Start the sampler, heartbeat and watchdog on the running loop (or ``loop``)."""
-    config = LoopHealthConfig.resolve(project_roots=project_roots, **options)
-    return LoopHealth(config, registry=registry).start(loop)
+    """Start the sampler, heartbeat and watchdog on the running loop (or ``loop``).
+
+    ``scope`` (a host's ``core.scope.Scope``) gives the worker label and the registry;
+    ``worker=`` / ``registry=`` still work alone and must agree with it when both are given.
+    """
+    scope = Scope.resolve(options.get("worker"), registry, scope)
+    config = LoopHealthConfig.resolve(project_roots=project_roots,
+                                      **{**options, "worker": scope.worker})
+    return LoopHealth(config, scope=scope).start(loop)

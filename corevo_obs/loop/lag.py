@@ -16,8 +16,7 @@ from typing import Final
 from prometheus_client import CollectorRegistry
 
 from ..core import guard
-from ..core.identity import worker_name
-from ..core.metrics import child
+from ..core.scope import Scope
 
 DEFAULT_INTERVAL: Final = 0.02
 
@@ -42,23 +41,25 @@ class LoopLagSampler:
         interval: float = DEFAULT_INTERVAL,
         worker: str | None = None,
         registry: CollectorRegistry | None = None,
+        scope: Scope | None = None,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
         if not 0.001 <= interval <= 60:
             raise ValueError(f"lag sampler interval must be within 1 ms..60 s, got {interval}")
         self.interval = interval
-        self.worker = worker_name(worker)
-        self._registry = registry
+        self.scope = Scope.resolve(worker, registry, scope)
         self._wall = wall_clock
-        self._lag = child("corevo_event_loop_lag_seconds", registry, worker=self.worker)
-        self._heartbeat = child(
-            "corevo_event_loop_heartbeat_timestamp_seconds", registry, worker=self.worker
-        )
+        self._lag = self.scope.child("corevo_event_loop_lag_seconds")
+        self._heartbeat = self.scope.child("corevo_event_loop_heartbeat_timestamp_seconds")
         self._listeners: list[BeatListener] = []
         self._task: asyncio.Task[None] | None = None
         self.last_lag = 0.0
         self.max_lag = 0.0
         self.ticks = 0  # completed samples: what the instrumentation's cost scales with
+
+    @property
+    def worker(self) -> str:
+        return self.scope.worker
 
     def add_listener(self, listener: BeatListener) -> None:
         self._listeners.append(listener)
@@ -94,7 +95,7 @@ class LoopLagSampler:
             self._absorb("lag_sampler", task.exception())  # type: ignore[arg-type]
 
     def _absorb(self, component: str, exc: BaseException) -> None:
-        guard.absorb(component, exc, worker=self.worker, registry=self._registry)
+        guard.absorb(component, exc, scope=self.scope)
 
     def _stamp(self) -> None:
         try:

@@ -24,8 +24,7 @@ from typing import Any, Final
 from prometheus_client import CollectorRegistry
 
 from ..core import guard
-from ..core.identity import worker_name
-from ..core.metrics import child
+from ..core.scope import Scope
 from . import schedstat
 from .causes import (
     CAUSES,
@@ -156,6 +155,7 @@ class StallWatchdog:
         beat_interval: float = 0.02,
         worker: str | None = None,
         registry: CollectorRegistry | None = None,
+        scope: Scope | None = None,
         max_reports: int = DEFAULT_MAX_REPORTS,
         log_interval: float = DEFAULT_LOG_INTERVAL,
         project_roots: Iterable[str] = (),
@@ -170,26 +170,22 @@ class StallWatchdog:
         self.threshold = threshold
         self.check_interval = check_interval
         self.beat_interval = beat_interval
-        self.worker = worker_name(worker)
+        self.scope = Scope.resolve(worker, registry, scope)
         self.project_roots = tuple(project_roots)
         # taken as given here (no filesystem call on the loop thread); the watchdog
         # thread swaps in the resolved filter when it starts
         self.frame_filter = FrameFilter(self.project_roots)
         self.stack_frames = stack_frames
         self.reports: deque[StallReport] = deque(maxlen=max_reports)
-        self._registry = registry
         self._clock = clock
         self._wall = wall_clock
         self._log_interval = log_interval
         self._last_log = float("-inf")
         self._suppressed = 0
-        self._stalls = child("corevo_event_loop_stalls_total", registry, worker=self.worker)
-        self._stall_seconds = child(
-            "corevo_event_loop_stall_seconds", registry, worker=self.worker
-        )
+        self._stalls = self.scope.child("corevo_event_loop_stalls_total")
+        self._stall_seconds = self.scope.child("corevo_event_loop_stall_seconds")
         self._by_cause = {
-            c: child("corevo_event_loop_stalls_by_cause_total", registry,
-                     worker=self.worker, cause=c)
+            c: self.scope.child("corevo_event_loop_stalls_by_cause_total", cause=c)
             for c in CAUSES
         }
         self._listeners: list[StallListener] = []
@@ -217,6 +213,10 @@ class StallWatchdog:
         self.wakes = 0  # times the thread woke (each one takes the GIL)
 
     # --- loop thread side: keep it tiny ---
+    @property
+    def worker(self) -> str:
+        return self.scope.worker
+
     def beat(self, now: float, lag: float) -> None:
         # clocks only: they keep the GIL (a file read here would hand it to a busy thread)
         reading = (now, time.thread_time_ns(), time.process_time_ns(), self._gc.total)
@@ -307,20 +307,18 @@ class StallWatchdog:
             try:
                 self._open_probe()
             except Exception as exc:  # noqa: BLE001 - no readings: stacks and gc still work
-                guard.absorb("stall_watchdog", exc, worker=self.worker,
-                             registry=self._registry)
+                guard.absorb("stall_watchdog", exc, scope=self.scope)
             while not self._stop.wait(self._wait()):
                 self.wakes += 1
                 try:
                     self._check()
                 except Exception as exc:  # noqa: BLE001 - the thread must outlive any bug
-                    guard.absorb("stall_watchdog", exc, worker=self.worker,
-                                 registry=self._registry)
+                    guard.absorb("stall_watchdog", exc, scope=self.scope)
             with self._state:
                 reports = self._drain_ended(self._find_blocker)
             self._record_all(reports)
         except Exception as exc:  # noqa: BLE001
-            guard.absorb("stall_watchdog", exc, worker=self.worker, registry=self._registry)
+            guard.absorb("stall_watchdog", exc, scope=self.scope)
         finally:
             probe, self._probe = self._probe, None
             if probe is not None:
@@ -354,7 +352,7 @@ class StallWatchdog:
         try:
             return self._next_wait()
         except Exception as exc:  # noqa: BLE001 - e.g. an injected clock that raises
-            guard.absorb("stall_watchdog", exc, worker=self.worker, registry=self._registry)
+            guard.absorb("stall_watchdog", exc, scope=self.scope)
             return self.check_interval
 
     def _next_wait(self) -> float:
@@ -499,16 +497,16 @@ class StallWatchdog:
             self._stall_seconds.observe(report.duration)
             self._by_cause[report.cause].inc()
         except Exception as exc:  # noqa: BLE001
-            guard.absorb("stall_metrics", exc, worker=self.worker, registry=self._registry)
+            guard.absorb("stall_metrics", exc, scope=self.scope)
         try:
             self._log(report)
         except Exception as exc:  # noqa: BLE001 - a broken log handler is the host's
-            guard.absorb("stall_log", exc, worker=self.worker, registry=self._registry)
+            guard.absorb("stall_log", exc, scope=self.scope)
         for listener in self._listeners:
             try:
                 listener(report)
             except Exception as exc:  # noqa: BLE001
-                guard.absorb("stall_listener", exc, worker=self.worker, registry=self._registry)
+                guard.absorb("stall_listener", exc, scope=self.scope)
 
     def _log(self, report: StallReport) -> None:
         with self._state:

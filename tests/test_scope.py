@@ -1,0 +1,110 @@
+"""One Scope (worker label + registry) resolved once and shared by the components."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+
+import pytest
+from prometheus_client import REGISTRY, CollectorRegistry
+
+from corevo_obs.core import guard
+from corevo_obs.core.errors import ConfigError
+from corevo_obs.core.scope import Scope
+from corevo_obs.loop import LoopLagSampler, StallWatchdog
+
+
+def test_explicit_keywords_win_over_the_environment(monkeypatch, registry):
+    monkeypatch.setenv("COREVO_WORKER", "from-env")
+    scope = Scope.resolve(worker="w3", registry=registry)
+    assert (scope.worker, scope.registry) == ("w3", registry)
+
+
+def test_environment_then_pid_then_global_registry(monkeypatch):
+    monkeypatch.setenv("COREVO_WORKER", "from-env")
+    assert Scope.resolve() == Scope("from-env", REGISTRY)
+    monkeypatch.delenv("COREVO_WORKER")
+    assert Scope.resolve().worker == f"pid{os.getpid()}"
+
+
+def test_an_explicit_scope_wins_over_the_environment(monkeypatch, registry):
+    scope = Scope("w0", registry)
+    monkeypatch.setenv("COREVO_WORKER", "from-env")
+    assert Scope.resolve(scope=scope) is scope
+    assert Scope.resolve(worker="w0", registry=registry, scope=scope) is scope
+
+
+def test_a_scope_with_a_different_worker_names_both(registry):
+    with pytest.raises(ConfigError) as caught:
+        Scope.resolve(worker="w1", scope=Scope("w0", registry))
+    assert "scope=Scope(worker='w0') and worker='w1'" in str(caught.value)
+
+
+def test_a_scope_with_a_different_registry_names_both(registry):
+    with pytest.raises(ConfigError) as caught:
+        Scope.resolve(registry=CollectorRegistry(), worker="w1", scope=Scope("w0", registry))
+    assert "scope=Scope(worker='w0') and worker='w1' and a different registry=" in str(
+        caught.value)
+
+
+def test_a_bad_worker_name_is_refused_however_the_scope_is_built(registry):
+    with pytest.raises(ConfigError, match="1-64 characters"):
+        Scope("not a label!", registry)
+    with pytest.raises(ConfigError, match="worker argument"):
+        Scope.resolve(worker="", registry=registry)
+
+
+def test_a_scope_is_immutable(registry):
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Scope("w0", registry).worker = "w1"  # type: ignore[misc]
+
+
+def test_absorb_counts_in_the_scope(registry):
+    guard.absorb("scope-test", RuntimeError("boom"), scope=Scope("w7", registry))
+    assert registry.get_sample_value(
+        "corevo_instrumentation_errors_total", {"worker": "w7", "component": "scope-test"}
+    ) == 1.0
+    # the old keywords still work (leases call absorb with them)
+    guard.absorb("scope-test", RuntimeError("boom"), worker="w7", registry=registry)
+    assert registry.get_sample_value(
+        "corevo_instrumentation_errors_total", {"worker": "w7", "component": "scope-test"}
+    ) == 2.0
+
+
+def test_components_keep_worker_and_registry_keywords(registry):
+    sampler = LoopLagSampler(worker="w2", registry=registry)
+    assert sampler.scope == Scope("w2", registry)
+    assert sampler.worker == "w2"
+
+
+def test_a_component_refuses_a_scope_and_a_different_worker(registry):
+    with pytest.raises(ConfigError, match="worker='w9'"):
+        StallWatchdog(scope=Scope("w0", registry), worker="w9")
+
+
+def test_one_scope_shared_by_loop_components_gives_one_label_and_registry(
+    monkeypatch, registry
+):
+    from corevo_obs import install_loop_health
+
+    monkeypatch.setenv("COREVO_WORKER", "not-this-one")
+    scope = Scope("shared", registry)
+
+    async def main() -> None:
+        async with install_loop_health(scope=scope, interval=0.01) as health:
+            await asyncio.sleep(0.05)
+        assert health.scope is scope and health.worker == "shared"
+        assert health.config.worker == "shared"
+        assert health.watchdog is not None and health.watchdog.scope is scope
+
+    asyncio.run(main())
+    assert registry.get_sample_value(
+        "corevo_event_loop_lag_seconds_count", {"worker": "shared"}
+    ) >= 1
+    assert registry.get_sample_value(
+        "corevo_event_loop_stalls_total", {"worker": "shared"}
+    ) == 0.0
+    assert REGISTRY.get_sample_value(
+        "corevo_event_loop_lag_seconds_count", {"worker": "shared"}
+    ) is None
