@@ -31,12 +31,11 @@ import weakref
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any, Final, ParamSpec, TypeVar
 
-from prometheus_client import REGISTRY, CollectorRegistry
+from prometheus_client import CollectorRegistry
 
 from .core import guard
 from .core.catalog import spec
-from .core.identity import worker_name
-from .core.metrics import child
+from .core.scope import Scope
 from .tracing import AttributeValue, TaskSpan, resolve_tracer
 
 __all__ = [
@@ -102,13 +101,13 @@ class _KindSeries:
     __slots__ = ("kind", "dispatch", "first_event", "total", "_external", "_errors", "_rec")
 
     def __init__(self, rec: StageRecorder, kind: str) -> None:
-        reg, w = rec.registry, rec.worker
+        scope = rec.scope
         self.kind = kind
         self._rec = rec
-        self.dispatch = child("corevo_task_dispatch_seconds", reg, worker=w, kind=kind)
-        self.first_event = child("corevo_task_first_event_seconds", reg, worker=w, kind=kind)
+        self.dispatch = scope.child("corevo_task_dispatch_seconds", kind=kind)
+        self.first_event = scope.child("corevo_task_first_event_seconds", kind=kind)
         self.total = {
-            o: child("corevo_task_total_seconds", reg, worker=w, kind=kind, outcome=o)
+            o: scope.child("corevo_task_total_seconds", kind=kind, outcome=o)
             for o in OUTCOMES
         }
         self._external: dict[str, tuple[str, Any]] = {}
@@ -121,9 +120,8 @@ class _KindSeries:
             bounded = self._rec.dependencies(dependency)
             found = self._external.get(bounded)
             if found is None:
-                found = (bounded, child(
-                    "corevo_task_external_seconds", self._rec.registry,
-                    worker=self._rec.worker, kind=self.kind, dependency=bounded,
+                found = (bounded, self._rec.scope.child(
+                    "corevo_task_external_seconds", kind=self.kind, dependency=bounded,
                 ))
                 self._external[bounded] = found
         return found
@@ -131,9 +129,8 @@ class _KindSeries:
     def mark_error(self, reason: str) -> None:
         found = self._errors.get(reason)
         if found is None:
-            found = self._errors[reason] = child(
-                "corevo_task_mark_errors_total", self._rec.registry,
-                worker=self._rec.worker, kind=self.kind, reason=reason,
+            found = self._errors[reason] = self._rec.scope.child(
+                "corevo_task_mark_errors_total", kind=self.kind, reason=reason,
             )
         found.inc()
 
@@ -150,14 +147,14 @@ class StageRecorder:
         *,
         worker: str | None = None,
         registry: CollectorRegistry | None = None,
+        scope: Scope | None = None,
         kinds: Collection[str] | None = None,
         dependencies: Collection[str] | None = None,
         max_kinds: int = DEFAULT_MAX_VALUES,
         max_dependencies: int = DEFAULT_MAX_VALUES,
         tracer_provider: Any | None = None,
     ) -> None:
-        self.worker = worker_name(worker)
-        self.registry = registry
+        self.scope = Scope.resolve(worker, registry, scope)
         self.kinds = BoundedValues(kinds, cap=max_kinds)
         self.dependencies = BoundedValues(dependencies, cap=max_dependencies)
         self._series: dict[str, _KindSeries] = {}
@@ -165,8 +162,16 @@ class StageRecorder:
         try:
             self.tracer = resolve_tracer(tracer_provider)
         except Exception as exc:  # noqa: BLE001 - a broken OTel setup must not stop the host
-            guard.absorb("stages.tracing", exc, worker=self.worker, registry=registry)
+            guard.absorb("stages.tracing", exc, scope=self.scope)
             self.tracer = None
+
+    @property
+    def worker(self) -> str:
+        return self.scope.worker
+
+    @property
+    def registry(self) -> CollectorRegistry:
+        return self.scope.registry
 
     def series(self, kind: str) -> _KindSeries:
         found = self._series.get(kind)  # admitted kinds are keyed by themselves
@@ -200,25 +205,28 @@ _shared: weakref.WeakKeyDictionary[CollectorRegistry, dict[str, StageRecorder]] 
     weakref.WeakKeyDictionary()
 )
 _shared_lock = threading.Lock()
-_last_shared: tuple[CollectorRegistry | None, str | None, StageRecorder] | None = None
+_last_shared: (
+    tuple[CollectorRegistry | None, str | None, Scope | None, StageRecorder] | None
+) = None
 
 
 def shared_recorder(
-    worker: str | None = None, registry: CollectorRegistry | None = None
+    worker: str | None = None,
+    registry: CollectorRegistry | None = None,
+    scope: Scope | None = None,
 ) -> StageRecorder:
-    """The process-wide recorder for (worker, registry), built on first use."""
+    """The process-wide recorder for a scope (or worker, registry), built on first use."""
     global _last_shared
     last = _last_shared
-    if last is not None and last[0] is registry and last[1] == worker:
-        return last[2]  # the common case: one registry, one worker, every task
-    w = worker_name(worker)
-    reg = REGISTRY if registry is None else registry
+    if last is not None and last[0] is registry and last[1] == worker and last[2] is scope:
+        return last[3]  # the common case: one registry, one worker, every task
+    resolved = Scope.resolve(worker, registry, scope)
     with _shared_lock:
-        per = _shared.setdefault(reg, {})
-        found = per.get(w)
+        per = _shared.setdefault(resolved.registry, {})
+        found = per.get(resolved.worker)
         if found is None:
-            found = per[w] = StageRecorder(worker=w, registry=registry)
-    _last_shared = (registry, worker, found)
+            found = per[resolved.worker] = StageRecorder(scope=resolved)
+    _last_shared = (registry, worker, scope, found)
     return found
 
 
@@ -238,13 +246,14 @@ class TaskStages:
         kind: str,
         worker: str | None = None,
         registry: CollectorRegistry | None = None,
+        scope: Scope | None = None,
         accepted_at: float | None = None,
         job_id: str | None = None,
         execution_id: str | None = None,
         attributes: Mapping[str, AttributeValue] | None = None,
         recorder: StageRecorder | None = None,
     ) -> None:
-        rec = recorder if recorder is not None else shared_recorder(worker, registry)
+        rec = recorder if recorder is not None else shared_recorder(worker, registry, scope)
         self._setup(rec, kind, accepted_at, job_id, execution_id, attributes)
 
     def _setup(
@@ -374,7 +383,7 @@ class TaskStages:
         return wall_ns + int((mono - anchor) * 1e9)
 
     def _absorb(self, exc: BaseException) -> None:
-        guard.absorb("stages", exc, worker=self._rec.worker, registry=self._rec.registry)
+        guard.absorb("stages", exc, scope=self._rec.scope)
 
 
 class ExternalWait:
@@ -467,6 +476,7 @@ def track_task(
     recorder: StageRecorder | None = None,
     worker: str | None = None,
     registry: CollectorRegistry | None = None,
+    scope: Scope | None = None,
     accepted_at_arg: str | None = None,
     job_id_arg: str | None = None,
     execution_id_arg: str | None = None,
@@ -484,7 +494,7 @@ def track_task(
     def decorate(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
         @functools.wraps(fn)
         async def handler(*args: P.args, **kwargs: P.kwargs) -> R:
-            rec = recorder if recorder is not None else shared_recorder(worker, registry)
+            rec = recorder if recorder is not None else shared_recorder(worker, registry, scope)
             at = kwargs.get(accepted_at_arg) if accepted_at_arg is not None else None
             job = kwargs.get(job_id_arg) if job_id_arg is not None else None
             ex = kwargs.get(execution_id_arg) if execution_id_arg is not None else None

@@ -108,3 +108,32 @@ def test_one_scope_shared_by_loop_components_gives_one_label_and_registry(
     assert REGISTRY.get_sample_value(
         "corevo_event_loop_lag_seconds_count", {"worker": "shared"}
     ) is None
+
+
+def test_stages_recorder_middleware_and_decorator_share_a_scope(registry):
+    from corevo_obs.integrations.asgi import StagesMiddleware
+    from corevo_obs.stages import StageRecorder, shared_recorder, track_task
+
+    scope = Scope("web0", registry)
+    rec = StageRecorder(scope=scope)
+    assert (rec.worker, rec.registry) == ("web0", registry)
+    assert shared_recorder(scope=scope) is shared_recorder(scope=scope)
+
+    async def app(_s, _r, _send) -> None:
+        return None
+
+    middleware = StagesMiddleware(app, scope=scope)
+    assert middleware.recorder.scope is scope
+    with pytest.raises(ConfigError, match="worker='web1'"):
+        StagesMiddleware(app, scope=scope, worker="web1")
+
+    @track_task("job", scope=scope)
+    async def job() -> None:
+        return None
+
+    rec.task("chat").finish("completed")
+    asyncio.run(job())
+    for kind in ("chat", "job"):
+        assert registry.get_sample_value(
+            "corevo_task_total_seconds_count",
+            {"worker": "web0", "kind": kind, "outcome": "completed"}) == 1.0
