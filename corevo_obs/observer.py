@@ -25,8 +25,8 @@ from prometheus_client import CollectorRegistry
 from .core import promclient
 from .core.catalog import CATALOG
 from .core.guard import absorb
-from .core.identity import worker_name
 from .core.metrics import child
+from .core.scope import Scope
 
 AcquireOutcome = Literal["granted", "rejected", "fenced", "error"]
 HeartbeatOutcome = Literal["renewed", "lost", "error"]
@@ -104,10 +104,9 @@ class Observer:
         """A write carried the idempotency key of an execution that had acknowledged a cancel."""
 
 
-def _per_value(name: str, label: str, registry: CollectorRegistry | None,
-               **labels: str) -> dict[str, Any]:
+def _per_value(scope: Scope, name: str, label: str, **labels: str) -> dict[str, Any]:
     """One bound child per enumerated value of ``label``: a lookup, not a labels() call."""
-    return {v: child(name, registry, **labels, **{label: v}) for v in CATALOG[name].values[label]}
+    return {v: scope.child(name, **labels, **{label: v}) for v in CATALOG[name].values[label]}
 
 
 _MAX_COUNT: Final = 2**53  # past this a float counter can no longer add one
@@ -152,14 +151,15 @@ def _unknown(value: object, metric: str) -> ValueError:
 class _QuotaChildren:
     """The children of one quota, bound once (every outcome, so zero-valued series exist)."""
 
-    def __init__(self, worker: str, quota: str, registry: CollectorRegistry | None) -> None:
-        wq = {"worker": worker, "quota": quota}
-        self.acquire = _per_value("corevo_lease_acquire_total", "outcome", registry, **wq)
-        self.heartbeat = _per_value("corevo_lease_heartbeat_total", "outcome", registry, **wq)
-        self.release = _per_value("corevo_lease_release_total", "outcome", registry, **wq)
-        self.reaped = child("corevo_lease_reaped_total", registry, **wq)
-        self.seconds = child("corevo_lease_acquire_seconds", registry, **wq)
-        self.hold = child("corevo_lease_hold_seconds", registry, **wq)
+    def __init__(self, scope: Scope, quota: str) -> None:
+        registry = scope.registry
+        self.acquire = _per_value(scope, "corevo_lease_acquire_total", "outcome", quota=quota)
+        self.heartbeat = _per_value(scope, "corevo_lease_heartbeat_total", "outcome",
+                                    quota=quota)
+        self.release = _per_value(scope, "corevo_lease_release_total", "outcome", quota=quota)
+        self.reaped = scope.child("corevo_lease_reaped_total", quota=quota)
+        self.seconds = scope.child("corevo_lease_acquire_seconds", quota=quota)
+        self.hold = scope.child("corevo_lease_hold_seconds", quota=quota)
         self.held = child("corevo_lease_held", registry, quota=quota)
         self.limit = child("corevo_lease_limit", registry, quota=quota)
         self.oldest = child("corevo_lease_oldest_heartbeat_age_seconds", registry, quota=quota)
@@ -279,9 +279,8 @@ class _LockedQuota(_Quota):
                 promclient.observe_cells(self._hold_h, held_seconds)
 
 
-def _quota_metrics(worker: str, quota: str, registry: CollectorRegistry | None
-                   ) -> _Quota:
-    c = _QuotaChildren(worker, quota, registry)
+def _quota_metrics(scope: Scope, quota: str) -> _Quota:
+    c = _QuotaChildren(scope, quota)
     cells = _LockedQuota.hot_cells(c)
     return _QuotaMetrics(c) if cells is None else _LockedQuota(c, cells)
 
@@ -297,35 +296,45 @@ class MetricsObserver(Observer):
     """
 
     def __init__(
-        self, *, worker: str | None = None, registry: CollectorRegistry | None = None
+        self,
+        *,
+        worker: str | None = None,
+        registry: CollectorRegistry | None = None,
+        scope: Scope | None = None,
     ) -> None:
-        self.worker = worker_name(worker)
-        self.registry = registry
+        self.scope = sc = Scope.resolve(worker, registry, scope)
         self._quotas: dict[str, _Quota] = {}
-        w, r = {"worker": self.worker}, registry
-        self._claim = _per_value("corevo_claim_total", "outcome", r, **w)
-        self._start = _per_value("corevo_claim_start_total", "outcome", r, **w)
-        self._terminal = _per_value("corevo_job_terminal_total", "state", r, **w)
-        self._path = _per_value("corevo_job_dispatch_path_total", "path", r, **w)
-        self._projected = _per_value("corevo_events_projected_total", "outcome", r, **w)
-        self._queue_wait = child("corevo_claim_queue_wait_seconds", r, **w)
-        self._to_start = child("corevo_claim_to_start_seconds", r, **w)
-        self._reclaimed = child("corevo_claim_reclaimed_total", r, **w)
-        self._replayed = child("corevo_events_replayed_total", r, **w)
-        self._cancel_requested = child("corevo_cancel_requested_total", r, **w)
-        self._cancel_delivered = _per_value("corevo_cancel_delivered_total", "path", r, **w)
-        self._cancel_latency = _per_value("corevo_cancel_latency_seconds", "path", r, **w)
-        self._routed = _per_value("corevo_command_routed_total", "outcome", r, **w)
-        self._late = child("corevo_late_side_effects_total", r, **w)
+        self._claim = _per_value(sc, "corevo_claim_total", "outcome")
+        self._start = _per_value(sc, "corevo_claim_start_total", "outcome")
+        self._terminal = _per_value(sc, "corevo_job_terminal_total", "state")
+        self._path = _per_value(sc, "corevo_job_dispatch_path_total", "path")
+        self._projected = _per_value(sc, "corevo_events_projected_total", "outcome")
+        self._queue_wait = sc.child("corevo_claim_queue_wait_seconds")
+        self._to_start = sc.child("corevo_claim_to_start_seconds")
+        self._reclaimed = sc.child("corevo_claim_reclaimed_total")
+        self._replayed = sc.child("corevo_events_replayed_total")
+        self._cancel_requested = sc.child("corevo_cancel_requested_total")
+        self._cancel_delivered = _per_value(sc, "corevo_cancel_delivered_total", "path")
+        self._cancel_latency = _per_value(sc, "corevo_cancel_latency_seconds", "path")
+        self._routed = _per_value(sc, "corevo_command_routed_total", "outcome")
+        self._late = sc.child("corevo_late_side_effects_total")
+
+    @property
+    def worker(self) -> str:
+        return self.scope.worker
+
+    @property
+    def registry(self) -> CollectorRegistry:
+        return self.scope.registry
 
     def _absorb(self, exc: Exception) -> None:
-        absorb("observer", exc, worker=self.worker, registry=self.registry)
+        absorb("observer", exc, scope=self.scope)
 
     def _quota(self, quota: object) -> _Quota:
         found = self._quotas.get(quota)  # type: ignore[call-overload]
         if found is None:
             name = _name(quota, "quota")
-            found = self._quotas[name] = _quota_metrics(self.worker, name, self.registry)
+            found = self._quotas[name] = _quota_metrics(self.scope, name)
         return found
 
     # --- leases -------------------------------------------------------------------

@@ -39,8 +39,7 @@ from prometheus_client import CollectorRegistry
 
 from .core import guard
 from .core.errors import ConfigError, CorevoObsError
-from .core.identity import worker_name
-from .core.metrics import child
+from .core.scope import Scope
 
 __all__ = [
     "AdapterClosed",
@@ -143,6 +142,7 @@ class OffloadAdapter:
         on_background_error: ErrorCallback | None = None,
         registry: CollectorRegistry | None = None,
         worker: str | None = None,
+        scope: Scope | None = None,
         executor: Executor | None = None,
     ) -> None:
         problems = []
@@ -160,8 +160,7 @@ class OffloadAdapter:
         self.max_in_flight = max_in_flight
         self.max_waiting = max_waiting
         self.wait_timeout = wait_timeout
-        self.worker = worker_name(worker)
-        self._registry = registry
+        self.scope = Scope.resolve(worker, registry, scope)
         self._on_error = on_background_error
         self._executor = executor
         self._owns_executor = executor is None
@@ -172,23 +171,27 @@ class OffloadAdapter:
         self._drained: asyncio.Future[None] | None = None
         self._closed = False
 
-        labels = {"worker": self.worker, "adapter": name}
-        self._in_flight = child("corevo_offload_in_flight", registry, **labels)
-        self._waiting = child("corevo_offload_waiting", registry, **labels)
-        self._slot_wait = child("corevo_offload_slot_wait_seconds", registry, **labels)
-        self._sunk_total = child("corevo_offload_sunk_slots_total", registry, **labels)
-        self._errors = child("corevo_offload_errors_total", registry, **labels)
+        c = functools.partial(self.scope.child, adapter=name)
+        self._in_flight = c("corevo_offload_in_flight")
+        self._waiting = c("corevo_offload_waiting")
+        self._slot_wait = c("corevo_offload_slot_wait_seconds")
+        self._sunk_total = c("corevo_offload_sunk_slots_total")
+        self._errors = c("corevo_offload_errors_total")
         self._duration = {
-            o: child("corevo_offload_duration_seconds", registry, outcome=o, **labels)
+            o: c("corevo_offload_duration_seconds", outcome=o)
             for o in ("ok", "error", "cancelled")
         }
         self._rejected = {
-            r: child("corevo_offload_rejected_total", registry, reason=r, **labels)
+            r: c("corevo_offload_rejected_total", reason=r)
             for r in ("queue_full", "timeout", "closed")
         }
-        child("corevo_offload_limit", registry, **labels).set(max_in_flight)
+        c("corevo_offload_limit").set(max_in_flight)
 
     # --- state, for monitors and tests -------------------------------------------------
+
+    @property
+    def worker(self) -> str:
+        return self.scope.worker
 
     @property
     def in_flight(self) -> int:
@@ -387,7 +390,7 @@ class OffloadAdapter:
         try:
             self._on_error(exc)
         except Exception as err:  # noqa: BLE001 - a faulty callback must not break the loop
-            guard.absorb("offload.callback", err, worker=self.worker, registry=self._registry)
+            guard.absorb("offload.callback", err, scope=self.scope)
 
     # --- shutdown ----------------------------------------------------------------------
 

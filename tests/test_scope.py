@@ -137,3 +137,37 @@ def test_stages_recorder_middleware_and_decorator_share_a_scope(registry):
         assert registry.get_sample_value(
             "corevo_task_total_seconds_count",
             {"worker": "web0", "kind": kind, "outcome": "completed"}) == 1.0
+
+
+def test_one_scope_gives_offload_observer_and_sampler_one_worker_and_registry(
+    monkeypatch, registry
+):
+    from corevo_obs.observer import MetricsObserver
+    from corevo_obs.offload import OffloadAdapter
+
+    monkeypatch.setenv("COREVO_WORKER", "not-this-one")
+    scope = Scope.resolve(worker="host1", registry=registry)
+    adapter = OffloadAdapter(name="sdk", max_in_flight=2, scope=scope)
+    observer = MetricsObserver(scope=scope)
+    sampler = LoopLagSampler(scope=scope)
+    assert adapter.worker == observer.worker == sampler.worker == "host1"
+    assert observer.registry is registry
+
+    async def main() -> int:
+        try:
+            return await adapter.run(lambda: 41 + 1)
+        finally:
+            await adapter.aclose()
+
+    assert asyncio.run(main()) == 42
+    observer.claim("won")
+    observer.lease_acquired("q", "granted", reaped=0, held=1, seconds=0.01)
+    assert registry.get_sample_value("corevo_offload_limit",
+                                     {"worker": "host1", "adapter": "sdk"}) == 2.0
+    assert registry.get_sample_value("corevo_claim_total",
+                                     {"worker": "host1", "outcome": "won"}) == 1.0
+    assert registry.get_sample_value("corevo_lease_acquire_total",
+                                     {"worker": "host1", "quota": "q",
+                                      "outcome": "granted"}) == 1.0
+    assert REGISTRY.get_sample_value("corevo_offload_limit",
+                                     {"worker": "host1", "adapter": "sdk"}) is None
