@@ -32,6 +32,7 @@ from typing import Any, Final
 
 from prometheus_client import CollectorRegistry
 
+from .core.scope import Scope
 from .core.sqlite import open_sqlite
 from .observer import MetricsObserver, Observer, ProjectOutcome
 
@@ -92,10 +93,11 @@ class Projector:
         worker: str | None = None,
         observer: Observer | None = None,
         registry: CollectorRegistry | None = None,
+        scope: Scope | None = None,
     ) -> None:
         self.sink = sink
         self.max_buffer = max_buffer
-        self.observer = observer or MetricsObserver(worker=worker, registry=registry)
+        self.observer = observer or MetricsObserver(worker=worker, registry=registry, scope=scope)
         self._streams: dict[str, _Stream] = {}
 
     def offer(self, event: Event) -> ProjectOutcome:

@@ -171,3 +171,21 @@ def test_one_scope_gives_offload_observer_and_sampler_one_worker_and_registry(
                                       "outcome": "granted"}) == 1.0
     assert REGISTRY.get_sample_value("corevo_offload_limit",
                                      {"worker": "host1", "adapter": "sdk"}) is None
+
+
+def test_job_store_and_projector_share_a_scope(tmp_path, registry):
+    from corevo_obs.claims import SqliteJobStore
+    from corevo_obs.events import Event, Projector
+
+    scope = Scope("jobs0", registry)
+    jobs = SqliteJobStore(tmp_path / "jobs.db", scope=scope)
+    projector = Projector(lambda _e: None, scope=scope)
+    assert jobs.worker == "jobs0" and "jobs0" in jobs.owner
+    job_id = jobs.create_job(payload="{}")
+    assert jobs.claim(job_id).claim is not None
+    assert projector.offer(Event(job_id=job_id, execution_id="x", epoch=1, seq=1,
+                                 type="k")) == "applied"
+    assert registry.get_sample_value("corevo_claim_total",
+                                     {"worker": "jobs0", "outcome": "won"}) == 1.0
+    assert registry.get_sample_value("corevo_events_projected_total",
+                                     {"worker": "jobs0", "outcome": "applied"}) == 1.0

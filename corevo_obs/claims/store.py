@@ -35,7 +35,7 @@ from prometheus_client import CollectorRegistry
 
 from ..core.errors import BackendUnavailable
 from ..core.guard import absorb
-from ..core.identity import worker_name
+from ..core.scope import Scope
 from ..leases.holder import HolderIds, holder_alive
 from ..observer import MetricsObserver, Observer, TerminalState
 from . import sql
@@ -68,26 +68,32 @@ class JobStore:
         owner: str | None = None,
         observer: Observer | None = None,
         registry: CollectorRegistry | None = None,
+        scope: Scope | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.db = db
         self.table = sql.check_table(table)
-        self.worker = worker_name(worker)
+        if scope is None and registry is None and isinstance(observer, MetricsObserver):
+            registry = observer.registry  # failures are counted where the observer writes
+        self.scope = Scope.resolve(worker, registry, scope)
         #: this process's owner id; names the pid so a recovery pass can tell it is gone
         self.owner = owner or HolderIds(self.worker).new()
-        self.observer = observer or MetricsObserver(worker=self.worker, registry=registry)
+        self.observer = observer or MetricsObserver(scope=self.scope)
         self.clock = clock
         #: job -> token of a claim sent whose outcome never came back (see give_back_undecided)
         self.undecided: dict[str, str] = {}
         for statement in (sql.SCHEMA, sql.INDEX):
             self._run(statement)
 
+    @property
+    def worker(self) -> str:
+        return self.scope.worker
+
     def _run(self, template: str, **params: Any) -> tuple[Rows, int]:
         try:
             return self.db.run(template.format(t=self.table), params)
         except BackendUnavailable as exc:
-            absorb("claims-db", exc, worker=self.worker,
-                   registry=getattr(self.observer, "registry", None))
+            absorb("claims-db", exc, scope=self.scope)
             raise
 
     def _applied(self, exc: BackendUnavailable, job_id: str,
