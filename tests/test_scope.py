@@ -189,3 +189,19 @@ def test_job_store_and_projector_share_a_scope(tmp_path, registry):
                                      {"worker": "jobs0", "outcome": "won"}) == 1.0
     assert registry.get_sample_value("corevo_events_projected_total",
                                      {"worker": "jobs0", "outcome": "applied"}) == 1.0
+
+
+def test_resolve_in_host_counts_a_bad_value_in_the_scope(registry):
+    from corevo_obs.core.settings import option, resolve_in_host
+
+    @dataclasses.dataclass(frozen=True)
+    class Knobs:
+        every: float = option(1.0, minimum=0.1, maximum=10)
+
+    knobs = resolve_in_host(Knobs, "COREVO_SCOPE_TEST", component="scope-knobs",
+                            environ={"COREVO_SCOPE_TEST_EVERY": "fast"},
+                            scope=Scope("w5", registry))
+    assert knobs.every == 1.0
+    assert registry.get_sample_value(
+        "corevo_instrumentation_errors_total", {"worker": "w5", "component": "scope-knobs"}
+    ) == 1.0

@@ -39,6 +39,8 @@ from .errors import ConfigError
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
+    from .scope import Scope
+
 __all__ = ["option", "resolve", "resolve_in_host"]
 
 T = TypeVar("T")
@@ -86,12 +88,13 @@ def resolve_in_host(
     environ: Mapping[str, str] | None = None,
     worker: str = "unknown",
     registry: CollectorRegistry | None = None,
+    scope: Scope | None = None,
     **kwargs: Any,
 ) -> T:
     """``resolve`` for code that runs inside a host (a server hook, a watchdog thread),
-    where raising would break the host: each bad value is counted in ``registry`` and
-    logged once (``core.guard.absorb`` under ``component``) and its default used; the
-    good ones stay.
+    where raising would break the host: each bad value is counted in ``scope`` (or
+    ``worker`` / ``registry``) and logged once (``core.guard.absorb`` under
+    ``component``) and its default used; the good ones stay.
     """
     values, problems = _collect(cls, prefix, caller, environ, kwargs)
     if problems:
@@ -100,7 +103,7 @@ def resolve_in_host(
         instead = " (the default is used instead)" if len(problems) == 1 else \
             " (the defaults are used instead)"
         absorb(component, ConfigError("; ".join(problems) + instead), worker=worker,
-               registry=registry)
+               registry=registry, scope=scope)
     return cls(**values)
 
 
