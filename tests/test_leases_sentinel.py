@@ -157,3 +157,29 @@ def test_wait_timeout_rejects_the_grant_unless_configured(
         assert lease is None and store.holders() == []
     # the run-id key sits beside the marker, in the quota's hash tag
     assert client.get(f"{store.key}:run") is not None
+
+
+def test_a_sharded_quota_waits_for_replicas_too(registry: CollectorRegistry,
+                                                redis_url: str) -> None:
+    """Each shard is a lease quota of its own and overrides the acquire; the WAIT rule
+    must still hold there: without a replica the shard's grant is taken back."""
+    import redis
+
+    from corevo_obs.leases.sharded import ShardedLeaseStore
+
+    client = redis.Redis.from_url(redis_url, socket_timeout=0.3, socket_connect_timeout=0.2)
+    common = {"limit": 4, "shards": 2, "timeout": 3.0, "heartbeat_interval": 0.5,
+              "margin": 0.3}
+    setup = ShardedLeaseStore("shlag", client, registry=CollectorRegistry(), **common)
+    setup.declare_fresh()
+    assert setup.rebalance() == 0  # the shard limits set by a store that needs no replica
+    quota = ShardedLeaseStore("shlag", client, replicas=1, wait_timeout=0.05,
+                              registry=registry, **common)
+    quota.declare_fresh()  # records the server's run id, which the replicas' fence reads
+    assert quota.acquire("t0") is None
+    assert all(s.holders() == [] for s in quota.shards), "an unconfirmed grant was kept"
+    timeouts = sum(registry.get_sample_value("corevo_lease_replica_wait_timeouts_total", {
+        "worker": s.worker, "quota": s.quota, "op": "acquire"}) or 0 for s in quota.shards)
+    assert timeouts >= 1
+    setup.close()
+    quota.close()

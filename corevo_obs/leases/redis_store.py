@@ -314,11 +314,17 @@ class RedisLeaseStore(_RedisSetup, LeaseStore):
         # arrive as ints, so no conversions either).
         granted, reaped, held, token = self._acquire_script(
             keys=self.keys, args=[self.timeout, self.limit, holder])
-        if granted == 1 and self.replicas and not self._replicated("acquire") \
-                and not self.replica_fail_open:
-            self.client.zrem(self.key, holder)  # fail closed: not acknowledged
+        if granted == 1 and self.replicas and self._taken_back(holder):
             return AcquireResult(False, reaped, held - 1)
         return AcquireResult(granted == 1, reaped, held, token, granted == 2)
+
+    def _taken_back(self, holder: str) -> bool:
+        """A grant no replica confirmed in time is removed again (fail closed), unless
+        ``replica_fail_open``; every subclass's acquire path must ask (sharded ones too)."""
+        if self._replicated("acquire") or self.replica_fail_open:
+            return False
+        self.client.zrem(self.key, holder)
+        return True
 
     def _renew(self, holder: str) -> bool:
         renewed = bool(self._renew_script(keys=[self.key], args=[self.timeout, holder]))
@@ -368,11 +374,15 @@ class AsyncRedisLeaseStore(_RedisSetup, AsyncLeaseStore):
     async def _try_acquire(self, holder: str) -> AcquireResult:
         granted, reaped, held, token = await self._acquire_script(
             keys=self.keys, args=[self.timeout, self.limit, holder])
-        if granted == 1 and self.replicas and not await self._replicated("acquire") \
-                and not self.replica_fail_open:
-            await self.client.zrem(self.key, holder)  # fail closed: not acknowledged
+        if granted == 1 and self.replicas and await self._taken_back(holder):
             return AcquireResult(False, reaped, held - 1)
         return AcquireResult(granted == 1, reaped, held, token, granted == 2)
+
+    async def _taken_back(self, holder: str) -> bool:
+        if await self._replicated("acquire") or self.replica_fail_open:
+            return False
+        await self.client.zrem(self.key, holder)
+        return True
 
     async def _renew(self, holder: str) -> bool:
         renewed = bool(await self._renew_script(keys=[self.key], args=[self.timeout, holder]))

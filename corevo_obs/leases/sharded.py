@@ -369,6 +369,9 @@ class _Shard(_SeenShard, RedisLeaseStore):
         granted, reaped, held, token, limit = self._acquire_script(
             keys=self.keys, args=[self.timeout, 0, holder, _LAST.get()])
         self.limit = limit  # what the lease metrics report
+        if granted == 1 and self.replicas and self._taken_back(holder):
+            held -= 1
+            granted = 0
         self._saw(held, limit)
         return AcquireResult(granted == 1, reaped, held, token, granted == 2)
 
@@ -386,6 +389,9 @@ class _AsyncShard(_SeenShard, AsyncRedisLeaseStore):
         granted, reaped, held, token, limit = await self._acquire_script(
             keys=self.keys, args=[self.timeout, 0, holder, _LAST.get()])
         self.limit = limit
+        if granted == 1 and self.replicas and await self._taken_back(holder):
+            held -= 1
+            granted = 0
         self._saw(held, limit)
         return AcquireResult(granted == 1, reaped, held, token, granted == 2)
 
