@@ -26,7 +26,7 @@ from .core import promclient
 from .core.catalog import CATALOG
 from .core.guard import absorb
 from .core.metrics import child
-from .core.scope import Scope
+from .core.scope import Scope, Scoped
 
 AcquireOutcome = Literal["granted", "rejected", "fenced", "error"]
 HeartbeatOutcome = Literal["renewed", "lost", "error"]
@@ -285,7 +285,7 @@ def _quota_metrics(scope: Scope, quota: str) -> _Quota:
     return _QuotaMetrics(c) if cells is None else _LockedQuota(c, cells)
 
 
-class MetricsObserver(Observer):
+class MetricsObserver(Scoped, Observer):
     """Writes the catalog's lease/claim/job/events metrics for one worker.
 
     Children are bound once (per quota for leases), so a steady-state call costs a dict
@@ -318,14 +318,6 @@ class MetricsObserver(Observer):
         self._cancel_latency = _per_value(sc, "corevo_cancel_latency_seconds", "path")
         self._routed = _per_value(sc, "corevo_command_routed_total", "outcome")
         self._late = sc.child("corevo_late_side_effects_total")
-
-    @property
-    def worker(self) -> str:
-        return self.scope.worker
-
-    @property
-    def registry(self) -> CollectorRegistry:
-        return self.scope.registry
 
     def _absorb(self, exc: Exception) -> None:
         absorb("observer", exc, scope=self.scope)

@@ -39,7 +39,7 @@ from prometheus_client import CollectorRegistry
 
 from .core import guard
 from .core.errors import ConfigError, CorevoObsError
-from .core.scope import Scope
+from .core.scope import Scope, Scoped
 
 __all__ = [
     "AdapterClosed",
@@ -122,7 +122,7 @@ class _Operation:
         return now - self.started
 
 
-class OffloadAdapter:
+class OffloadAdapter(Scoped):
     """Run blocking callables in threads, at most ``max_in_flight`` at a time.
 
     One adapter per dependency (``name`` is its bounded ``adapter`` label), usable by any
@@ -188,10 +188,6 @@ class OffloadAdapter:
         c("corevo_offload_limit").set(max_in_flight)
 
     # --- state, for monitors and tests -------------------------------------------------
-
-    @property
-    def worker(self) -> str:
-        return self.scope.worker
 
     @property
     def in_flight(self) -> int:

@@ -35,7 +35,7 @@ from prometheus_client import CollectorRegistry
 
 from .core import guard
 from .core.catalog import spec
-from .core.scope import Scope
+from .core.scope import Scope, Scoped
 from .tracing import AttributeValue, TaskSpan, resolve_tracer
 
 __all__ = [
@@ -135,7 +135,7 @@ class _KindSeries:
         found.inc()
 
 
-class StageRecorder:
+class StageRecorder(Scoped):
     """Per-process factory of task trackers: binds series once, decides on OTel once.
 
     Build it after the OpenTelemetry provider is configured (or pass ``tracer_provider``):
@@ -164,14 +164,6 @@ class StageRecorder:
         except Exception as exc:  # noqa: BLE001 - a broken OTel setup must not stop the host
             guard.absorb("stages.tracing", exc, scope=self.scope)
             self.tracer = None
-
-    @property
-    def worker(self) -> str:
-        return self.scope.worker
-
-    @property
-    def registry(self) -> CollectorRegistry:
-        return self.scope.registry
 
     def series(self, kind: str) -> _KindSeries:
         found = self._series.get(kind)  # admitted kinds are keyed by themselves

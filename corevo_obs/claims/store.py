@@ -35,7 +35,7 @@ from prometheus_client import CollectorRegistry
 
 from ..core.errors import BackendUnavailable
 from ..core.guard import absorb
-from ..core.scope import Scope
+from ..core.scope import Scope, Scoped
 from ..leases.holder import HolderIds, holder_alive
 from ..observer import MetricsObserver, Observer, TerminalState
 from . import sql
@@ -56,7 +56,7 @@ class Database(ABC):
         """Close the connection."""
 
 
-class JobStore:
+class JobStore(Scoped):
     """Create, claim, start, finish and recover jobs; one observer call per outcome."""
 
     def __init__(
@@ -84,10 +84,6 @@ class JobStore:
         self.undecided: dict[str, str] = {}
         for statement in (sql.SCHEMA, sql.INDEX):
             self._run(statement)
-
-    @property
-    def worker(self) -> str:
-        return self.scope.worker
 
     def _run(self, template: str, **params: Any) -> tuple[Rows, int]:
         try:

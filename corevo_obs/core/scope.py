@@ -75,3 +75,18 @@ class Scope:
     def child(self, name: str, **labels: str) -> Any:
         """``core.metrics.child`` of a per-worker series: this registry, this worker label."""
         return child(name, self.registry, worker=self.worker, **labels)
+
+
+class Scoped:
+    """Base of a component that keeps one ``scope``: ``.worker`` and ``.registry`` read it
+    (the attributes users read before the scope existed)."""
+
+    scope: Scope
+
+    @property
+    def worker(self) -> str:
+        return self.scope.worker
+
+    @property
+    def registry(self) -> CollectorRegistry:
+        return self.scope.registry

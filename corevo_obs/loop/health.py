@@ -11,7 +11,7 @@ from typing import Any, Final
 from prometheus_client import CollectorRegistry
 
 from ..core.identity import worker_name
-from ..core.scope import Scope
+from ..core.scope import Scope, Scoped
 from ..core.settings import option, resolve
 from .lag import DEFAULT_INTERVAL, LoopLagSampler
 from .watchdog import (
@@ -66,7 +66,7 @@ class LoopHealthConfig:
         return replace(config, worker=worker_name(config.worker))
 
 
-class LoopHealth:
+class LoopHealth(Scoped):
     """Lag sampler + heartbeat + stall watchdog on one loop.
 
     >>> from prometheus_client import CollectorRegistry
@@ -102,10 +102,6 @@ class LoopHealth:
             )
             self.sampler.add_listener(self.watchdog.beat)
         self._task: asyncio.Task[None] | None = None
-
-    @property
-    def worker(self) -> str:
-        return self.scope.worker
 
     @property
     def reports(self) -> list[StallReport]:

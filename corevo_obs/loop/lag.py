@@ -16,7 +16,7 @@ from typing import Final
 from prometheus_client import CollectorRegistry
 
 from ..core import guard
-from ..core.scope import Scope
+from ..core.scope import Scope, Scoped
 
 DEFAULT_INTERVAL: Final = 0.02
 
@@ -25,7 +25,7 @@ BeatListener = Callable[[float, float], None]
 One that raises is counted (component ``lag_listener``) and called again next tick."""
 
 
-class LoopLagSampler:
+class LoopLagSampler(Scoped):
     """Per-loop lag histogram and heartbeat, one series per worker.
 
     Example (inside a running loop)::
@@ -56,10 +56,6 @@ class LoopLagSampler:
         self.last_lag = 0.0
         self.max_lag = 0.0
         self.ticks = 0  # completed samples: what the instrumentation's cost scales with
-
-    @property
-    def worker(self) -> str:
-        return self.scope.worker
 
     def add_listener(self, listener: BeatListener) -> None:
         self._listeners.append(listener)

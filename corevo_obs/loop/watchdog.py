@@ -24,7 +24,7 @@ from typing import Any, Final
 from prometheus_client import CollectorRegistry
 
 from ..core import guard
-from ..core.scope import Scope
+from ..core.scope import Scope, Scoped
 from . import schedstat
 from .causes import (
     CAUSES,
@@ -139,7 +139,7 @@ StallListener = Callable[[StallReport], None]
 _BlockerFinder = Callable[[], "BusyThread | None"]
 
 
-class StallWatchdog:
+class StallWatchdog(Scoped):
     """Notice a loop that has not run for ``threshold`` seconds, capture its stack, and
     attribute the stall to a cause (:mod:`corevo_obs.loop.causes`).
 
@@ -213,10 +213,6 @@ class StallWatchdog:
         self.wakes = 0  # times the thread woke (each one takes the GIL)
 
     # --- loop thread side: keep it tiny ---
-    @property
-    def worker(self) -> str:
-        return self.scope.worker
-
     def beat(self, now: float, lag: float) -> None:
         # clocks only: they keep the GIL (a file read here would hand it to a busy thread)
         reading = (now, time.thread_time_ns(), time.process_time_ns(), self._gc.total)
