@@ -32,8 +32,8 @@ from typing import Any, Final
 
 from prometheus_client import CollectorRegistry
 
-from .core.scope import Scope
 from .core.sqlite import open_sqlite
+from .core.telemetry import Telemetry
 from .observer import MetricsObserver, Observer, ProjectOutcome
 
 __all__ = [
@@ -93,11 +93,12 @@ class Projector:
         worker: str | None = None,
         observer: Observer | None = None,
         registry: CollectorRegistry | None = None,
-        scope: Scope | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
         self.sink = sink
         self.max_buffer = max_buffer
-        self.observer = observer or MetricsObserver(worker=worker, registry=registry, scope=scope)
+        self.observer = observer or MetricsObserver(worker=worker, registry=registry,
+                                                    telemetry=telemetry)
         self._streams: dict[str, _Stream] = {}
 
     def offer(self, event: Event) -> ProjectOutcome:

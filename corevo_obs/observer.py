@@ -26,7 +26,7 @@ from .core import promclient
 from .core.catalog import CATALOG
 from .core.guard import absorb
 from .core.metrics import child
-from .core.scope import Scope, Scoped
+from .core.telemetry import HasTelemetry, Telemetry
 
 AcquireOutcome = Literal["granted", "rejected", "fenced", "error"]
 HeartbeatOutcome = Literal["renewed", "lost", "error"]
@@ -104,9 +104,9 @@ class Observer:
         """A write carried the idempotency key of an execution that had acknowledged a cancel."""
 
 
-def _per_value(scope: Scope, name: str, label: str, **labels: str) -> dict[str, Any]:
+def _per_value(telemetry: Telemetry, name: str, label: str, **labels: str) -> dict[str, Any]:
     """One bound child per enumerated value of ``label``: a lookup, not a labels() call."""
-    return {v: scope.child(name, **labels, **{label: v}) for v in CATALOG[name].values[label]}
+    return {v: telemetry.child(name, **labels, **{label: v}) for v in CATALOG[name].values[label]}
 
 
 _MAX_COUNT: Final = 2**53  # past this a float counter can no longer add one
@@ -151,15 +151,15 @@ def _unknown(value: object, metric: str) -> ValueError:
 class _QuotaChildren:
     """The children of one quota, bound once (every outcome, so zero-valued series exist)."""
 
-    def __init__(self, scope: Scope, quota: str) -> None:
-        registry = scope.registry
-        self.acquire = _per_value(scope, "corevo_lease_acquire_total", "outcome", quota=quota)
-        self.heartbeat = _per_value(scope, "corevo_lease_heartbeat_total", "outcome",
+    def __init__(self, telemetry: Telemetry, quota: str) -> None:
+        registry = telemetry.registry
+        self.acquire = _per_value(telemetry, "corevo_lease_acquire_total", "outcome", quota=quota)
+        self.heartbeat = _per_value(telemetry, "corevo_lease_heartbeat_total", "outcome",
                                     quota=quota)
-        self.release = _per_value(scope, "corevo_lease_release_total", "outcome", quota=quota)
-        self.reaped = scope.child("corevo_lease_reaped_total", quota=quota)
-        self.seconds = scope.child("corevo_lease_acquire_seconds", quota=quota)
-        self.hold = scope.child("corevo_lease_hold_seconds", quota=quota)
+        self.release = _per_value(telemetry, "corevo_lease_release_total", "outcome", quota=quota)
+        self.reaped = telemetry.child("corevo_lease_reaped_total", quota=quota)
+        self.seconds = telemetry.child("corevo_lease_acquire_seconds", quota=quota)
+        self.hold = telemetry.child("corevo_lease_hold_seconds", quota=quota)
         self.held = child("corevo_lease_held", registry, quota=quota)
         self.limit = child("corevo_lease_limit", registry, quota=quota)
         self.oldest = child("corevo_lease_oldest_heartbeat_age_seconds", registry, quota=quota)
@@ -279,13 +279,13 @@ class _LockedQuota(_Quota):
                 promclient.observe_cells(self._hold_h, held_seconds)
 
 
-def _quota_metrics(scope: Scope, quota: str) -> _Quota:
-    c = _QuotaChildren(scope, quota)
+def _quota_metrics(telemetry: Telemetry, quota: str) -> _Quota:
+    c = _QuotaChildren(telemetry, quota)
     cells = _LockedQuota.hot_cells(c)
     return _QuotaMetrics(c) if cells is None else _LockedQuota(c, cells)
 
 
-class MetricsObserver(Scoped, Observer):
+class MetricsObserver(HasTelemetry, Observer):
     """Writes the catalog's lease/claim/job/events metrics for one worker.
 
     Children are bound once (per quota for leases), so a steady-state call costs a dict
@@ -300,9 +300,9 @@ class MetricsObserver(Scoped, Observer):
         *,
         worker: str | None = None,
         registry: CollectorRegistry | None = None,
-        scope: Scope | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
-        self.scope = sc = Scope.resolve(worker, registry, scope)
+        self.telemetry = sc = Telemetry.resolve(worker, registry, telemetry)
         self._quotas: dict[str, _Quota] = {}
         self._claim = _per_value(sc, "corevo_claim_total", "outcome")
         self._start = _per_value(sc, "corevo_claim_start_total", "outcome")
@@ -320,13 +320,13 @@ class MetricsObserver(Scoped, Observer):
         self._late = sc.child("corevo_late_side_effects_total")
 
     def _absorb(self, exc: Exception) -> None:
-        absorb("observer", exc, scope=self.scope)
+        absorb("observer", exc, telemetry=self.telemetry)
 
     def _quota(self, quota: object) -> _Quota:
         found = self._quotas.get(quota)  # type: ignore[call-overload]
         if found is None:
             name = _name(quota, "quota")
-            found = self._quotas[name] = _quota_metrics(self.scope, name)
+            found = self._quotas[name] = _quota_metrics(self.telemetry, name)
         return found
 
     # --- leases -------------------------------------------------------------------

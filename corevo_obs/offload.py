@@ -39,7 +39,7 @@ from prometheus_client import CollectorRegistry
 
 from .core import guard
 from .core.errors import ConfigError, CorevoObsError
-from .core.scope import Scope, Scoped
+from .core.telemetry import HasTelemetry, Telemetry
 
 __all__ = [
     "AdapterClosed",
@@ -122,7 +122,7 @@ class _Operation:
         return now - self.started
 
 
-class OffloadAdapter(Scoped):
+class OffloadAdapter(HasTelemetry):
     """Run blocking callables in threads, at most ``max_in_flight`` at a time.
 
     One adapter per dependency (``name`` is its bounded ``adapter`` label), usable by any
@@ -142,7 +142,7 @@ class OffloadAdapter(Scoped):
         on_background_error: ErrorCallback | None = None,
         registry: CollectorRegistry | None = None,
         worker: str | None = None,
-        scope: Scope | None = None,
+        telemetry: Telemetry | None = None,
         executor: Executor | None = None,
     ) -> None:
         problems = []
@@ -160,7 +160,7 @@ class OffloadAdapter(Scoped):
         self.max_in_flight = max_in_flight
         self.max_waiting = max_waiting
         self.wait_timeout = wait_timeout
-        self.scope = Scope.resolve(worker, registry, scope)
+        self.telemetry = Telemetry.resolve(worker, registry, telemetry)
         self._on_error = on_background_error
         self._executor = executor
         self._owns_executor = executor is None
@@ -171,7 +171,7 @@ class OffloadAdapter(Scoped):
         self._drained: asyncio.Future[None] | None = None
         self._closed = False
 
-        c = functools.partial(self.scope.child, adapter=name)
+        c = functools.partial(self.telemetry.child, adapter=name)
         self._in_flight = c("corevo_offload_in_flight")
         self._waiting = c("corevo_offload_waiting")
         self._slot_wait = c("corevo_offload_slot_wait_seconds")
@@ -386,7 +386,7 @@ class OffloadAdapter(Scoped):
         try:
             self._on_error(exc)
         except Exception as err:  # noqa: BLE001 - a faulty callback must not break the loop
-            guard.absorb("offload.callback", err, scope=self.scope)
+            guard.absorb("offload.callback", err, telemetry=self.telemetry)
 
     # --- shutdown ----------------------------------------------------------------------
 

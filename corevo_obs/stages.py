@@ -35,7 +35,7 @@ from prometheus_client import CollectorRegistry
 
 from .core import guard
 from .core.catalog import spec
-from .core.scope import Scope, Scoped
+from .core.telemetry import HasTelemetry, Telemetry
 from .tracing import AttributeValue, TaskSpan, resolve_tracer
 
 __all__ = [
@@ -101,13 +101,13 @@ class _KindSeries:
     __slots__ = ("kind", "dispatch", "first_event", "total", "_external", "_errors", "_rec")
 
     def __init__(self, rec: StageRecorder, kind: str) -> None:
-        scope = rec.scope
+        telemetry = rec.telemetry
         self.kind = kind
         self._rec = rec
-        self.dispatch = scope.child("corevo_task_dispatch_seconds", kind=kind)
-        self.first_event = scope.child("corevo_task_first_event_seconds", kind=kind)
+        self.dispatch = telemetry.child("corevo_task_dispatch_seconds", kind=kind)
+        self.first_event = telemetry.child("corevo_task_first_event_seconds", kind=kind)
         self.total = {
-            o: scope.child("corevo_task_total_seconds", kind=kind, outcome=o)
+            o: telemetry.child("corevo_task_total_seconds", kind=kind, outcome=o)
             for o in OUTCOMES
         }
         self._external: dict[str, tuple[str, Any]] = {}
@@ -120,7 +120,7 @@ class _KindSeries:
             bounded = self._rec.dependencies(dependency)
             found = self._external.get(bounded)
             if found is None:
-                found = (bounded, self._rec.scope.child(
+                found = (bounded, self._rec.telemetry.child(
                     "corevo_task_external_seconds", kind=self.kind, dependency=bounded,
                 ))
                 self._external[bounded] = found
@@ -129,13 +129,13 @@ class _KindSeries:
     def mark_error(self, reason: str) -> None:
         found = self._errors.get(reason)
         if found is None:
-            found = self._errors[reason] = self._rec.scope.child(
+            found = self._errors[reason] = self._rec.telemetry.child(
                 "corevo_task_mark_errors_total", kind=self.kind, reason=reason,
             )
         found.inc()
 
 
-class StageRecorder(Scoped):
+class StageRecorder(HasTelemetry):
     """Per-process factory of task trackers: binds series once, decides on OTel once.
 
     Build it after the OpenTelemetry provider is configured (or pass ``tracer_provider``):
@@ -147,14 +147,14 @@ class StageRecorder(Scoped):
         *,
         worker: str | None = None,
         registry: CollectorRegistry | None = None,
-        scope: Scope | None = None,
+        telemetry: Telemetry | None = None,
         kinds: Collection[str] | None = None,
         dependencies: Collection[str] | None = None,
         max_kinds: int = DEFAULT_MAX_VALUES,
         max_dependencies: int = DEFAULT_MAX_VALUES,
         tracer_provider: Any | None = None,
     ) -> None:
-        self.scope = Scope.resolve(worker, registry, scope)
+        self.telemetry = Telemetry.resolve(worker, registry, telemetry)
         self.kinds = BoundedValues(kinds, cap=max_kinds)
         self.dependencies = BoundedValues(dependencies, cap=max_dependencies)
         self._series: dict[str, _KindSeries] = {}
@@ -162,7 +162,7 @@ class StageRecorder(Scoped):
         try:
             self.tracer = resolve_tracer(tracer_provider)
         except Exception as exc:  # noqa: BLE001 - a broken OTel setup must not stop the host
-            guard.absorb("stages.tracing", exc, scope=self.scope)
+            guard.absorb("stages.tracing", exc, telemetry=self.telemetry)
             self.tracer = None
 
     def series(self, kind: str) -> _KindSeries:
@@ -198,27 +198,27 @@ _shared: weakref.WeakKeyDictionary[CollectorRegistry, dict[str, StageRecorder]] 
 )
 _shared_lock = threading.Lock()
 _last_shared: (
-    tuple[CollectorRegistry | None, str | None, Scope | None, StageRecorder] | None
+    tuple[CollectorRegistry | None, str | None, Telemetry | None, StageRecorder] | None
 ) = None
 
 
 def shared_recorder(
     worker: str | None = None,
     registry: CollectorRegistry | None = None,
-    scope: Scope | None = None,
+    telemetry: Telemetry | None = None,
 ) -> StageRecorder:
-    """The process-wide recorder for a scope (or worker, registry), built on first use."""
+    """The process-wide recorder for a telemetry (or worker, registry), built on first use."""
     global _last_shared
     last = _last_shared
-    if last is not None and last[0] is registry and last[1] == worker and last[2] is scope:
+    if last is not None and last[0] is registry and last[1] == worker and last[2] is telemetry:
         return last[3]  # the common case: one registry, one worker, every task
-    resolved = Scope.resolve(worker, registry, scope)
+    resolved = Telemetry.resolve(worker, registry, telemetry)
     with _shared_lock:
         per = _shared.setdefault(resolved.registry, {})
         found = per.get(resolved.worker)
         if found is None:
-            found = per[resolved.worker] = StageRecorder(scope=resolved)
-    _last_shared = (registry, worker, scope, found)
+            found = per[resolved.worker] = StageRecorder(telemetry=resolved)
+    _last_shared = (registry, worker, telemetry, found)
     return found
 
 
@@ -238,14 +238,14 @@ class TaskStages:
         kind: str,
         worker: str | None = None,
         registry: CollectorRegistry | None = None,
-        scope: Scope | None = None,
+        telemetry: Telemetry | None = None,
         accepted_at: float | None = None,
         job_id: str | None = None,
         execution_id: str | None = None,
         attributes: Mapping[str, AttributeValue] | None = None,
         recorder: StageRecorder | None = None,
     ) -> None:
-        rec = recorder if recorder is not None else shared_recorder(worker, registry, scope)
+        rec = recorder if recorder is not None else shared_recorder(worker, registry, telemetry)
         self._setup(rec, kind, accepted_at, job_id, execution_id, attributes)
 
     def _setup(
@@ -375,7 +375,7 @@ class TaskStages:
         return wall_ns + int((mono - anchor) * 1e9)
 
     def _absorb(self, exc: BaseException) -> None:
-        guard.absorb("stages", exc, scope=self._rec.scope)
+        guard.absorb("stages", exc, telemetry=self._rec.telemetry)
 
 
 class ExternalWait:
@@ -468,7 +468,7 @@ def track_task(
     recorder: StageRecorder | None = None,
     worker: str | None = None,
     registry: CollectorRegistry | None = None,
-    scope: Scope | None = None,
+    telemetry: Telemetry | None = None,
     accepted_at_arg: str | None = None,
     job_id_arg: str | None = None,
     execution_id_arg: str | None = None,
@@ -486,7 +486,7 @@ def track_task(
     def decorate(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
         @functools.wraps(fn)
         async def handler(*args: P.args, **kwargs: P.kwargs) -> R:
-            rec = recorder if recorder is not None else shared_recorder(worker, registry, scope)
+            rec = recorder if recorder is not None else shared_recorder(worker, registry, telemetry)
             at = kwargs.get(accepted_at_arg) if accepted_at_arg is not None else None
             job = kwargs.get(job_id_arg) if job_id_arg is not None else None
             ex = kwargs.get(execution_id_arg) if execution_id_arg is not None else None

@@ -23,7 +23,7 @@ PUBLIC = (
     "corevo_obs.events",
     "corevo_obs.cancel",
     "corevo_obs.core.identity",
-    "corevo_obs.core.scope",
+    "corevo_obs.core.telemetry",
     "corevo_obs.core.marker",
     "corevo_obs.core.settings",
     "corevo_obs.integrations.asgi",

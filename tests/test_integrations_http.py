@@ -66,7 +66,8 @@ def test_four_stages_without_handler_code(app_url: str) -> None:
 
     count, total = _histogram(found, "corevo_task_external_seconds",
                               kind="GET /upstream", dependency="upstream")
-    assert count == 1 and UPSTREAM_LATENCY <= total < UPSTREAM_LATENCY + 0.05
+    # the first call also opens the connection: on a loaded 2-core box that took 60-180 ms
+    assert count == 1 and UPSTREAM_LATENCY <= total < UPSTREAM_LATENCY + 0.2, total
 
     count, first = _histogram(found, "corevo_task_first_event_seconds", kind="GET /stream")
     assert count == 1

@@ -168,8 +168,8 @@ def test_a_sharded_quota_waits_for_replicas_too(registry: CollectorRegistry,
     from corevo_obs.leases.sharded import ShardedLeaseStore
 
     client = redis.Redis.from_url(redis_url, socket_timeout=0.3, socket_connect_timeout=0.2)
-    common = {"limit": 4, "shards": 2, "timeout": 3.0, "heartbeat_interval": 0.5,
-              "margin": 0.3}
+    common: dict[str, Any] = {"limit": 4, "shards": 2, "timeout": 3.0,
+                              "heartbeat_interval": 0.5, "margin": 0.3}
     setup = ShardedLeaseStore("shlag", client, registry=CollectorRegistry(), **common)
     setup.declare_fresh()
     assert setup.rebalance() == 0  # the shard limits set by a store that needs no replica

@@ -35,7 +35,7 @@ from prometheus_client import CollectorRegistry
 
 from ..core.errors import BackendUnavailable
 from ..core.guard import absorb
-from ..core.scope import Scope, Scoped
+from ..core.telemetry import HasTelemetry, Telemetry
 from ..leases.holder import HolderIds, holder_alive
 from ..observer import MetricsObserver, Observer, TerminalState
 from . import sql
@@ -56,7 +56,7 @@ class Database(ABC):
         """Close the connection."""
 
 
-class JobStore(Scoped):
+class JobStore(HasTelemetry):
     """Create, claim, start, finish and recover jobs; one observer call per outcome."""
 
     def __init__(
@@ -68,17 +68,17 @@ class JobStore(Scoped):
         owner: str | None = None,
         observer: Observer | None = None,
         registry: CollectorRegistry | None = None,
-        scope: Scope | None = None,
+        telemetry: Telemetry | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.db = db
         self.table = sql.check_table(table)
-        if scope is None and registry is None and isinstance(observer, MetricsObserver):
+        if telemetry is None and registry is None and isinstance(observer, MetricsObserver):
             registry = observer.registry  # failures are counted where the observer writes
-        self.scope = Scope.resolve(worker, registry, scope)
+        self.telemetry = Telemetry.resolve(worker, registry, telemetry)
         #: this process's owner id; names the pid so a recovery pass can tell it is gone
         self.owner = owner or HolderIds(self.worker).new()
-        self.observer = observer or MetricsObserver(scope=self.scope)
+        self.observer = observer or MetricsObserver(telemetry=self.telemetry)
         self.clock = clock
         #: job -> token of a claim sent whose outcome never came back (see give_back_undecided)
         self.undecided: dict[str, str] = {}
@@ -89,7 +89,7 @@ class JobStore(Scoped):
         try:
             return self.db.run(template.format(t=self.table), params)
         except BackendUnavailable as exc:
-            absorb("claims-db", exc, scope=self.scope)
+            absorb("claims-db", exc, telemetry=self.telemetry)
             raise
 
     def _applied(self, exc: BackendUnavailable, job_id: str,

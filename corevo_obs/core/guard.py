@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from prometheus_client import CollectorRegistry
 
 if TYPE_CHECKING:
-    from .scope import Scope
+    from .telemetry import Telemetry
 
 log = logging.getLogger("corevo_obs")
 _seen: set[str] = set()
@@ -27,15 +27,15 @@ def absorb(
     *,
     worker: str = "unknown",
     registry: CollectorRegistry | None = None,
-    scope: Scope | None = None,
+    telemetry: Telemetry | None = None,
 ) -> None:
     """Record an instrumentation failure without raising.
 
-    A component passes its ``scope``; ``worker=`` / ``registry=`` stay for callers that
-    hold the two separately (the scope wins when both are given: this must not raise).
+    A component passes its ``telemetry``; ``worker=`` / ``registry=`` stay for callers that
+    hold the two separately (the telemetry wins when both are given: this must not raise).
     """
-    if scope is not None:
-        worker, registry = scope.worker, scope.registry
+    if telemetry is not None:
+        worker, registry = telemetry.worker, telemetry.registry
     with _lock:
         first = component not in _seen
         _seen.add(component)

@@ -39,7 +39,7 @@ from .errors import ConfigError
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
-    from .scope import Scope
+    from .telemetry import Telemetry
 
 __all__ = ["option", "resolve", "resolve_in_host"]
 
@@ -88,11 +88,11 @@ def resolve_in_host(
     environ: Mapping[str, str] | None = None,
     worker: str = "unknown",
     registry: CollectorRegistry | None = None,
-    scope: Scope | None = None,
+    telemetry: Telemetry | None = None,
     **kwargs: Any,
 ) -> T:
     """``resolve`` for code that runs inside a host (a server hook, a watchdog thread),
-    where raising would break the host: each bad value is counted in ``scope`` (or
+    where raising would break the host: each bad value is counted in ``telemetry`` (or
     ``worker`` / ``registry``) and logged once (``core.guard.absorb`` under
     ``component``) and its default used; the good ones stay.
     """
@@ -103,7 +103,7 @@ def resolve_in_host(
         instead = " (the default is used instead)" if len(problems) == 1 else \
             " (the defaults are used instead)"
         absorb(component, ConfigError("; ".join(problems) + instead), worker=worker,
-               registry=registry, scope=scope)
+               registry=registry, telemetry=telemetry)
     return cls(**values)
 
 

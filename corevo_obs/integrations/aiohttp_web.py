@@ -26,7 +26,7 @@ from typing import Any, Final
 
 from prometheus_client import CollectorRegistry
 
-from ..core.scope import Scope
+from ..core.telemetry import Telemetry
 from ..stages import StageRecorder, TaskStages
 from .asgi import DEFAULT_EXCLUDE, DEFAULT_MAX_KINDS
 from .request_start import DEFAULT_MAX_AGE, HEADER, parse_request_start
@@ -48,7 +48,7 @@ def setup_stages(
     recorder: StageRecorder | None = None,
     worker: str | None = None,
     registry: CollectorRegistry | None = None,
-    scope: Scope | None = None,
+    telemetry: Telemetry | None = None,
     exclude: Collection[str] = DEFAULT_EXCLUDE,
     kind_format: str = "{method} {route}",
     request_start_header: str | None = HEADER,
@@ -56,7 +56,7 @@ def setup_stages(
 ) -> StageRecorder:
     """Install the middleware (first) and the prepare hook on ``app``; the recorder."""
     rec = recorder if recorder is not None else StageRecorder(
-        worker=worker, registry=registry, scope=scope, max_kinds=DEFAULT_MAX_KINDS)
+        worker=worker, registry=registry, telemetry=telemetry, max_kinds=DEFAULT_MAX_KINDS)
     app.middlewares.insert(0, stages_middleware(
         rec, exclude=exclude, kind_format=kind_format,
         request_start_header=request_start_header, max_request_start_age=max_request_start_age,

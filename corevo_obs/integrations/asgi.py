@@ -33,7 +33,7 @@ from typing import Any, Final
 
 from prometheus_client import CollectorRegistry
 
-from ..core.scope import Scope as MetricScope
+from ..core.telemetry import Telemetry
 from ..stages import StageRecorder, TaskStages
 from .request_start import DEFAULT_MAX_AGE, HEADER, parse_request_start
 from .routes import UNMATCHED, RouteCache, starlette_route
@@ -63,7 +63,7 @@ class StagesMiddleware:
     ``{method}`` and ``{route}``. ``request_start_header=None`` ignores proxy stamps (do
     that when no proxy in front overwrites the header).
 
-    ``scope`` (a ``core.scope.Scope``, not an ASGI scope) fixes the worker label and the
+    ``telemetry`` (a ``core.telemetry.Telemetry``) fixes the worker label and the
     registry; without it ``worker`` / ``registry`` are resolved in each process on its
     first request, so a pre-forked server's children get their own worker names.
     """
@@ -75,7 +75,7 @@ class StagesMiddleware:
         recorder: StageRecorder | None = None,
         worker: str | None = None,
         registry: CollectorRegistry | None = None,
-        scope: MetricScope | None = None,
+        telemetry: Telemetry | None = None,
         exclude: Collection[str] = DEFAULT_EXCLUDE,
         kind_format: str = "{method} {route}",
         group_unmatched: bool = True,
@@ -89,7 +89,8 @@ class StagesMiddleware:
         self._recorder: StageRecorder | None = recorder
         self._pid = os.getpid()
         self._worker, self._registry = worker, registry
-        self._scope = None if scope is None else MetricScope.resolve(worker, registry, scope)
+        self._telemetry = (None if telemetry is None
+                           else Telemetry.resolve(worker, registry, telemetry))
         self._max_kinds = max_kinds
         self._exact = frozenset(e for e in exclude if not e.endswith("*"))
         self._prefixes = tuple(e[:-1] for e in exclude if e.endswith("*"))
@@ -109,7 +110,7 @@ class StagesMiddleware:
         if rec is None or (self._given is None and self._pid != os.getpid()):
             self._pid = os.getpid()
             rec = self._recorder = StageRecorder(
-                worker=self._worker, registry=self._registry, scope=self._scope,
+                worker=self._worker, registry=self._registry, telemetry=self._telemetry,
                 max_kinds=self._max_kinds)
         return rec
 

@@ -11,8 +11,8 @@ from typing import Any, Final
 from prometheus_client import CollectorRegistry
 
 from ..core.identity import worker_name
-from ..core.scope import Scope, Scoped
 from ..core.settings import option, resolve
+from ..core.telemetry import HasTelemetry, Telemetry
 from .lag import DEFAULT_INTERVAL, LoopLagSampler
 from .watchdog import (
     DEFAULT_CHECK_INTERVAL,
@@ -66,7 +66,7 @@ class LoopHealthConfig:
         return replace(config, worker=worker_name(config.worker))
 
 
-class LoopHealth(Scoped):
+class LoopHealth(HasTelemetry):
     """Lag sampler + heartbeat + stall watchdog on one loop.
 
     >>> from prometheus_client import CollectorRegistry
@@ -83,18 +83,18 @@ class LoopHealth(Scoped):
         config: LoopHealthConfig,
         *,
         registry: CollectorRegistry | None = None,
-        scope: Scope | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
-        self.scope = Scope.resolve(config.worker, registry, scope)
-        self.config = replace(config, worker=self.scope.worker)
-        self.sampler = LoopLagSampler(interval=config.interval, scope=self.scope)
+        self.telemetry = Telemetry.resolve(config.worker, registry, telemetry)
+        self.config = replace(config, worker=self.telemetry.worker)
+        self.sampler = LoopLagSampler(interval=config.interval, telemetry=self.telemetry)
         self.watchdog: StallWatchdog | None = None
         if config.watchdog:
             self.watchdog = StallWatchdog(
                 threshold=config.stall_threshold,
                 check_interval=config.check_interval,
                 beat_interval=config.interval,
-                scope=self.scope,
+                telemetry=self.telemetry,
                 max_reports=config.max_reports,
                 log_interval=config.log_interval,
                 project_roots=config.project_roots,
@@ -137,17 +137,17 @@ class LoopHealth(Scoped):
 def install_loop_health(
     *,
     registry: CollectorRegistry | None = None,
-    scope: Scope | None = None,
+    telemetry: Telemetry | None = None,
     loop: asyncio.AbstractEventLoop | None = None,
     project_roots: Iterable[str] | None = None,
     **options: Any,
 ) -> LoopHealth:
     """Start the sampler, heartbeat and watchdog on the running loop (or ``loop``).
 
-    ``scope`` (a host's ``core.scope.Scope``) gives the worker label and the registry;
+    ``telemetry`` (a host's ``core.telemetry.Telemetry``) gives the worker label and the registry;
     ``worker=`` / ``registry=`` still work alone and must agree with it when both are given.
     """
-    scope = Scope.resolve(options.get("worker"), registry, scope)
+    telemetry = Telemetry.resolve(options.get("worker"), registry, telemetry)
     config = LoopHealthConfig.resolve(project_roots=project_roots,
-                                      **{**options, "worker": scope.worker})
-    return LoopHealth(config, scope=scope).start(loop)
+                                      **{**options, "worker": telemetry.worker})
+    return LoopHealth(config, telemetry=telemetry).start(loop)

@@ -16,7 +16,7 @@ from typing import Final
 from prometheus_client import CollectorRegistry
 
 from ..core import guard
-from ..core.scope import Scope, Scoped
+from ..core.telemetry import HasTelemetry, Telemetry
 
 DEFAULT_INTERVAL: Final = 0.02
 
@@ -25,7 +25,7 @@ BeatListener = Callable[[float, float], None]
 One that raises is counted (component ``lag_listener``) and called again next tick."""
 
 
-class LoopLagSampler(Scoped):
+class LoopLagSampler(HasTelemetry):
     """Per-loop lag histogram and heartbeat, one series per worker.
 
     Example (inside a running loop)::
@@ -41,16 +41,16 @@ class LoopLagSampler(Scoped):
         interval: float = DEFAULT_INTERVAL,
         worker: str | None = None,
         registry: CollectorRegistry | None = None,
-        scope: Scope | None = None,
+        telemetry: Telemetry | None = None,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
         if not 0.001 <= interval <= 60:
             raise ValueError(f"lag sampler interval must be within 1 ms..60 s, got {interval}")
         self.interval = interval
-        self.scope = Scope.resolve(worker, registry, scope)
+        self.telemetry = Telemetry.resolve(worker, registry, telemetry)
         self._wall = wall_clock
-        self._lag = self.scope.child("corevo_event_loop_lag_seconds")
-        self._heartbeat = self.scope.child("corevo_event_loop_heartbeat_timestamp_seconds")
+        self._lag = self.telemetry.child("corevo_event_loop_lag_seconds")
+        self._heartbeat = self.telemetry.child("corevo_event_loop_heartbeat_timestamp_seconds")
         self._listeners: list[BeatListener] = []
         self._task: asyncio.Task[None] | None = None
         self.last_lag = 0.0
@@ -91,7 +91,7 @@ class LoopLagSampler(Scoped):
             self._absorb("lag_sampler", task.exception())  # type: ignore[arg-type]
 
     def _absorb(self, component: str, exc: BaseException) -> None:
-        guard.absorb(component, exc, scope=self.scope)
+        guard.absorb(component, exc, telemetry=self.telemetry)
 
     def _stamp(self) -> None:
         try:

@@ -24,7 +24,7 @@ from typing import Any, Final
 from prometheus_client import CollectorRegistry
 
 from ..core import guard
-from ..core.scope import Scope, Scoped
+from ..core.telemetry import HasTelemetry, Telemetry
 from . import schedstat
 from .causes import (
     CAUSES,
@@ -139,7 +139,7 @@ StallListener = Callable[[StallReport], None]
 _BlockerFinder = Callable[[], "BusyThread | None"]
 
 
-class StallWatchdog(Scoped):
+class StallWatchdog(HasTelemetry):
     """Notice a loop that has not run for ``threshold`` seconds, capture its stack, and
     attribute the stall to a cause (:mod:`corevo_obs.loop.causes`).
 
@@ -155,7 +155,7 @@ class StallWatchdog(Scoped):
         beat_interval: float = 0.02,
         worker: str | None = None,
         registry: CollectorRegistry | None = None,
-        scope: Scope | None = None,
+        telemetry: Telemetry | None = None,
         max_reports: int = DEFAULT_MAX_REPORTS,
         log_interval: float = DEFAULT_LOG_INTERVAL,
         project_roots: Iterable[str] = (),
@@ -170,7 +170,7 @@ class StallWatchdog(Scoped):
         self.threshold = threshold
         self.check_interval = check_interval
         self.beat_interval = beat_interval
-        self.scope = Scope.resolve(worker, registry, scope)
+        self.telemetry = Telemetry.resolve(worker, registry, telemetry)
         self.project_roots = tuple(project_roots)
         # taken as given here (no filesystem call on the loop thread); the watchdog
         # thread swaps in the resolved filter when it starts
@@ -182,10 +182,10 @@ class StallWatchdog(Scoped):
         self._log_interval = log_interval
         self._last_log = float("-inf")
         self._suppressed = 0
-        self._stalls = self.scope.child("corevo_event_loop_stalls_total")
-        self._stall_seconds = self.scope.child("corevo_event_loop_stall_seconds")
+        self._stalls = self.telemetry.child("corevo_event_loop_stalls_total")
+        self._stall_seconds = self.telemetry.child("corevo_event_loop_stall_seconds")
         self._by_cause = {
-            c: self.scope.child("corevo_event_loop_stalls_by_cause_total", cause=c)
+            c: self.telemetry.child("corevo_event_loop_stalls_by_cause_total", cause=c)
             for c in CAUSES
         }
         self._listeners: list[StallListener] = []
@@ -303,18 +303,18 @@ class StallWatchdog(Scoped):
             try:
                 self._open_probe()
             except Exception as exc:  # noqa: BLE001 - no readings: stacks and gc still work
-                guard.absorb("stall_watchdog", exc, scope=self.scope)
+                guard.absorb("stall_watchdog", exc, telemetry=self.telemetry)
             while not self._stop.wait(self._wait()):
                 self.wakes += 1
                 try:
                     self._check()
                 except Exception as exc:  # noqa: BLE001 - the thread must outlive any bug
-                    guard.absorb("stall_watchdog", exc, scope=self.scope)
+                    guard.absorb("stall_watchdog", exc, telemetry=self.telemetry)
             with self._state:
                 reports = self._drain_ended(self._find_blocker)
             self._record_all(reports)
         except Exception as exc:  # noqa: BLE001
-            guard.absorb("stall_watchdog", exc, scope=self.scope)
+            guard.absorb("stall_watchdog", exc, telemetry=self.telemetry)
         finally:
             probe, self._probe = self._probe, None
             if probe is not None:
@@ -348,7 +348,7 @@ class StallWatchdog(Scoped):
         try:
             return self._next_wait()
         except Exception as exc:  # noqa: BLE001 - e.g. an injected clock that raises
-            guard.absorb("stall_watchdog", exc, scope=self.scope)
+            guard.absorb("stall_watchdog", exc, telemetry=self.telemetry)
             return self.check_interval
 
     def _next_wait(self) -> float:
@@ -493,16 +493,16 @@ class StallWatchdog(Scoped):
             self._stall_seconds.observe(report.duration)
             self._by_cause[report.cause].inc()
         except Exception as exc:  # noqa: BLE001
-            guard.absorb("stall_metrics", exc, scope=self.scope)
+            guard.absorb("stall_metrics", exc, telemetry=self.telemetry)
         try:
             self._log(report)
         except Exception as exc:  # noqa: BLE001 - a broken log handler is the host's
-            guard.absorb("stall_log", exc, scope=self.scope)
+            guard.absorb("stall_log", exc, telemetry=self.telemetry)
         for listener in self._listeners:
             try:
                 listener(report)
             except Exception as exc:  # noqa: BLE001
-                guard.absorb("stall_listener", exc, scope=self.scope)
+                guard.absorb("stall_listener", exc, telemetry=self.telemetry)
 
     def _log(self, report: StallReport) -> None:
         with self._state:

@@ -2,7 +2,7 @@
 
 Every component used to take ``worker=`` and ``registry=`` and resolve each again; a host
 that passed them to one component and forgot another got two worker labels in one
-process. A ``Scope`` is resolved once and handed to every component (``scope=``), so their
+process. A ``Telemetry`` is resolved once and handed to every component (``telemetry=``), so their
 series share the worker label and the registry, and failures they absorb are counted there.
 """
 
@@ -17,30 +17,30 @@ from .errors import ConfigError
 from .identity import worker_name
 from .metrics import child
 
-__all__ = ["Scope"]
+__all__ = ["Telemetry"]
 
 
 @dataclass(frozen=True)
-class Scope:
+class Telemetry:
     """The ``worker`` label and the registry of a component's series (immutable).
 
-    ``Scope.resolve`` is the precedence: an explicit ``scope`` wins; else ``worker`` (the
+    ``Telemetry.resolve`` is the precedence: an explicit ``telemetry`` wins; else ``worker`` (the
     argument, then ``$COREVO_WORKER``, then ``pid<N>``) and ``registry`` (the argument,
-    then prometheus_client's global registry). A scope together with a different worker or
+    then prometheus_client's global registry). A telemetry together with a different worker or
     registry is a ``ConfigError``: one of them would be silently ignored.
 
     >>> from prometheus_client import CollectorRegistry
-    >>> scope = Scope.resolve(worker="w0", registry=CollectorRegistry())
-    >>> scope.child("corevo_event_loop_lag_seconds").observe(0.01)
-    >>> scope.registry.get_sample_value("corevo_event_loop_lag_seconds_count", {"worker": "w0"})
+    >>> telemetry = Telemetry.resolve(worker="w0", registry=CollectorRegistry())
+    >>> telemetry.child("corevo_event_loop_lag_seconds").observe(0.01)
+    >>> telemetry.registry.get_sample_value("corevo_event_loop_lag_seconds_count", {"worker": "w0"})
     1.0
-    >>> Scope.resolve(scope=scope, worker="w0") is scope  # the same worker is no conflict
+    >>> Telemetry.resolve(telemetry=telemetry, worker="w0") is telemetry  # same worker: fine
     True
     >>> try:
-    ...     Scope.resolve(scope=scope, worker="w1")
+    ...     Telemetry.resolve(telemetry=telemetry, worker="w1")
     ... except ConfigError as exc:
     ...     print(exc)
-    scope=Scope(worker='w0') and worker='w1': pass one or the other
+    telemetry=Telemetry(worker='w0') and worker='w1': pass one or the other
     """
 
     worker: str
@@ -50,43 +50,43 @@ class Scope:
         worker_name(self.worker)  # the same bound on the label as every other path
 
     def __repr__(self) -> str:
-        return f"Scope(worker={self.worker!r})"
+        return f"Telemetry(worker={self.worker!r})"
 
     @classmethod
     def resolve(
         cls,
         worker: str | None = None,
         registry: CollectorRegistry | None = None,
-        scope: Scope | None = None,
-    ) -> Scope:
-        """The scope a component built with these keywords uses (None = not given)."""
-        if scope is None:
+        telemetry: Telemetry | None = None,
+    ) -> Telemetry:
+        """The telemetry a component built with these keywords uses (None = not given)."""
+        if telemetry is None:
             return cls(worker_name(worker), REGISTRY if registry is None else registry)
         conflicts = []
-        if worker is not None and worker != scope.worker:
+        if worker is not None and worker != telemetry.worker:
             conflicts.append(f"worker={worker!r}")
-        if registry is not None and registry is not scope.registry:
+        if registry is not None and registry is not telemetry.registry:
             conflicts.append("a different registry=")
         if conflicts:
-            raise ConfigError(f"scope={scope!r} and {' and '.join(conflicts)}: "
+            raise ConfigError(f"telemetry={telemetry!r} and {' and '.join(conflicts)}: "
                               "pass one or the other")
-        return scope
+        return telemetry
 
     def child(self, name: str, **labels: str) -> Any:
         """``core.metrics.child`` of a per-worker series: this registry, this worker label."""
         return child(name, self.registry, worker=self.worker, **labels)
 
 
-class Scoped:
-    """Base of a component that keeps one ``scope``: ``.worker`` and ``.registry`` read it
-    (the attributes users read before the scope existed)."""
+class HasTelemetry:
+    """Base of a component that keeps one ``telemetry``: ``.worker`` and ``.registry`` read it
+    (the attributes users read before the telemetry existed)."""
 
-    scope: Scope
+    telemetry: Telemetry
 
     @property
     def worker(self) -> str:
-        return self.scope.worker
+        return self.telemetry.worker
 
     @property
     def registry(self) -> CollectorRegistry:
-        return self.scope.registry
+        return self.telemetry.registry

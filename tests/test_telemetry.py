@@ -1,4 +1,4 @@
-"""One Scope (worker label + registry) resolved once and shared by the components."""
+"""One Telemetry (worker label + registry) resolved once and shared by the components."""
 
 from __future__ import annotations
 
@@ -11,92 +11,93 @@ from prometheus_client import REGISTRY, CollectorRegistry
 
 from corevo_obs.core import guard
 from corevo_obs.core.errors import ConfigError
-from corevo_obs.core.scope import Scope
+from corevo_obs.core.telemetry import Telemetry
 from corevo_obs.loop import LoopLagSampler, StallWatchdog
 
 
 def test_explicit_keywords_win_over_the_environment(monkeypatch, registry):
     monkeypatch.setenv("COREVO_WORKER", "from-env")
-    scope = Scope.resolve(worker="w3", registry=registry)
-    assert (scope.worker, scope.registry) == ("w3", registry)
+    telemetry = Telemetry.resolve(worker="w3", registry=registry)
+    assert (telemetry.worker, telemetry.registry) == ("w3", registry)
 
 
 def test_environment_then_pid_then_global_registry(monkeypatch):
     monkeypatch.setenv("COREVO_WORKER", "from-env")
-    assert Scope.resolve() == Scope("from-env", REGISTRY)
+    assert Telemetry.resolve() == Telemetry("from-env", REGISTRY)
     monkeypatch.delenv("COREVO_WORKER")
-    assert Scope.resolve().worker == f"pid{os.getpid()}"
+    assert Telemetry.resolve().worker == f"pid{os.getpid()}"
 
 
-def test_an_explicit_scope_wins_over_the_environment(monkeypatch, registry):
-    scope = Scope("w0", registry)
+def test_an_explicit_telemetry_wins_over_the_environment(monkeypatch, registry):
+    telemetry = Telemetry("w0", registry)
     monkeypatch.setenv("COREVO_WORKER", "from-env")
-    assert Scope.resolve(scope=scope) is scope
-    assert Scope.resolve(worker="w0", registry=registry, scope=scope) is scope
+    assert Telemetry.resolve(telemetry=telemetry) is telemetry
+    assert Telemetry.resolve(worker="w0", registry=registry, telemetry=telemetry) is telemetry
 
 
-def test_a_scope_with_a_different_worker_names_both(registry):
+def test_a_telemetry_with_a_different_worker_names_both(registry):
     with pytest.raises(ConfigError) as caught:
-        Scope.resolve(worker="w1", scope=Scope("w0", registry))
-    assert "scope=Scope(worker='w0') and worker='w1'" in str(caught.value)
+        Telemetry.resolve(worker="w1", telemetry=Telemetry("w0", registry))
+    assert "telemetry=Telemetry(worker='w0') and worker='w1'" in str(caught.value)
 
 
-def test_a_scope_with_a_different_registry_names_both(registry):
+def test_a_telemetry_with_a_different_registry_names_both(registry):
     with pytest.raises(ConfigError) as caught:
-        Scope.resolve(registry=CollectorRegistry(), worker="w1", scope=Scope("w0", registry))
-    assert "scope=Scope(worker='w0') and worker='w1' and a different registry=" in str(
+        Telemetry.resolve(registry=CollectorRegistry(), worker="w1",
+                          telemetry=Telemetry("w0", registry))
+    assert "telemetry=Telemetry(worker='w0') and worker='w1' and a different registry=" in str(
         caught.value)
 
 
-def test_a_bad_worker_name_is_refused_however_the_scope_is_built(registry):
+def test_a_bad_worker_name_is_refused_however_the_telemetry_is_built(registry):
     with pytest.raises(ConfigError, match="1-64 characters"):
-        Scope("not a label!", registry)
+        Telemetry("not a label!", registry)
     with pytest.raises(ConfigError, match="worker argument"):
-        Scope.resolve(worker="", registry=registry)
+        Telemetry.resolve(worker="", registry=registry)
 
 
-def test_a_scope_is_immutable(registry):
+def test_a_telemetry_is_immutable(registry):
     with pytest.raises(dataclasses.FrozenInstanceError):
-        Scope("w0", registry).worker = "w1"  # type: ignore[misc]
+        Telemetry("w0", registry).worker = "w1"  # type: ignore[misc]
 
 
-def test_absorb_counts_in_the_scope(registry):
-    guard.absorb("scope-test", RuntimeError("boom"), scope=Scope("w7", registry))
+def test_absorb_counts_in_the_sink(registry):
+    guard.absorb("telemetry-test", RuntimeError("boom"), telemetry=Telemetry("w7", registry))
     assert registry.get_sample_value(
-        "corevo_instrumentation_errors_total", {"worker": "w7", "component": "scope-test"}
+        "corevo_instrumentation_errors_total", {"worker": "w7", "component": "telemetry-test"}
     ) == 1.0
     # the old keywords still work (leases call absorb with them)
-    guard.absorb("scope-test", RuntimeError("boom"), worker="w7", registry=registry)
+    guard.absorb("telemetry-test", RuntimeError("boom"), worker="w7", registry=registry)
     assert registry.get_sample_value(
-        "corevo_instrumentation_errors_total", {"worker": "w7", "component": "scope-test"}
+        "corevo_instrumentation_errors_total", {"worker": "w7", "component": "telemetry-test"}
     ) == 2.0
 
 
 def test_components_keep_worker_and_registry_keywords(registry):
     sampler = LoopLagSampler(worker="w2", registry=registry)
-    assert sampler.scope == Scope("w2", registry)
+    assert sampler.telemetry == Telemetry("w2", registry)
     assert sampler.worker == "w2"
 
 
-def test_a_component_refuses_a_scope_and_a_different_worker(registry):
+def test_a_component_refuses_a_telemetry_and_a_different_worker(registry):
     with pytest.raises(ConfigError, match="worker='w9'"):
-        StallWatchdog(scope=Scope("w0", registry), worker="w9")
+        StallWatchdog(telemetry=Telemetry("w0", registry), worker="w9")
 
 
-def test_one_scope_shared_by_loop_components_gives_one_label_and_registry(
+def test_one_telemetry_shared_by_loop_components_gives_one_label_and_registry(
     monkeypatch, registry
 ):
     from corevo_obs import install_loop_health
 
     monkeypatch.setenv("COREVO_WORKER", "not-this-one")
-    scope = Scope("shared", registry)
+    telemetry = Telemetry("shared", registry)
 
     async def main() -> None:
-        async with install_loop_health(scope=scope, interval=0.01) as health:
+        async with install_loop_health(telemetry=telemetry, interval=0.01) as health:
             await asyncio.sleep(0.05)
-        assert health.scope is scope and health.worker == "shared"
+        assert health.telemetry is telemetry and health.worker == "shared"
         assert health.config.worker == "shared"
-        assert health.watchdog is not None and health.watchdog.scope is scope
+        assert health.watchdog is not None and health.watchdog.telemetry is telemetry
 
     asyncio.run(main())
     assert registry.get_sample_value(
@@ -110,24 +111,24 @@ def test_one_scope_shared_by_loop_components_gives_one_label_and_registry(
     ) is None
 
 
-def test_stages_recorder_middleware_and_decorator_share_a_scope(registry):
+def test_stages_recorder_middleware_and_decorator_share_a_telemetry(registry):
     from corevo_obs.integrations.asgi import StagesMiddleware
     from corevo_obs.stages import StageRecorder, shared_recorder, track_task
 
-    scope = Scope("web0", registry)
-    rec = StageRecorder(scope=scope)
+    telemetry = Telemetry("web0", registry)
+    rec = StageRecorder(telemetry=telemetry)
     assert (rec.worker, rec.registry) == ("web0", registry)
-    assert shared_recorder(scope=scope) is shared_recorder(scope=scope)
+    assert shared_recorder(telemetry=telemetry) is shared_recorder(telemetry=telemetry)
 
     async def app(_s, _r, _send) -> None:
         return None
 
-    middleware = StagesMiddleware(app, scope=scope)
-    assert middleware.recorder.scope is scope
+    middleware = StagesMiddleware(app, telemetry=telemetry)
+    assert middleware.recorder.telemetry is telemetry
     with pytest.raises(ConfigError, match="worker='web1'"):
-        StagesMiddleware(app, scope=scope, worker="web1")
+        StagesMiddleware(app, telemetry=telemetry, worker="web1")
 
-    @track_task("job", scope=scope)
+    @track_task("job", telemetry=telemetry)
     async def job() -> None:
         return None
 
@@ -139,17 +140,17 @@ def test_stages_recorder_middleware_and_decorator_share_a_scope(registry):
             {"worker": "web0", "kind": kind, "outcome": "completed"}) == 1.0
 
 
-def test_one_scope_gives_offload_observer_and_sampler_one_worker_and_registry(
+def test_one_telemetry_gives_offload_observer_and_sampler_one_worker_and_registry(
     monkeypatch, registry
 ):
     from corevo_obs.observer import MetricsObserver
     from corevo_obs.offload import OffloadAdapter
 
     monkeypatch.setenv("COREVO_WORKER", "not-this-one")
-    scope = Scope.resolve(worker="host1", registry=registry)
-    adapter = OffloadAdapter(name="sdk", max_in_flight=2, scope=scope)
-    observer = MetricsObserver(scope=scope)
-    sampler = LoopLagSampler(scope=scope)
+    telemetry = Telemetry.resolve(worker="host1", registry=registry)
+    adapter = OffloadAdapter(name="sdk", max_in_flight=2, telemetry=telemetry)
+    observer = MetricsObserver(telemetry=telemetry)
+    sampler = LoopLagSampler(telemetry=telemetry)
     assert adapter.worker == observer.worker == sampler.worker == "host1"
     assert observer.registry is registry
 
@@ -173,13 +174,13 @@ def test_one_scope_gives_offload_observer_and_sampler_one_worker_and_registry(
                                      {"worker": "host1", "adapter": "sdk"}) is None
 
 
-def test_job_store_and_projector_share_a_scope(tmp_path, registry):
+def test_job_store_and_projector_share_a_telemetry(tmp_path, registry):
     from corevo_obs.claims import SqliteJobStore
     from corevo_obs.events import Event, Projector
 
-    scope = Scope("jobs0", registry)
-    jobs = SqliteJobStore(tmp_path / "jobs.db", scope=scope)
-    projector = Projector(lambda _e: None, scope=scope)
+    telemetry = Telemetry("jobs0", registry)
+    jobs = SqliteJobStore(tmp_path / "jobs.db", telemetry=telemetry)
+    projector = Projector(lambda _e: None, telemetry=telemetry)
     assert jobs.worker == "jobs0" and "jobs0" in jobs.owner
     job_id = jobs.create_job(payload="{}")
     assert jobs.claim(job_id).claim is not None
@@ -191,17 +192,17 @@ def test_job_store_and_projector_share_a_scope(tmp_path, registry):
                                      {"worker": "jobs0", "outcome": "applied"}) == 1.0
 
 
-def test_resolve_in_host_counts_a_bad_value_in_the_scope(registry):
+def test_resolve_in_host_counts_a_bad_value_in_the_sink(registry):
     from corevo_obs.core.settings import option, resolve_in_host
 
     @dataclasses.dataclass(frozen=True)
     class Knobs:
         every: float = option(1.0, minimum=0.1, maximum=10)
 
-    knobs = resolve_in_host(Knobs, "COREVO_SCOPE_TEST", component="scope-knobs",
+    knobs = resolve_in_host(Knobs, "COREVO_SCOPE_TEST", component="telemetry-knobs",
                             environ={"COREVO_SCOPE_TEST_EVERY": "fast"},
-                            scope=Scope("w5", registry))
+                            telemetry=Telemetry("w5", registry))
     assert knobs.every == 1.0
     assert registry.get_sample_value(
-        "corevo_instrumentation_errors_total", {"worker": "w5", "component": "scope-knobs"}
+        "corevo_instrumentation_errors_total", {"worker": "w5", "component": "telemetry-knobs"}
     ) == 1.0
