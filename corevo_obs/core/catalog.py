@@ -243,6 +243,21 @@ _SPECS: tuple[MetricSpec, ...] = (
         "leases", ("worker", "quota"),
     ),
     MetricSpec(
+        "corevo_lease_buffered", "gauge",
+        "Lease buffer: slots this worker holds pre-leased and unused (named, heartbeated "
+        "leases no work runs under; unavailable to other workers up to the idle bound).",
+        "leases", ("worker", "quota"), gauge_mode="livesum",
+    ),
+    MetricSpec(
+        "corevo_lease_buffer_total", "counter",
+        "Lease buffer: 'hit' an admission served from the buffer (no round trip), 'kept' a "
+        "returned lease kept, 'released' one given back to the store (buffer full, no "
+        "recent demand, quota crowded), 'idle' released after the idle bound, 'lost' a "
+        "buffered lease found lost.",
+        "leases", ("worker", "quota", "outcome"),
+        values={"outcome": ("hit", "kept", "released", "idle", "lost")},
+    ),
+    MetricSpec(
         "corevo_breaker_state", "gauge",
         "Circuit breaker of a lease backend: 0 closed, 1 half-open (one probe), 2 open "
         "(calls short-circuited).",

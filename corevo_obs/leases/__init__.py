@@ -17,6 +17,7 @@ from .holder import HolderId, holder_alive
 from .sqlite_store import AsyncSqliteLeaseStore, SqliteLeaseStore
 
 if TYPE_CHECKING:
+    from .buffer import AsyncLeaseBuffer, LeaseBuffer
     from .redis_store import AsyncRedisLeaseStore, RedisLeaseStore, ReplicaLag
     from .sharded import AsyncShardedLeaseStore, ShardedLeaseStore
 
@@ -24,6 +25,7 @@ __all__ = [
     "AcquireResult",
     "AsyncHold",
     "AsyncLease",
+    "AsyncLeaseBuffer",
     "AsyncLeaseStore",
     "AsyncRedisLeaseStore",
     "AsyncShardedLeaseStore",
@@ -35,6 +37,7 @@ __all__ = [
     "Lease",
     "LeaseAudit",
     "LeaseAuditor",
+    "LeaseBuffer",
     "LeaseLost",
     "LeaseRejected",
     "LeaseStore",
@@ -48,7 +51,8 @@ __all__ = [
 
 _LAZY = {"RedisLeaseStore": "redis_store", "AsyncRedisLeaseStore": "redis_store",
          "ReplicaLag": "redis_store", "ShardedLeaseStore": "sharded",
-         "AsyncShardedLeaseStore": "sharded"}
+         "AsyncShardedLeaseStore": "sharded", "LeaseBuffer": "buffer",
+         "AsyncLeaseBuffer": "buffer"}
 
 
 def __getattr__(name: str) -> Any:

@@ -706,11 +706,15 @@ class Hold:
         self.lease.keep_alive()
         return self.lease
 
+    def _give_back(self, lease: Lease) -> None:
+        """End of the body: release (a buffer's hold keeps the lease instead)."""
+        lease.release()
+
     def __exit__(self, et: type[BaseException] | None, e: BaseException | None,
                  tb: TracebackType | None) -> None:
         lease = self.lease
         assert lease is not None
-        lease.release()
+        self._give_back(lease)
         if et is None and (lease.lost or not lease.valid()):
             raise LeaseLost(lease.quota, lease.holder, lease.lost_reason or "lost")
 
@@ -734,6 +738,10 @@ class AsyncHold:
         lease.keep_alive(on_lost=self._lost)
         return lease
 
+    async def _give_back(self, lease: AsyncLease) -> None:
+        """End of the body: release (a buffer's hold keeps the lease instead)."""
+        await lease.release()
+
     def _lost(self, lease: AsyncLease) -> None:
         # Runs in the keeper task, so the body's task is suspended at an await: the
         # CancelledError lands inside the body, never in __aenter__/__aexit__.
@@ -746,7 +754,7 @@ class AsyncHold:
         self._in_body = False
         lease = self.lease
         assert lease is not None and self._task is not None
-        await lease.release()
+        await self._give_back(lease)
         reason = lease.lost_reason or "lost"
         if self._cancelled:
             if self._task.uncancel() > 0:

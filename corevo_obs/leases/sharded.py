@@ -271,6 +271,12 @@ class _ShardCore:
         rebalancer reads)."""
         return [s.seen for s in self.shards]
 
+    def crowded(self, reserve: int) -> bool:
+        """Fewer than ``reserve`` free slots over all shards as this worker last saw
+        them: a ``LeaseBuffer`` then gives returned leases back instead of keeping them
+        (kept, they would strand slots that other workers are being refused)."""
+        return sum(max(0, limit - held) for held, limit in self.view()) < reserve
+
     def _rejected_all(self, tried: list[int]) -> int:
         """Count a stranded rejection when a shard not asked had room as last seen; the
         shard tried last (whose outcome the rejection names)."""

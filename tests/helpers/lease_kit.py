@@ -19,8 +19,10 @@ def store_for(where: str | Path, quota: str, *, asynchronous: bool = False,
     """A Redis store for a ``redis://`` URL, else SQLite; short waits unless given.
 
     ``fresh`` declares a Redis quota new (no restart fence): tests flush their server.
-    ``cluster://HOST:PORT?shards=K[&spill=S]`` is a sharded quota on a Redis Cluster (its
-    rebalancer started when asynchronous; a fresh one gets its first round at once);
+    ``cluster://HOST:PORT?shards=K[&spill=S][&buffer=B&idle_ms=I]`` is a sharded quota on
+    a Redis Cluster (its rebalancer started when asynchronous; a fresh one gets its first
+    round at once), with ``buffer`` seen through a ``LeaseBuffer`` of B slots whose
+    ``close()`` closes the store too;
     ``sentinel://HOST:PORT,HOST:PORT/SERVICE?replicas=1`` a store on the Sentinel-managed
     primary that waits for ``replicas``.
     """
@@ -73,6 +75,9 @@ def _topology_store(where: str, quota: str, *, asynchronous: bool, fresh: bool,
         elif fresh:
             store.declare_fresh()
             store.rebalance()
+        if "buffer" in query:
+            return _buffered(store, query["buffer"], query.get("idle_ms", 500) / 1000,
+                             asynchronous=asynchronous)
         return store
     from corevo_obs.leases.redis_store import AsyncRedisLeaseStore, RedisLeaseStore
 
@@ -84,3 +89,23 @@ def _topology_store(where: str, quota: str, *, asynchronous: bool, fresh: bool,
     if fresh and not asynchronous:
         store.declare_fresh()
     return store
+
+
+def _buffered(store: Any, size: int, idle: float, *, asynchronous: bool) -> Any:
+    """A ``LeaseBuffer`` (or its asyncio twin) on ``store`` that closes the store with it."""
+    from corevo_obs.leases.buffer import AsyncLeaseBuffer, LeaseBuffer
+
+    if asynchronous:
+        class Async(AsyncLeaseBuffer):
+            async def close(self) -> None:
+                await super().close()
+                await self.store.close()
+
+        return Async(store, size=size, idle=idle)
+
+    class Sync(LeaseBuffer):
+        def close(self) -> None:
+            super().close()
+            self.store.close()
+
+    return Sync(store, size=size, idle=idle)
