@@ -46,7 +46,13 @@ from corevo_obs.cancel import (
 )
 from corevo_obs.claims import Claim, SqliteJobStore
 from corevo_obs.events import Event, EventHistory, Projector
-from corevo_obs.leases import AsyncSqliteLeaseStore, Lease, LeaseAuditor, SqliteLeaseStore
+from corevo_obs.leases import (
+    AsyncSqliteLeaseStore,
+    Lease,
+    LeaseAuditor,
+    LeaseBuffer,
+    SqliteLeaseStore,
+)
 from corevo_obs.offload import OffloadAdapter, OffloadRejected
 from corevo_obs.stages import StageRecorder
 
@@ -66,6 +72,11 @@ class Workload:
         self.dbq = SqliteLeaseStore("db", db, limit=5, timeout=LEASE_TIMEOUT, worker=worker,
                                     **SQLITE_FAST)
         self.audit = LeaseAuditor(self.llm)
+        # a buffer of one pre-leased slot on its own quota: the round's lease is handed
+        # back to it and taken again next round without a store call
+        self.buffer = LeaseBuffer(SqliteLeaseStore("buf", db, limit=4, timeout=LEASE_TIMEOUT,
+                                                   worker=worker, **SQLITE_FAST),
+                                  size=1, idle=0.8)  # rounds come every 0.5 s
         self.jobs = SqliteJobStore(jobs, worker=worker)
         self.history = EventHistory(jobs + ".events")
         self.projector = Projector(lambda _event: None, worker=worker)
@@ -95,6 +106,9 @@ class Workload:
             self.session = self.llm.acquire()
         elif not self.session.heartbeat():
             self.session = None  # lost: reaped while this worker was frozen
+        buffered = self.buffer.acquire()
+        if buffered is not None:
+            self.buffer.release(buffered)  # kept for the next round (recent demand)
         short = self.dbq.acquire()
         if short is not None:
             short.release()
