@@ -145,7 +145,7 @@ def test_a_negative_duration_counts_as_zero(registry):
 
 
 def test_the_first_failure_is_logged_once(registry, caplog):
-    from corevo_obs import guard
+    from corevo_obs.core import guard
 
     guard.reset_for_tests()
     obs = MetricsObserver(worker="w0", registry=registry)
