@@ -192,17 +192,37 @@ def test_job_store_and_projector_share_a_telemetry(tmp_path, registry):
                                      {"worker": "jobs0", "outcome": "applied"}) == 1.0
 
 
-def test_resolve_in_host_counts_a_bad_value_in_the_sink(registry):
+def test_resolve_in_host_counts_a_bad_value_in_the_telemetry(registry):
     from corevo_obs.core.settings import option, resolve_in_host
 
     @dataclasses.dataclass(frozen=True)
     class Knobs:
         every: float = option(1.0, minimum=0.1, maximum=10)
 
-    knobs = resolve_in_host(Knobs, "COREVO_SCOPE_TEST", component="telemetry-knobs",
-                            environ={"COREVO_SCOPE_TEST_EVERY": "fast"},
+    knobs = resolve_in_host(Knobs, "COREVO_TELEMETRY_TEST", component="telemetry-knobs",
+                            environ={"COREVO_TELEMETRY_TEST_EVERY": "fast"},
                             telemetry=Telemetry("w5", registry))
     assert knobs.every == 1.0
     assert registry.get_sample_value(
         "corevo_instrumentation_errors_total", {"worker": "w5", "component": "telemetry-knobs"}
     ) == 1.0
+
+
+def test_lease_stores_take_the_same_telemetry(tmp_path, registry):
+    """Leases too: their grants, the observer's series and absorbed failures all land under
+    the one worker label and registry; a different worker= beside it is refused."""
+    from corevo_obs.leases import SqliteLeaseStore
+
+    telemetry = Telemetry("lease0", registry)
+    store = SqliteLeaseStore("tq", tmp_path / "l.db", limit=1, timeout=10.0,
+                             telemetry=telemetry)
+    assert (store.worker, store.telemetry) == ("lease0", telemetry)
+    lease = store.acquire()
+    assert lease is not None and lease.holder.startswith("lease0@")
+    lease.release()
+    assert registry.get_sample_value("corevo_lease_acquire_total", {
+        "worker": "lease0", "quota": "tq", "outcome": "granted"}) == 1.0
+    with pytest.raises(ConfigError, match="worker='other'"):
+        SqliteLeaseStore("tq", tmp_path / "l.db", limit=1, timeout=10.0,
+                         telemetry=telemetry, worker="other")
+    store.close()

@@ -49,7 +49,7 @@ from prometheus_client import CollectorRegistry
 
 from ..core.errors import ConfigError, LeaseLost, LeaseRejected
 from ..core.guard import absorb
-from ..core.identity import worker_name
+from ..core.telemetry import Telemetry
 from ..observer import AcquireOutcome, MetricsObserver, Observer
 from .breaker import CircuitBreaker, ShortCircuited, open_pause
 from .holder import HolderIds
@@ -105,6 +105,7 @@ class _LeaseCore:
         worker: str | None = None,
         observer: Observer | None = None,
         registry: CollectorRegistry | None = None,
+        telemetry: Telemetry | None = None,
         fail_open: bool = False,
         breaker: CircuitBreaker | None = None,
         clock: Callable[[], float] = time.time,
@@ -122,17 +123,19 @@ class _LeaseCore:
         self.margin = (self.timeout * MARGIN_SHARE if margin is None
                        else _number(margin, "margin", zero=True))
         self._check_waits()
-        self.worker = worker_name(worker)
-        self.observer = observer or MetricsObserver(worker=self.worker, registry=registry)
+        #: the worker label and registry of this store's series, resolved once
+        self.telemetry = Telemetry.resolve(worker, registry, telemetry)
+        self.worker = self.telemetry.worker
+        self.observer = observer or MetricsObserver(telemetry=self.telemetry)
         self.fail_open = fail_open
         #: the client's wall clock; no lease decision reads it (kept so a test can skew it)
         self.clock = clock
-        self._registry = registry
+        self._registry = self.telemetry.registry
         self._ids = HolderIds(self.worker)
         #: short-circuits calls to a backend that failed repeatedly (see ``breaker.py``)
         self.breaker = breaker
         if breaker is not None:
-            breaker.bind(self.worker, registry)
+            breaker.bind(self.worker, self._registry)
 
     def store_wait(self) -> tuple[float, str]:
         """The longest one backend call may block, and what that wait is (for messages)."""
@@ -193,7 +196,7 @@ class _LeaseCore:
         if not isinstance(exc, ShortCircuited):
             if self.breaker is not None and not getattr(exc, "backend_answered", False):
                 self.breaker.failure()
-            absorb(f"lease-{what}", exc, worker=self.worker, registry=self._registry)
+            absorb(f"lease-{what}", exc, telemetry=self.telemetry)
         return self.fail_open
 
     def _acquire_failed(self, exc: BaseException, t0: float) -> bool:
@@ -212,7 +215,7 @@ class _LeaseCore:
             child("corevo_lease_fail_open_total", self._registry, worker=self.worker,
                   quota=self.quota).inc()
         except Exception as exc:  # noqa: BLE001 - reporting never stops the grant
-            absorb("lease-fail-open", exc, worker=self.worker, registry=self._registry)
+            absorb("lease-fail-open", exc, telemetry=self.telemetry)
 
     def _breaker_open(self) -> bool:
         b = self.breaker
@@ -511,8 +514,7 @@ class _LeaseHandle:
         try:
             fn(self)
         except Exception as exc:  # noqa: BLE001 - a callback must not stop the others
-            absorb("lease-on-lost", exc, worker=self.store.worker,
-                   registry=self.store._registry)
+            absorb("lease-on-lost", exc, telemetry=self.store.telemetry)
 
     def _lose(self, reason: str) -> None:
         with _event_lock:
