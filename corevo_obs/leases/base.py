@@ -130,12 +130,11 @@ class _LeaseCore:
         self.fail_open = fail_open
         #: the client's wall clock; no lease decision reads it (kept so a test can skew it)
         self.clock = clock
-        self._registry = self.telemetry.registry
         self._ids = HolderIds(self.worker)
         #: short-circuits calls to a backend that failed repeatedly (see ``breaker.py``)
         self.breaker = breaker
         if breaker is not None:
-            breaker.bind(self.worker, self._registry)
+            breaker.bind(self.worker, self.telemetry.registry)
 
     def store_wait(self) -> tuple[float, str]:
         """The longest one backend call may block, and what that wait is (for messages)."""
@@ -210,10 +209,7 @@ class _LeaseCore:
 
     def _fail_open_granted(self) -> None:
         try:
-            from ..core.metrics import child
-
-            child("corevo_lease_fail_open_total", self._registry, worker=self.worker,
-                  quota=self.quota).inc()
+            self.telemetry.child("corevo_lease_fail_open_total", quota=self.quota).inc()
         except Exception as exc:  # noqa: BLE001 - reporting never stops the grant
             absorb("lease-fail-open", exc, telemetry=self.telemetry)
 

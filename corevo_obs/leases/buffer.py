@@ -47,6 +47,7 @@ from typing import Any, Final
 
 from ..core.errors import ConfigError
 from ..core.guard import absorb
+from ..core.telemetry import Telemetry
 from .base import DEFAULT_POLL, AsyncHold, AsyncLease, Hold, Lease, _number
 from .sharded import _Keyed  # what a hold calls: acquire_within with the key bound
 
@@ -93,14 +94,11 @@ class _BufferCore:
         self._out: set[Any] = set()  # handed out by this buffer and not yet returned
         self._lock = threading.RLock()  # a lease lost inside valid() calls _dropped
         self._demand_at = float("-inf")
-        from ..core.metrics import child
-
-        worker = getattr(store, "worker", None) or store._worker
-        self._worker, self._registry = worker, store._registry
-        self._gauge = child("corevo_lease_buffered", self._registry, worker=worker,
-                            quota=self.quota)
-        self._count = {o: child("corevo_lease_buffer_total", self._registry, worker=worker,
-                                quota=self.quota, outcome=o) for o in OUTCOMES}
+        #: the store's worker label and registry (a sharded store's are its shards')
+        self.telemetry: Telemetry = store.telemetry
+        self._gauge = self.telemetry.child("corevo_lease_buffered", quota=self.quota)
+        self._count = {o: self.telemetry.child("corevo_lease_buffer_total", quota=self.quota,
+                                               outcome=o) for o in OUTCOMES}
 
     @property
     def buffered(self) -> int:
@@ -169,7 +167,7 @@ class _BufferCore:
         try:
             return bool(self._crowded(self.reserve))
         except Exception as exc:  # noqa: BLE001 - a broken hook must not stop releases
-            absorb("lease-buffer", exc, worker=self._worker, registry=self._registry)
+            absorb("lease-buffer", exc, telemetry=self.telemetry)
             return True
 
     def _dropped(self, lease: Any) -> None:
@@ -271,7 +269,7 @@ class LeaseBuffer(_BufferCore):
                 try:
                     self.sweep()
                 except Exception as exc:  # noqa: BLE001 - the next round retries
-                    absorb("lease-buffer", exc, worker=self._worker, registry=self._registry)
+                    absorb("lease-buffer", exc, telemetry=self.telemetry)
 
         if self._sweeper is None and not self._stop.is_set():
             self._sweeper = threading.Thread(target=loop, daemon=True,
@@ -346,7 +344,7 @@ class AsyncLeaseBuffer(_BufferCore):
                 try:
                     await self.sweep()
                 except Exception as exc:  # noqa: BLE001
-                    absorb("lease-buffer", exc, worker=self._worker, registry=self._registry)
+                    absorb("lease-buffer", exc, telemetry=self.telemetry)
 
         if self._sweeper is None or self._sweeper.done():
             self._sweeper = asyncio.get_running_loop().create_task(loop())

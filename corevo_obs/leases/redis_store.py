@@ -36,6 +36,7 @@ from typing import Any, Final, Literal
 
 from ..core.errors import ConfigError, CorevoObsError
 from ..core.guard import absorb
+from ..core.telemetry import Telemetry
 from .base import DEFAULT_TIMEOUT, AcquireResult, AsyncLeaseStore, LeaseStore, _number
 from .breaker import CircuitBreaker, default_breaker
 
@@ -192,7 +193,7 @@ class _RedisSetup:
     quota: str
     limit: int
     worker: str
-    _registry: Any
+    telemetry: Telemetry
 
     def _setup(self, quota: str, client: Any, key: str | None, *, asyncio: bool,
                socket_timeout: float, connect_timeout: float, replicas: int,
@@ -263,12 +264,10 @@ class _RedisSetup:
         if int(acked) >= self.replicas:
             return False
         try:
-            from ..core.metrics import child
-
-            child("corevo_lease_replica_wait_timeouts_total", self._registry,
-                  worker=self.worker, quota=self.quota, op=op).inc()
+            self.telemetry.child("corevo_lease_replica_wait_timeouts_total",
+                                 quota=self.quota, op=op).inc()
         except Exception as exc:  # noqa: BLE001
-            absorb("lease-replica-wait", exc, worker=self.worker, registry=self._registry)
+            absorb("lease-replica-wait", exc, telemetry=self.telemetry)
         return True
 
     def store_wait(self) -> tuple[float, str]:

@@ -73,6 +73,7 @@ from typing import Any, Final, TypeVar
 
 from ..core.errors import ConfigError, LeaseRejected
 from ..core.guard import absorb
+from ..core.telemetry import HasTelemetry, Telemetry
 from .base import DEFAULT_POLL, DEFAULT_TIMEOUT, AcquireResult, AsyncHold, AsyncLease, Hold, Lease
 from .breaker import open_pause
 from .redis_store import KEY_PREFIX, AsyncRedisLeaseStore, RedisLeaseStore
@@ -206,7 +207,7 @@ def plan_raises(states: list[ShardState], spare: int) -> list[tuple[int, int]]:
 LimitOp = tuple[int, str, int, int]
 
 
-class _ShardCore:
+class _ShardCore(HasTelemetry):
     """Configuration, names, the shard stores, admission order, the local view, the
     rebalance round and the metrics: all but the I/O, shared by both stores."""
 
@@ -236,14 +237,10 @@ class _ShardCore:
                                                **store_options)
         self._leader = self.rebalancer.new_holder()
         self._limit_script = client.register_script(LIMIT_LUA)
-        from ..core.metrics import child
-
-        first = self.shards[0]
-        self._worker, self._registry = first.worker, first._registry
-        self._stranded = child("corevo_lease_stranded_total", self._registry,
-                               worker=self._worker, quota=quota)
-        self._moved = child("corevo_lease_rebalanced_total", self._registry,
-                            worker=self._worker, quota=quota)
+        #: the shards' own (every shard is built from the same options)
+        self.telemetry: Telemetry = self.shards[0].telemetry
+        self._stranded = self.telemetry.child("corevo_lease_stranded_total", quota=quota)
+        self._moved = self.telemetry.child("corevo_lease_rebalanced_total", quota=quota)
         self._stop = threading.Event()  # ends the blocking store's rebalancer thread
 
     def order(self, key: str | None) -> list[int]:
@@ -484,8 +481,7 @@ class ShardedLeaseStore(_ShardCore):
                 try:
                     self.rebalance()
                 except Exception as exc:  # noqa: BLE001 - the next round retries
-                    absorb("lease-rebalance", exc, worker=self._worker,
-                           registry=self._registry)
+                    absorb("lease-rebalance", exc, telemetry=self.telemetry)
                 if self._stop.wait(self.rebalance_every):
                     return
 
@@ -569,8 +565,7 @@ class AsyncShardedLeaseStore(_ShardCore):
                 try:
                     await self.rebalance()
                 except Exception as exc:  # noqa: BLE001
-                    absorb("lease-rebalance", exc, worker=self._worker,
-                           registry=self._registry)
+                    absorb("lease-rebalance", exc, telemetry=self.telemetry)
                 await asyncio.sleep(self.rebalance_every)
 
         if self._task is None or self._task.done():
