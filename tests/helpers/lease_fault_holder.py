@@ -3,7 +3,9 @@
 Usage: lease_fault_holder.py CONFIG_JSON
 
 Each of ``holders`` asyncio tasks loops until ``until`` (a ``time.monotonic()`` value;
-system-wide on Linux, so the parent can compare): ``async with store.hold()``, then work
+system-wide on Linux, so the parent can compare) or until the parent sends SIGUSR1 — so
+a run can last as long as the faults take to heal:
+``async with store.hold()``, then work
 for a random time — with probability ``p_long`` a ``long`` one, longer than the lease
 timeout, so holds span the faults. The tracker is independent of the store: right after
 the grant the task appends ``E holder t planned`` (enter, planned work) to this
@@ -21,6 +23,7 @@ import asyncio
 import json
 import os
 import random
+import signal
 import sys
 import time
 from collections import Counter
@@ -31,10 +34,10 @@ from lease_kit import store_for
 from corevo_obs.core.errors import LeaseLost, LeaseRejected
 
 
-async def holder(store: Any, cfg: dict[str, Any], fd: int, seed: int, stats: Counter[str]
-                 ) -> None:
+async def holder(store: Any, cfg: dict[str, Any], fd: int, seed: int, stats: Counter[str],
+                 stopped: asyncio.Event) -> None:
     rng = random.Random(seed)
-    while time.monotonic() < cfg["until"]:
+    while time.monotonic() < cfg["until"] and not stopped.is_set():
         lo, hi = cfg["long"] if rng.random() < cfg["p_long"] else cfg["short"]
         work = rng.uniform(lo, hi)
         # a sharded quota: a caller key from a skewed set (half of the holds use key 0)
@@ -64,8 +67,10 @@ async def main(cfg: dict[str, Any]) -> None:
                       clock=lambda: time.time() + skew, **cfg.get("waits", {}))
     fd = os.open(cfg["track"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     stats: Counter[str] = Counter()
+    stopped = asyncio.Event()  # SIGUSR1 from the parent: finish the current holds, stop
+    asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, stopped.set)
     print("ready", flush=True)
-    await asyncio.gather(*(holder(store, cfg, fd, cfg["seed"] * 100 + i, stats)
+    await asyncio.gather(*(holder(store, cfg, fd, cfg["seed"] * 100 + i, stats, stopped)
                            for i in range(cfg["holders"])))
     os.close(fd)
     await store.close()
