@@ -102,7 +102,7 @@ class CommandGateway:
         try:
             reached = await self.bus.send(command)
         except Exception as exc:  # noqa: BLE001 - the wake-up is best effort by design
-            absorbed("cancel-send", exc, self.observer, self.jobs.worker)
+            absorbed("cancel-send", exc, self.observer, self.jobs)
             reached = 0
         return Routed("routed", command, reached)
 

@@ -43,9 +43,10 @@ StopState = Literal["completed", "failed", "cancelled", "lost"]
 DEFAULT_RECONNECT: Final = 1.0
 
 
-def absorbed(component: str, exc: BaseException, observer: Observer, worker: str) -> None:
-    """Count a transport failure where the observer counts (a test's registry, if given)."""
-    absorb(component, exc, worker=worker, registry=getattr(observer, "registry", None))
+def absorbed(component: str, exc: BaseException, observer: Observer, jobs: JobStore) -> None:
+    """Count a transport failure under the observer's telemetry (a custom observer has none:
+    then the job store's), so it lands beside the series of the same component."""
+    absorb(component, exc, telemetry=getattr(observer, "telemetry", None) or jobs.telemetry)
 
 
 def execution_holder(owner: str, execution_id: str) -> str:
@@ -141,13 +142,13 @@ class CommandInbox:
                 try:
                     self._sub = await self.bus.subscribe(self.owner)
                 except Exception as exc:  # noqa: BLE001 - retried; markers still work
-                    absorbed("cancel-subscribe", exc, self.observer, self.jobs.worker)
+                    absorbed("cancel-subscribe", exc, self.observer, self.jobs)
                     await asyncio.sleep(self.reconnect)
                     continue
             try:
                 command = await self._sub.get()
             except Exception as exc:  # noqa: BLE001 - a broken channel is an expected event
-                absorbed("cancel-channel", exc, self.observer, self.jobs.worker)
+                absorbed("cancel-channel", exc, self.observer, self.jobs)
                 await self._sub.close()
                 self._sub = None
                 await asyncio.sleep(self.reconnect)
@@ -241,7 +242,7 @@ class CommandInbox:
         try:
             await self.bus.acknowledge(run.execution_id, stopped_at, self.ack_ttl)
         except Exception as exc:  # noqa: BLE001 - the local flag still gates side effects
-            absorbed("cancel-ack", exc, self.observer, self.jobs.worker)
+            absorbed("cancel-ack", exc, self.observer, self.jobs)
         return Stop("cancelled", path, latency)
 
     async def _beat(self, run: Execution, interval: float) -> None:
@@ -253,7 +254,7 @@ class CommandInbox:
             try:
                 requested_at = await self.bus.marker(run.execution_id)
             except Exception as exc:  # noqa: BLE001 - next heartbeat tries again
-                absorbed("cancel-marker", exc, self.observer, self.jobs.worker)
+                absorbed("cancel-marker", exc, self.observer, self.jobs)
                 continue
             if requested_at is not None:
                 run.request_stop("cancelled", "marker", requested_at)
