@@ -135,6 +135,26 @@ def test_a_changed_return_type_changes_its_unchanged_callers_findings(tmp_path: 
     assert again.stats.trees == 1  # the first run's files again: its findings
 
 
+HELPER_USER = ("import zipfile\nfrom pkg.factory import buf\n\ndef names():\n"
+               "    return zipfile.ZipFile(buf()).namelist()\n\nasync def handler():\n"
+               "    names()\n")
+
+
+def test_a_helper_on_a_buffer_made_elsewhere_follows_what_it_becomes(tmp_path: Path) -> None:
+    """A sync helper's ``ZipFile(buf())``: blocking while ``buf`` (another module) opens a
+    file, not once it returns a ``BytesIO`` — and the helper's cached summary follows."""
+    root = tree(tmp_path / "src", {"pkg/__init__.py": "", "pkg/factory.py": FACTORY_SYNC,
+                                   "pkg/app.py": HELPER_USER})
+    cache_dir = tmp_path / "cache"
+    first = run([str(root)], LintConfig(), LintCache.at(cache_dir))
+    assert [(f.line, f.code) for f in first] == [(8, "COB110")]  # type: ignore[attr-defined]
+    (root / "pkg" / "factory.py").write_text(FACTORY_ASYNC)
+    warm = LintCache.at(cache_dir)
+    assert run([str(root)], LintConfig(), warm) == []
+    assert warm.stats.hits >= 1  # app.py's summary came from its entry
+    assert run([str(root)], LintConfig(), None) == []
+
+
 def test_a_changed_config_or_catalog_misses_every_entry(tmp_path: Path) -> None:
     root = tree(tmp_path / "src", {"app.py": "import time\n\nasync def h():\n    time.sleep(1)\n"})
     cache_dir = tmp_path / "cache"

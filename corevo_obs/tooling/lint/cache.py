@@ -43,7 +43,7 @@ from .call_catalog import Catalog
 from .model import CallSite, Edge, FileResult, Finding, FuncFacts, Pending
 from .narrowing import OPS, Args, Atom, Guard, Kind, Value, instance
 
-FORMAT = 2
+FORMAT = 3
 ENV = "COREVO_LINT_CACHE_DIR"
 DEFAULT_PARTS = (".corevo-cache", "lint")  # under the project root
 MAX_ENTRY = 16 << 20
@@ -209,12 +209,13 @@ def _enc_facts(qualname: str, f: FuncFacts) -> list[object]:
             list(f.params), sorted(f.names),
             [[k, _enc_value(v)] for k, v in f.defaults.items()], f.varkw,
             [[k, _enc_guard(g)] for k, g in f.rebinds.items()],
-            [[k, _enc_value(v)] for k, v in f.inits.items()]]
+            [[k, _enc_value(v)] for k, v in f.inits.items()],
+            [[i, list(types)] for i, types in f.unless.items()]]
 
 
 def _dec_facts(x: object, path: str) -> tuple[str, FuncFacts]:
     (qualname, name, line, marked, blocks, edges, params, names, defaults, varkw,
-     rebinds, inits) = _list(x, 12)
+     rebinds, inits, unless) = _list(x, 13)
     _check(type(marked) is bool and type(varkw) is bool)
     facts = FuncFacts(_str(name), path, _int(line), marked)
     for item in _list(blocks):
@@ -236,6 +237,10 @@ def _dec_facts(x: object, path: str) -> tuple[str, FuncFacts]:
     for item in _list(inits):
         k, v = _list(item, 2)
         facts.inits[_str(k)] = _dec_value(v)
+    for item in _list(unless):
+        i, types = _list(item, 2)
+        _check(0 <= _int(i) < len(facts.blocks))
+        facts.unless[_int(i)] = tuple(_str(t) for t in _list(types))
     return _str(qualname), facts
 
 

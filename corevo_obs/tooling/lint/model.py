@@ -46,6 +46,9 @@ class FuncFacts:
     varkw: bool = False  # has **kwargs (keywords beyond ``names`` are forwarded)
     rebinds: dict[str, Guard] = field(default_factory=dict)  # param -> guard of its 1 store
     inits: dict[str, Value] = field(default_factory=dict)  # __init__: "self.x" -> value set
+    # index in ``blocks`` -> deferred types of its file arguments: the block holds unless
+    # one resolves to an in-memory buffer (``Pending``'s rule, for a helper's calls)
+    unless: dict[int, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def callees(self) -> list[str]:
@@ -53,8 +56,9 @@ class FuncFacts:
 
     @property
     def blocking(self) -> str | None:
-        """The first call that blocks whatever the arguments."""
-        return next((call for call, guard in self.blocks if not guard), None)
+        """The first call that blocks whatever the arguments (and whatever types resolve)."""
+        return next((call for i, (call, guard) in enumerate(self.blocks)
+                     if not guard and i not in self.unless), None)
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ import fnmatch
 import functools
 import os
 import stat
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,7 @@ from ...core.fileio import read_regular
 from .cache import LintCache, digest, fingerprint
 from .call_catalog import Catalog, load_catalog
 from .config import LintConfig
-from .model import FileResult, Finding
+from .model import FileResult, Finding, FuncFacts
 from .noqa import is_silenced
 from .returns import AMBIGUOUS, ReturnTypes
 from .rules import message, meta
@@ -265,6 +265,16 @@ def _scan_tree(files: list[str], catalog: Catalog, bare_noqa: bool,
         pool.close()
 
 
+def _resolved(facts: FuncFacts, buffer: Callable[[tuple[str, ...]], bool]) -> FuncFacts:
+    """The helper's summary without the blocks whose file argument turned out, project-wide,
+    to be an in-memory buffer (``ZipFile(make_buf())`` with ``make_buf`` in another module)."""
+    if not facts.unless:
+        return facts
+    blocks = [b for i, b in enumerate(facts.blocks)
+              if i not in facts.unless or not buffer(facts.unless[i])]
+    return replace(facts, blocks=blocks, unless={})
+
+
 def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
                jobs: int | None = None, catalog: Catalog | None = None,
                cache: LintCache | None = None) -> LintResult:
@@ -308,16 +318,19 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
         for d, reason in unreadable]
     reexports = {k: v for r in results for k, v in r.reexports.items()}
     types = ReturnTypes(((q, t) for r in results for q, t in r.returns.items()), reexports)
-    index = ChainIndex(((q, f) for r in results for q, f in r.funcs.items()), reexports,
+
+    def buffer(unless: tuple[str, ...]) -> bool:
+        return any(types.resolve(t) in catalog.in_memory_types for t in unless)
+
+    index = ChainIndex(((q, _resolved(f, buffer)) for r in results for q, f in r.funcs.items()),
+                       reexports,
                        {k: v for r in results for k, v in r.constants.items()},
                        (a for r in results for a in r.written), types, catalog)
     for r in results:
         if r.error is not None:
             out.errors.append(r.error)
         out.findings.extend(r.findings)
-        out.findings.extend(p.finding for p in r.pending  # unless a buffer after all
-                            if not any(types.resolve(t) in catalog.in_memory_types
-                                       for t in p.unless))
+        out.findings.extend(p.finding for p in r.pending if not buffer(p.unless))
         for site in r.sites:
             hit = index.classify(site)
             if hit is None:

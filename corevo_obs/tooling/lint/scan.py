@@ -840,6 +840,9 @@ class FileScanner(ast.NodeVisitor):
                              catalogued.deferred_buffers(node, ref, self.catalog, self.tracker))
             elif (ctx.facts is not None and ctx.facts.blocking is None
                   and ref.name not in self.catalog.direct_only):
+                unless = catalogued.deferred_buffers(node, ref, self.catalog, self.tracker)
+                if unless:
+                    ctx.facts.unless[len(ctx.facts.blocks)] = unless
                 ctx.facts.blocks.append((display, tuple(ctx.guard)))
             return
         if ref.kind not in ("def", "class", "import", "method"):

@@ -70,6 +70,10 @@ def make_text() -> io.StringIO:
     return io.StringIO()
 
 
+def open_archive(path: str):
+    return open(path, "rb")
+
+
 def either(flag: bool):
     if flag:
         return httpx.Client()

@@ -18,6 +18,7 @@ from .factories import (
     make_client,
     make_store,
     make_text,
+    open_archive,
     maybe_client,
     open_db,
     recursive,
@@ -99,10 +100,22 @@ def sync_quiet(url: str) -> None:
     ac.get(url)
 
 
+def zip_in_memory() -> list[str]:
+    with zipfile.ZipFile(make_buffer()) as z:  # the buffer: made in another module
+        return z.namelist()
+
+
+def zip_on_disk(path: str) -> list[str]:
+    with zipfile.ZipFile(open_archive(path)) as z:  # a real file, made in another module
+        return z.namelist()
+
+
 async def through_sync_helpers(url: str, data: bytes) -> None:
     sync_helper(url)  # error: COB110
     sync_store(data)  # error: COB110
     sync_quiet(url)
+    zip_in_memory()
+    zip_on_disk(url)  # error: COB110
 
 
 async def typed_locally(c: httpx.Client) -> None:
