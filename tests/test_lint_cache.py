@@ -155,6 +155,30 @@ def test_a_helper_on_a_buffer_made_elsewhere_follows_what_it_becomes(tmp_path: P
     assert run([str(root)], LintConfig(), None) == []
 
 
+BASE_BLOCKS = "class Base:\n    def save(self):\n        open('f').read()\n"
+BASE_CLEAN = "class Base:\n    def save(self):\n        return 1\n"
+SUBCLASS = ("from pkg.base import Base\n\nclass Local(Base):\n    async def run(self):\n"
+            "        self.save()\n\nasync def handler(x: Local):\n    x.save()\n")
+
+
+def test_a_changed_base_class_changes_its_unchanged_subclass_findings(tmp_path: Path) -> None:
+    """``self.save()`` and ``x.save()`` on a subclass run the base's ``save`` (another
+    module, read only because the calls lead there): the subclass's cached summary
+    follows what the base's method does."""
+    root = tree(tmp_path / "src", {"pkg/__init__.py": "", "pkg/base.py": BASE_BLOCKS,
+                                   "pkg/app.py": SUBCLASS})
+    cache_dir = tmp_path / "cache"
+    first = run([str(root)], LintConfig(), LintCache.at(cache_dir))
+    assert [(f.line, f.code) for f in first] == [  # type: ignore[attr-defined]
+        (5, "COB110"), (8, "COB110")]
+    assert run([str(root)], LintConfig(), None) == first
+    (root / "pkg" / "base.py").write_text(BASE_CLEAN)
+    warm = LintCache.at(cache_dir)
+    assert run([str(root)], LintConfig(), warm) == []
+    assert warm.stats.hits >= 1  # app.py's summary came from its entry
+    assert run([str(root)], LintConfig(), None) == []
+
+
 def test_a_changed_config_or_catalog_misses_every_entry(tmp_path: Path) -> None:
     root = tree(tmp_path / "src", {"app.py": "import time\n\nasync def h():\n    time.sleep(1)\n"})
     cache_dir = tmp_path / "cache"

@@ -258,6 +258,8 @@ def encode(result: FileResult) -> dict[str, object]:
         "written": sorted(result.written),
         "returns": [[k, v] for k, v in result.returns.items()],
         "pending": [[_enc_finding(p.finding), list(p.unless)] for p in result.pending],
+        "bases": [[k, list(v)] for k, v in result.bases.items()],
+        "shadows": [[k, sorted(v)] for k, v in result.shadows.items()],
     }
 
 
@@ -294,6 +296,12 @@ def decode(x: object, path: str, module: str) -> FileResult:
     for item in _list(x["returns"]):
         k, v = _list(item, 2)
         out.returns[_str(k)] = _str(v)
+    for item in _list(x["bases"]):
+        k, v = _list(item, 2)
+        out.bases[_str(k)] = tuple(_str(b) for b in _list(v))
+    for item in _list(x["shadows"]):
+        k, v = _list(item, 2)
+        out.shadows[_str(k)] = frozenset(_str(n) for n in _list(v))
     for item in _list(x["pending"]):
         finding, unless = _list(item, 2)
         out.pending.append(Pending(_dec_finding(finding, path),

@@ -16,6 +16,10 @@ from dataclasses import dataclass, field
 
 BUILTINS = frozenset(dir(builtins))
 AMBIGUOUS = "?"
+# the deferred name of what reading a property gives: ``pkg.Reader.fh#get`` (``returns.py``
+# resolves it like a call's result; a plain attribute never gets one, so stays unknown)
+GETTER = "#get"
+PROPERTY_DECORATORS = frozenset({"builtins.property", "functools.cached_property"})
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,11 @@ class ClassInfo:
     qualname: str
     methods: dict[str, str] = field(default_factory=dict)  # name -> qualname (sync only)
     attrs: dict[str, str | None] = field(default_factory=dict)  # self.x -> type
+    properties: set[str] = field(default_factory=set)  # methods read as ``self.x``
+    bases: tuple[str, ...] = ()  # qualified names of the bases the file can name
+    # names the class body binds to anything but a sync method (an ``async def``, a value):
+    # they hide a base's method of the same name
+    shadows: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -152,7 +161,7 @@ class ImportTracker:
         return scope
 
     def push_class(self, node: ast.ClassDef, qualname: str) -> Scope:
-        info = ClassInfo(qualname)
+        info = ClassInfo(qualname, bases=self.class_bases(node))
         self.classes[qualname] = info
         scope = Scope("class", qualname, cls=info)
         self.stack.append(scope)
@@ -160,6 +169,8 @@ class ImportTracker:
         for stmt in node.body:
             if isinstance(stmt, ast.FunctionDef):
                 info.methods.setdefault(stmt.name, f"{qualname}.{stmt.name}")
+                if self.is_property(stmt):
+                    info.properties.add(stmt.name)
             if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.args.args:
                 params = {a.arg: self._annotation_type(a.annotation)
                           for a, _ in _params_with_defaults(stmt.args)}
@@ -170,10 +181,31 @@ class ImportTracker:
         for name, b in scope.bindings.items():
             if b.kind != "def" and name in info.methods:
                 del info.methods[name]  # redefined: ambiguous
+        info.shadows = frozenset(scope.bindings) - set(info.methods)
         return scope
 
     def pop(self) -> Scope:
         return self.stack.pop()
+
+    def class_bases(self, node: ast.ClassDef) -> tuple[str, ...]:
+        """The bases a method may be inherited from: classes of the tree or imported names
+        (a generic base ``Base[T]`` by its origin); ``object`` and builtins add nothing."""
+        out: list[str] = []
+        for expr in node.bases:
+            if isinstance(expr, ast.Subscript):
+                expr = expr.value
+            ref = self.resolve(expr)
+            if ref is not None and ref.kind in ("class", "import") and ref.name:
+                out.append(ref.name)
+        return tuple(out)
+
+    def is_property(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        """A getter: ``@property`` or ``@functools.cached_property``."""
+        for deco in node.decorator_list:
+            ref = self.resolve(deco)
+            if ref is not None and ref.name in PROPERTY_DECORATORS:
+                return True
+        return False
 
     # -- binding collection (statements only: cheap, no expression walk) ---------------
     def _collect(self, body: Iterable[ast.stmt], scope: Scope) -> None:
@@ -370,7 +402,10 @@ class ImportTracker:
             return left if left == "pathlib.Path" else None
         if isinstance(node, ast.Name | ast.Attribute):
             ref = self.resolve(node)
-            return ref.type if ref is not None and ref.kind == "instance" else None
+            if ref is not None and ref.kind == "method" and ref.type:  # x.p: maybe a getter
+                return f"{ref.type}.{ref.attr}{GETTER}"
+            # an instance, or ``self`` (``return self``: a builder's result is its class)
+            return ref.type if ref is not None and ref.kind in ("instance", "self") else None
         return None
 
     def _offloaded_type(self, call: ast.Call, index: int) -> str | None:
@@ -401,15 +436,23 @@ class ImportTracker:
                 info = self.classes.get(base.name)
                 if info is None:
                     return None
+                if node.attr in info.properties and node.attr in info.methods:
+                    getter = info.methods[node.attr] + GETTER  # self.p: the getter's result
+                    return Ref(getter, "instance", type=getter)
                 if node.attr in info.methods:
                     return Ref(info.methods[node.attr], "def")
                 typ = info.attrs.get(node.attr)
                 if typ and typ != AMBIGUOUS:
                     return Ref(typ, "instance", type=typ)
+                if info.bases and node.attr not in info.attrs and node.attr not in info.shadows:
+                    # maybe inherited: the run looks ``C.m`` up in the bases
+                    return Ref(f"{base.name}.{node.attr}", "method", type=base.name,
+                               attr=node.attr)
                 return None
-            if base.kind in ("instance", "method"):
-                if base.kind == "method":
-                    return None
+            if base.kind == "method" and base.type:  # x.p.m(): m on what the getter gives
+                getter = f"{base.type}.{base.attr}{GETTER}"
+                return Ref(f"{getter}.{node.attr}", "method", type=getter, attr=node.attr)
+            if base.kind == "instance":
                 return Ref(f"{base.type}.{node.attr}", "method", type=base.type, attr=node.attr)
             if base.kind == "builtin":
                 return None

@@ -104,3 +104,5 @@ class FileResult:
     written: frozenset[str] = frozenset()  # attributes assigned on objects other than self
     returns: dict[str, str] = field(default_factory=dict)  # function -> type it returns
     pending: list[Pending] = field(default_factory=list)
+    bases: dict[str, tuple[str, ...]] = field(default_factory=dict)  # class -> its bases
+    shadows: dict[str, frozenset[str]] = field(default_factory=dict)  # ``ClassInfo.shadows``

@@ -18,6 +18,10 @@ different return types), resolves to nothing: unresolved means unflagged.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .hierarchy import Hierarchy
 
 AMBIGUOUS = "?"
 MAX_STEPS = 12  # factories returning factories' results: more is a cycle or not worth it
@@ -27,7 +31,9 @@ class ReturnTypes:
     """``resolve(deferred)`` -> the type it stands for, as far as the run's summaries say."""
 
     def __init__(self, returns: Iterable[tuple[str, str]],
-                 reexports: Mapping[str, str] | None = None) -> None:
+                 reexports: Mapping[str, str] | None = None,
+                 hierarchy: Hierarchy | None = None) -> None:
+        self.hierarchy = hierarchy  # getters a class inherits (``B.p`` -> ``A.p#get``)
         self.returns: dict[str, str] = {}
         for qualname, typ in returns:
             old = self.returns.get(qualname)
@@ -59,8 +65,12 @@ class ReturnTypes:
             out = typ if typ == AMBIGUOUS else self._resolve(typ, depth + 1)
         else:
             target = follow_reexport(name, self.reexports)
+            inherited = next((c for c in self.hierarchy.inherited(name) if c in self.returns),
+                             None) if target is None and self.hierarchy else None
             if target is not None:
                 out = self._resolve(target, depth + 1)
+            elif inherited is not None:  # B.p where the getter is A.p, A a base of B
+                out = self._resolve(inherited, depth + 1)
             else:
                 owner, _, attr = name.rpartition(".")
                 if owner and "." in owner:  # a method of a value: pkg.make_store.put
@@ -94,3 +104,4 @@ def follow_reexport(name: str, reexports: Mapping[str, str]) -> str | None:
         head, _, last = head.rpartition(".")
         tail = f".{last}{tail}"
     return None
+

@@ -18,6 +18,7 @@ from ...core.fileio import read_regular
 from .cache import LintCache, digest, fingerprint
 from .call_catalog import Catalog, load_catalog
 from .config import LintConfig
+from .hierarchy import Hierarchy
 from .model import FileResult, Finding, FuncFacts
 from .noqa import is_silenced
 from .returns import AMBIGUOUS, ReturnTypes
@@ -216,7 +217,9 @@ def _scan_tree(files: list[str], catalog: Catalog, bare_noqa: bool,
         done = [r for r in results if not r.deferred]
         known = {q: f for r in done for q, f in r.funcs.items()}
         reexports = {k: v for r in done for k, v in r.reexports.items()}
-        types = ReturnTypes(((q, t) for r in done for q, t in r.returns.items()), reexports)
+        hierarchy = Hierarchy(done, reexports)
+        types = ReturnTypes(((q, t) for r in done for q, t in r.returns.items()), reexports,
+                            hierarchy)
         frontier = [s.callee for r in done for s in r.sites]
         frontier += [t for r in done for p in r.pending for t in p.unless]
         seen: set[str] = set()
@@ -237,7 +240,10 @@ def _scan_tree(files: list[str], catalog: Catalog, bare_noqa: bool,
                 if facts is not None:
                     seen.add(name)
                     frontier.extend(facts.callees)
+                    frontier.extend(t for types_ in facts.unless.values() for t in types_)
                     continue
+                # a method a class inherits: its bases' modules (known once B's is read)
+                frontier.extend(b for b in hierarchy.inherited(name) if b not in seen)
                 target = follow_reexport(name, reexports)
                 if target is not None and hops.get(name, 0) < MAX_REEXPORT_HOPS:
                     seen.add(name)
@@ -257,6 +263,7 @@ def _scan_tree(files: list[str], catalog: Catalog, bare_noqa: bool,
             done.extend(more)
             known.update((q, f) for r in more for q, f in r.funcs.items())
             reexports.update((k, v) for r in more for k, v in r.reexports.items())
+            hierarchy.add(more)
             types.add((q, t) for r in more for q, t in r.returns.items())
             frontier = pending
         done.extend(r for r in results if r.deferred)
@@ -317,7 +324,9 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
         meta.PARSE, error=f"cannot list directory ({reason}): its files were not checked"))
         for d, reason in unreadable]
     reexports = {k: v for r in results for k, v in r.reexports.items()}
-    types = ReturnTypes(((q, t) for r in results for q, t in r.returns.items()), reexports)
+    hierarchy = Hierarchy(results, reexports)
+    types = ReturnTypes(((q, t) for r in results for q, t in r.returns.items()), reexports,
+                        hierarchy)
 
     def buffer(unless: tuple[str, ...]) -> bool:
         return any(types.resolve(t) in catalog.in_memory_types for t in unless)
@@ -325,7 +334,7 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
     index = ChainIndex(((q, _resolved(f, buffer)) for r in results for q, f in r.funcs.items()),
                        reexports,
                        {k: v for r in results for k, v in r.constants.items()},
-                       (a for r in results for a in r.written), types, catalog)
+                       (a for r in results for a in r.written), types, catalog, hierarchy)
     for r in results:
         if r.error is not None:
             out.errors.append(r.error)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .call_catalog import Catalog
-from .imports import AMBIGUOUS, ImportTracker, Ref
+from .imports import AMBIGUOUS, GETTER, PROPERTY_DECORATORS, ImportTracker, Ref
 from .model import CallSite, Edge, FileResult, Finding, FuncFacts, Pending
 from .narrowing import OPAQUE, SELF, UNKNOWN, Args, Atom, Guard, Kind, Value, atoms
 from .newer import parse_with_newer
@@ -469,7 +469,10 @@ class FileScanner(ast.NodeVisitor):
         """What calling (or awaiting) the function gives, for ``returns.py``: its return
         annotation, else the one type every ``return x`` has (``return None`` and falling
         off the end read as ``Optional``, like the annotation), if no decorator may
-        change the result and the body does not ``yield``."""
+        change the result and the body does not ``yield``. A getter's is what reading the
+        property gives (``qualname#get``)."""
+        if isinstance(node, ast.FunctionDef) and self.tracker.is_property(node):
+            qualname += GETTER
         typ: str | None = None
         if node.returns is not None:
             typ = self.tracker.annotation_type(node.returns)
@@ -488,7 +491,7 @@ class FileScanner(ast.NodeVisitor):
     def _plain_result(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         for deco in node.decorator_list:
             ref = self.tracker.resolve(deco.func if isinstance(deco, ast.Call) else deco)
-            if ref is None or ref.name not in _RESULT_KEEPING:
+            if ref is None or ref.name not in _RESULT_KEEPING | PROPERTY_DECORATORS:
                 return False
         return True
 
@@ -778,7 +781,11 @@ class FileScanner(ast.NodeVisitor):
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         for expr in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]:
             self.visit(expr)
-        self.tracker.push_class(node, self._child_qualname(node.name))
+        scope = self.tracker.push_class(node, self._child_qualname(node.name))
+        if scope.cls is not None and scope.cls.bases:
+            self.result.bases[scope.qualname] = scope.cls.bases
+        if scope.cls is not None and scope.cls.shadows:
+            self.result.shadows[scope.qualname] = scope.cls.shadows
         self._classes.append(_attribute_stores(node))
         self._properties.append(_simple_properties(node))
         for stmt in node.body:

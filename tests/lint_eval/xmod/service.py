@@ -5,7 +5,9 @@ import zipfile
 
 import httpx
 
-from . import client_factory, factories
+from . import Middle, client_factory, factories
+from .archive import Archive
+from .bases import Session
 from .factories import (
     cached_client,
     client_gen,
@@ -120,3 +122,83 @@ async def through_sync_helpers(url: str, data: bytes) -> None:
 
 async def typed_locally(c: httpx.Client) -> None:
     c.get("u")  # error: ASYNC212
+
+
+async def through_properties(store: Store, url: str) -> None:
+    store.client.get(url)  # error: ASYNC212
+    store.log.write("x")  # error: COB100
+    store.reader.put(b"")  # error: COB110
+    store.buffer.read()
+    zipfile.ZipFile(store.buffer)
+    buf = store.buffer
+    zipfile.ZipFile(buf)
+    made = make_store()
+    made.client.get(url)  # error: ASYNC212
+    store.count.bit_length()
+    ref = store.total  # a bound method, not a property: its result is not its value
+    ref.bit_length()
+    store.configured(mode="x").put(b"")  # error: COB110
+    store.configured().cheap()
+
+
+def zip_property(store: Store) -> list[str]:
+    with zipfile.ZipFile(store.buffer) as z:
+        return z.namelist()
+
+
+async def through_a_helper_on_a_property(store: Store) -> None:
+    zip_property(store)
+
+
+def zip_getter(archive: Archive) -> list[str]:
+    with zipfile.ZipFile(archive.buffer) as z:
+        return z.namelist()
+
+
+def zip_getter_on_disk(archive: Archive) -> list[str]:
+    with zipfile.ZipFile(archive.on_disk) as z:
+        return z.namelist()
+
+
+async def through_getters_of_a_module_without_coroutines(archive: Archive) -> None:
+    zip_getter(archive)
+    zip_getter_on_disk(archive)  # error: COB110
+
+
+class Local(Middle):  # its base named through the package's re-export
+    async def run(self, data: bytes, url: str) -> None:
+        self.save(data)  # error: COB110
+        self.cheap()
+        self.handle.read()  # error: COB100
+        self.missing()
+        self.get(url)  # not a client: Middle is no httpx.Client
+
+    def sync_save(self, data: bytes) -> None:
+        self.save(data)
+
+
+class Client(Session):
+    async def fetch(self, url: str) -> None:
+        self.get(url)  # error: ASYNC212
+
+
+async def through_bases(url: str, data: bytes, local: Local) -> None:
+    Local("p").save(data)  # error: COB110
+    local.sync_save(data)  # error: COB110
+    local.cheap()
+    Session().get(url)  # error: ASYNC212
+
+
+class Overriding(Middle):
+    async def save(self, data: bytes) -> None:  # hides the base's blocking save
+        pass
+
+    handle = None
+
+    async def run(self, data: bytes) -> None:
+        await self.save(data)
+        self.cheap()
+
+
+async def through_an_override(o: Overriding, data: bytes) -> None:
+    await o.save(data)

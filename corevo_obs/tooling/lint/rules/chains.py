@@ -23,6 +23,7 @@ from .base import Family, Spec, register
 
 if TYPE_CHECKING:
     from ..call_catalog import Catalog
+    from ..hierarchy import Hierarchy
 
 CODE = "COB110"
 MAX_REEXPORT_HOPS = 4
@@ -47,8 +48,10 @@ class ChainIndex:
                  reexports: dict[str, str] | None = None,
                  constants: Mapping[str, object] | None = None,
                  written: Iterable[str] = (), types: ReturnTypes | None = None,
-                 catalog: Catalog | None = None) -> None:
+                 catalog: Catalog | None = None,
+                 hierarchy: Hierarchy | None = None) -> None:
         self.reexports = reexports or {}
+        self.hierarchy = hierarchy  # methods a class inherits are looked up through it
         self.types = types  # receivers typed by helpers' results (returns.py)
         self.catalog = catalog  # to classify a method once its receiver's type is known
         self.written = frozenset(written)  # obj.x = ... somewhere: x is no known state
@@ -71,6 +74,8 @@ class ChainIndex:
         return self._constant(value)
 
     def lookup(self, qualname: str) -> FuncFacts | None:
+        """The function a name calls: itself, a class's ``__init__``, through re-exports,
+        else a method (or ``__init__``) the class inherits from a base of the tree."""
         for _ in range(MAX_REEXPORT_HOPS):
             facts = self.funcs.get(qualname)
             if facts is None:
@@ -79,8 +84,14 @@ class ChainIndex:
                 return facts
             target = follow_reexport(qualname, self.reexports)
             if target is None:
-                return None
+                break
             qualname = target
+        if self.hierarchy:
+            for name in (qualname, f"{qualname}.__init__"):
+                for base in self.hierarchy.inherited(name):
+                    facts = self.funcs.get(base)
+                    if facts is not None:
+                        return facts
         return None
 
     def retyped(self, callee: str) -> str | None:
@@ -89,6 +100,9 @@ class ChainIndex:
         if self.types is None:
             return None
         target = self.types.method(callee)
+        if target is None and self.hierarchy:  # a library method a tree class inherits
+            target = next((b for b in self.hierarchy.inherited(callee)
+                           if self.catalogued(b, frozenset(), direct=True) is not None), None)
         if target is None or (self.catalog is not None
                               and self.catalog.is_non_blocking(target)):
             return None
