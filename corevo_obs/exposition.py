@@ -63,14 +63,20 @@ def check_metrics_dir(path: str | os.PathLike[str]) -> Path:
     return p
 
 
-def enable_multiprocess(path: str | os.PathLike[str] | None = None) -> Path:
+def enable_multiprocess(path: str | os.PathLike[str] | None = None, *,
+                        compact_at_exit: int | None = None) -> Path:
     """Put this process in multiprocess mode, writing to ``path`` or the env directory.
 
     Call it at worker start, before any metric is created. It validates the directory
     (raising ``MetricsDirError`` instead of failing later inside a task), and marks the
     process dead at exit so its live gauges disappear from the exposition.
+    ``compact_at_exit``: dead writers that make this process compact as it exits (0 =
+    never); default ``$COREVO_COMPACT_AT_EXIT``, else 16 (a bad value: ``ConfigError``).
     """
     global _exit_hook_pid
+    if compact_at_exit is not None and (type(compact_at_exit) is not int or compact_at_exit < 0):
+        raise ConfigError(f"compact_at_exit={compact_at_exit!r}: a whole number >= 0",
+                          source="enable_multiprocess")
     if path is None:
         found = multiprocess_dir()
         if found is None:
@@ -82,7 +88,7 @@ def enable_multiprocess(path: str | os.PathLike[str] | None = None) -> Path:
     from .mpdir.hooks import install_writer  # start-time record, fork + exit compaction
 
     try:
-        install_writer(p)
+        install_writer(p, compact_at_exit)
     except OSError as exc:  # full disk, read-only, a link planted under .corevo/
         where = exc.filename if exc.filename is not None else p
         raise MetricsDirError(

@@ -340,3 +340,19 @@ def test_records_from_another_boot_or_pid_namespace(mpdir):
         sleeper.kill()
         sleeper.wait()
     assert liveness(mpdir, sleeper.pid) is Liveness.GONE
+
+
+def test_the_exit_threshold_argument_wins_over_the_environment(worker_env, mpdir):
+    """``enable_multiprocess(compact_at_exit=N)`` (what the gunicorn hooks pass): the
+    environment's bad value is not read; a bad argument is refused with its name."""
+    code = ("import sys\nfrom corevo_obs import enable_multiprocess\n"
+            "from corevo_obs.mpdir import hooks\n"
+            "enable_multiprocess(compact_at_exit=int(sys.argv[1]))\n"
+            "print(hooks._state['threshold'])\n")
+    env = dict(worker_env, COREVO_COMPACT_AT_EXIT="x")
+    ok = subprocess.run([sys.executable, "-c", code, "5"], env=env, capture_output=True,
+                        text=True)
+    assert ok.returncode == 0 and ok.stdout.strip() == "5", ok.stderr
+    bad = subprocess.run([sys.executable, "-c", code, "-1"], env=env, capture_output=True,
+                         text=True)
+    assert bad.returncode != 0 and "compact_at_exit=-1" in bad.stderr

@@ -229,8 +229,9 @@ def test_gunicorn_settings_absorb_bad_values_and_use_defaults(
         again = gunicorn_hooks.master_settings(registry)
     assert cfg == again == gunicorn_hooks.GunicornSettings(
         compact_at_exit=16, metrics_port=9430, metrics_host="0.0.0.0", compact_every=5.0)
-    assert os.environ["COREVO_COMPACT_AT_EXIT"] == "16"  # what the workers inherit
-    assert exit_threshold() == 16
+    assert os.environ["COREVO_COMPACT_AT_EXIT"] == "-3"  # the user's environment, as it was
+    with pytest.raises(ConfigError, match=r"\$COREVO_COMPACT_AT_EXIT: -3"):
+        exit_threshold()  # a worker's own enable_multiprocess() would refuse it
     assert _errors(registry, "gunicorn-config") == 2
     first = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(first) == 1  # once, with every problem of the first call in it
@@ -250,10 +251,12 @@ def test_gunicorn_starts_on_bad_settings_and_serves_with_defaults(tmp_path: Path
     pytest.importorskip("gunicorn")
     mp = tmp_path / "metrics"
     mp.mkdir()
-    (tmp_path / "app.py").write_text(
+    (tmp_path / "app.py").write_text(  # the worker's env and the exit threshold it uses
+        "import os\nfrom corevo_obs.mpdir import hooks\n"
         "def app(environ, start_response):\n"
         "    start_response('200 OK', [('Content-Type', 'text/plain')])\n"
-        "    return [b'ok']\n")
+        "    env = os.environ.get('COREVO_COMPACT_AT_EXIT')\n"
+        "    return [f\"{env} {hooks._state.get('threshold')}\".encode()]\n")
     (tmp_path / "conf.py").write_text(
         "from corevo_obs.integrations.gunicorn import child_exit, post_fork, pre_fork, "
         "when_ready\nworkers = 2\n")
@@ -273,7 +276,7 @@ def test_gunicorn_starts_on_bad_settings_and_serves_with_defaults(tmp_path: Path
         while time.monotonic() < deadline:
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{app_port}/", timeout=2) as r:
-                    assert r.read() == b"ok"
+                    assert r.read() == b"x 16"  # env untouched, the default in use
                 with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics",
                                             timeout=2) as r:
                     text = r.read().decode()

@@ -38,7 +38,7 @@ from ..exposition import (
     enable_multiprocess,
     mark_process_dead,
 )
-from ..mpdir.hooks import ENV_PREFIX, THRESHOLD_ENV, ExitSettings
+from ..mpdir.hooks import ENV_PREFIX, ExitSettings
 
 __all__ = [
     "GunicornSettings",
@@ -68,19 +68,27 @@ class GunicornSettings(ExitSettings):
     compact_every: float = option(DEFAULT_COMPACT_EVERY, minimum=0, maximum=86_400)
 
 
-def master_settings(registry: CollectorRegistry | None = None) -> GunicornSettings:
-    """The settings ``when_ready`` uses. A server hook must not stop gunicorn over a
-    metrics setting: a bad value is counted, logged once and replaced by its default.
+_resolved: dict[str, GunicornSettings] = {}
 
-    Each worker reads ``$COREVO_COMPACT_AT_EXIT`` again in ``enable_multiprocess``, which
-    raises on a bad value: a bad one is replaced here, before the first fork, by its
-    default in the environment the workers inherit, so no worker fails to boot on it.
+
+def master_settings(registry: CollectorRegistry | None = None) -> GunicornSettings:
+    """The settings the hooks use. A server hook must not stop gunicorn over a metrics
+    setting: a bad value is counted, logged once and replaced by its default.
+
+    ``when_ready`` resolves them once in the master; the workers inherit the result
+    through the fork and hand ``compact_at_exit`` to ``enable_multiprocess``, so a bad
+    ``$COREVO_COMPACT_AT_EXIT`` stops no worker and the environment stays the user's.
     """
-    cfg = resolve_in_host(GunicornSettings, ENV_PREFIX, component=CONFIG_COMPONENT,
-                          registry=registry)
-    if os.environ.get(THRESHOLD_ENV, "") != "":
-        os.environ[THRESHOLD_ENV] = str(cfg.compact_at_exit)
-    return cfg
+    return resolve_in_host(GunicornSettings, ENV_PREFIX, component=CONFIG_COMPONENT,
+                           registry=registry)
+
+
+def _settings() -> GunicornSettings:
+    """The master's settings (resolved in ``when_ready``), or resolved now (hooks used
+    without ``when_ready``)."""
+    if "master" not in _resolved:
+        _resolved["master"] = master_settings()
+    return _resolved["master"]
 
 
 def when_ready(server: Any) -> None:
@@ -90,7 +98,7 @@ def when_ready(server: Any) -> None:
         raise ConfigError("set $PROMETHEUS_MULTIPROC_DIR for the workers' metric files",
                           source="corevo gunicorn hooks")
     check_metrics_dir(directory)
-    cfg = master_settings()
+    cfg = _resolved["master"] = master_settings()
     _server["master"] = MetricsServer(port=cfg.metrics_port, host=cfg.metrics_host,
                                       compact_every=cfg.compact_every or None).start()
     server.log.info("corevo-obs metrics for all workers at %s", _server["master"].url)
@@ -109,7 +117,7 @@ def post_fork(server: Any, worker: Any) -> None:
     """Worker, right after the fork: its name, then multiprocess mode."""
     _server.clear()  # the master's server thread did not survive the fork
     os.environ[WORKER_ENV] = f"w{getattr(worker, 'corevo_slot', worker.age)}"
-    enable_multiprocess()
+    enable_multiprocess(compact_at_exit=_settings().compact_at_exit)
 
 
 def child_exit(server: Any, worker: Any) -> None:
