@@ -193,7 +193,8 @@ def test_capture_thread_counts_a_bad_pyspy_variable_and_keeps_the_host_running(
     reset_for_tests()
     registry = CollectorRegistry()
     monkeypatch.setenv("COREVO_PYSPY", str(tmp_path / "no-py-spy"))
-    capture = NativeStallCapture(min_stall=0.1, min_interval=0, timeout=5, registry=registry)
+    # no registry=: the failure is counted under the attached watchdog's telemetry
+    capture = NativeStallCapture(min_stall=0.1, min_interval=0, timeout=5)
 
     async def main() -> int:
         health = install_loop_health(registry=registry, worker="s0", interval=0.01)

@@ -283,7 +283,8 @@ class NativeStallCapture:
     A side thread polls ``watchdog.stalled_for``; once one stall has lasted ``min_stall``
     seconds it runs py-spy (killed after ``timeout``), at most once per ``min_interval``.
     A missing py-spy or a refused ptrace is logged once and disables the capture; a bad
-    ``$COREVO_PYSPY`` met there is counted (in ``registry``), logged once, and py-spy
+    ``$COREVO_PYSPY`` met there is counted (in ``registry``, else under the watchdog's
+    telemetry: its worker label and registry), logged once, and py-spy
     searched as if it were unset: the thread runs inside the host and never raises.
     Call :meth:`attach` on the loop thread (it records that thread's native id).
 
@@ -315,7 +316,9 @@ class NativeStallCapture:
         self.disabled: str | None = None
         self.suppressed = 0
         self._clock = clock
-        self._registry = registry  # where a bad $COREVO_PYSPY met on the thread is counted
+        # where a bad $COREVO_PYSPY met on the thread is counted: this registry, else the
+        # attached watchdog's telemetry (its worker label, its registry)
+        self._registry = registry
         self._last = float("-inf")
         self._pending: tuple[float, NativeCapture] | None = None
         self._last_report: StallReport | None = None
@@ -382,6 +385,9 @@ class NativeStallCapture:
 
     def _bad_env(self, exc: ConfigError) -> None:
         # on the capture thread, inside the host: counted and logged once, then searched
+        if self._watchdog is not None and self._registry is None:
+            absorb("pyspy-config", exc, telemetry=self._watchdog.telemetry)
+            return
         worker = self._watchdog.worker if self._watchdog is not None else "unknown"
         absorb("pyspy-config", exc, worker=worker, registry=self._registry)
 
