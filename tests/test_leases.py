@@ -481,3 +481,28 @@ def test_sync_hold_raises_at_exit_and_sets_the_event(make_store):
             with pytest.raises(LeaseLost):
                 lease.check()
     assert store.holders() == []
+
+
+def test_holder_ids_follow_a_fork_without_reading_proc_when_minted() -> None:
+    """A forked child mints ids naming its own pid and start time (the at-fork hook read
+    them), so ``holder_alive`` judges the child's leases by the child."""
+    import os
+
+    from corevo_obs.leases.holder import HolderId, HolderIds, holder_alive
+
+    ids = HolderIds("w0")
+    parent = HolderId.parse(ids.new())
+    assert parent is not None and parent.pid == os.getpid() and parent.start > 0
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: mint, report, leave without running the parent's teardown
+        os.write(write, ids.new().encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as fh:
+        minted = fh.read()
+    os.waitpid(pid, 0)
+    child = HolderId.parse(minted)
+    assert child is not None and child.pid == pid and child.start >= parent.start
+    assert child.worker == "w0" and child.seq != parent.seq
+    assert holder_alive(minted) is False  # the child has exited: its leases are a ghost's

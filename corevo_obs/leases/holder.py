@@ -56,35 +56,32 @@ class HolderId:
 _counter = itertools.count(1)  # process-wide: two stores of one worker never mint the same id
 
 
-_forks = 0  # bumped in a forked child, so minting needs no getpid() syscall per id
+def _process_identity() -> str:
+    pid = os.getpid()
+    return f"{socket.gethostname()}:{pid}.{max(0, process_start(pid))}"
+
+
+# host:pid.start of this process, read once at import and again in a forked child (an
+# at-fork hook, synchronous): minting an id never reads /proc on an event loop
+_process = _process_identity()
 
 
 def _forked() -> None:
-    global _forks
-    _forks += 1
+    global _process
+    _process = _process_identity()
 
 
 os.register_at_fork(after_in_child=_forked)
 
 
 class HolderIds:
-    """Mints holder ids for this process (re-reads the pid after a fork)."""
+    """Mints holder ids for this process (its identity follows a fork)."""
 
     def __init__(self, worker: str) -> None:
         self.worker = worker
-        self._forks = -1
-        self._prefix = ""
-
-    def _refresh(self) -> None:
-        pid = os.getpid()
-        start = max(0, process_start(pid))
-        self._forks = _forks
-        self._prefix = f"{self.worker}@{socket.gethostname()}:{pid}.{start}#"
 
     def new(self) -> str:
-        if self._forks != _forks:
-            self._refresh()
-        return f"{self._prefix}{next(_counter)}"
+        return f"{self.worker}@{_process}#{next(_counter)}"
 
 
 def holder_alive(holder: str, *, host: str | None = None) -> bool | None:
