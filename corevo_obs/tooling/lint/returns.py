@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from .imports import GETTER
+
 if TYPE_CHECKING:
     from .hierarchy import Hierarchy
 
@@ -32,18 +34,22 @@ class ReturnTypes:
 
     def __init__(self, returns: Iterable[tuple[str, str]],
                  reexports: Mapping[str, str] | None = None,
-                 hierarchy: Hierarchy | None = None) -> None:
+                 hierarchy: Hierarchy | None = None, written: Iterable[str] = ()) -> None:
         self.hierarchy = hierarchy  # getters a class inherits (``B.p`` -> ``A.p#get``)
+        # attributes assigned on other objects somewhere (``obj.x = ...``): ``C.x#get``,
+        # an attribute's or a property's type as its class sees it, may not hold
+        self.written = frozenset(written)
         self.returns: dict[str, str] = {}
-        for qualname, typ in returns:
-            old = self.returns.get(qualname)
-            self.returns[qualname] = typ if old is None or old == typ else AMBIGUOUS
         self.reexports = reexports or {}
         self._memo: dict[str, str] = {}
+        self.add(returns)
 
     def add(self, returns: Iterable[tuple[str, str]]) -> None:
         """More summaries (a deferred module parsed later in the run)."""
         for qualname, typ in returns:
+            if qualname.endswith(GETTER) and self.written and (
+                    qualname[:-len(GETTER)].rpartition(".")[2] in self.written):
+                continue
             old = self.returns.get(qualname)
             self.returns[qualname] = typ if old is None or old == typ else AMBIGUOUS
         self._memo.clear()

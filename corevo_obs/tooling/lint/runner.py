@@ -325,8 +325,9 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
         for d, reason in unreadable]
     reexports = {k: v for r in results for k, v in r.reexports.items()}
     hierarchy = Hierarchy(results, reexports)
+    written = frozenset(a for r in results for a in r.written)
     types = ReturnTypes(((q, t) for r in results for q, t in r.returns.items()), reexports,
-                        hierarchy)
+                        hierarchy, written)
 
     def buffer(unless: tuple[str, ...]) -> bool:
         return any(types.resolve(t) in catalog.in_memory_types for t in unless)
@@ -334,7 +335,7 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
     index = ChainIndex(((q, _resolved(f, buffer)) for r in results for q, f in r.funcs.items()),
                        reexports,
                        {k: v for r in results for k, v in r.constants.items()},
-                       (a for r in results for a in r.written), types, catalog, hierarchy)
+                       written, types, catalog, hierarchy)
     for r in results:
         if r.error is not None:
             out.errors.append(r.error)

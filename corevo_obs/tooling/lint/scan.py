@@ -786,6 +786,10 @@ class FileScanner(ast.NodeVisitor):
             self.result.bases[scope.qualname] = scope.cls.bases
         if scope.cls is not None and scope.cls.shadows:
             self.result.shadows[scope.qualname] = scope.cls.shadows
+        if scope.cls is not None:  # x.attr on an instance, self.attr in a subclass: its type
+            for name, typ in scope.cls.attrs.items():
+                if typ and typ != AMBIGUOUS and name not in scope.cls.methods:
+                    self.result.returns[f"{scope.qualname}.{name}{GETTER}"] = typ
         self._classes.append(_attribute_stores(node))
         self._properties.append(_simple_properties(node))
         for stmt in node.body:

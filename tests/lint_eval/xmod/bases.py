@@ -7,6 +7,8 @@ import httpx
 class BaseStore:
     def __init__(self, path: str) -> None:
         self.path = path
+        self.client = httpx.Client()
+        self.swapped = httpx.Client()  # replaced from outside (service.py): no known type
 
     def save(self, data: bytes) -> None:
         with open(self.path, "wb") as fh:

@@ -172,6 +172,8 @@ class Local(Middle):  # its base named through the package's re-export
         self.handle.read()  # error: COB100
         self.missing()
         self.get(url)  # not a client: Middle is no httpx.Client
+        self.client.get(url)  # error: ASYNC212
+        self.swapped.get(url)
 
     def sync_save(self, data: bytes) -> None:
         self.save(data)
@@ -187,6 +189,9 @@ async def through_bases(url: str, data: bytes, local: Local) -> None:
     local.sync_save(data)  # error: COB110
     local.cheap()
     Session().get(url)  # error: ASYNC212
+    local.client.get(url)  # error: ASYNC212
+    local.swapped.get(url)
+    local.swapped = None  # written from outside the class
 
 
 class Overriding(Middle):
