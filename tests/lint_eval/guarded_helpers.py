@@ -47,6 +47,23 @@ def forwards(key: str) -> str:
     return default(key)
 
 
+class Session:
+    def __init__(self) -> None:
+        self.open = True
+
+
+class Client:
+    def __init__(self, token: str, session: Session | None = None, **options: object) -> None:
+        if session is None:
+            self.session = Path("~/.netrc").expanduser().read_text()
+
+
+class MockedClient(Client):
+    def __init__(self, **options: object) -> None:
+        # session is named, so it is not None whatever else the mapping holds
+        super().__init__("t", session=Session(), **options)
+
+
 def otherwise(kind: str) -> None:
     if kind == "memory":
         return None
@@ -66,6 +83,9 @@ async def ruled_out(key: str) -> None:
     maybe_dir()
     forwards(CACHE)
     otherwise("memory")
+    MockedClient(timeout=3)
+    Client("t", session=Session(), **{"timeout": 3})
+    by_flag(b"x", sync=False, **{"other": 1})  # sync is named: the mapping cannot hold it
 
 
 async def kept(key: str, flag: bool) -> None:
@@ -83,3 +103,4 @@ async def kept(key: str, flag: bool) -> None:
     otherwise("disk")  # error: COB110
     opts = {"sync": True}
     by_flag(b"x", **opts)  # error: COB110
+    Client("t", **opts)  # error: COB110

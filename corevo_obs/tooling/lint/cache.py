@@ -43,7 +43,7 @@ from .call_catalog import Catalog
 from .model import CallSite, Edge, FileResult, Finding, FuncFacts, Pending
 from .narrowing import OPS, Args, Atom, Guard, Kind, Value, instance
 
-FORMAT = 3
+FORMAT = 4
 ENV = "COREVO_LINT_CACHE_DIR"
 DEFAULT_PARTS = (".corevo-cache", "lint")  # under the project root
 MAX_ENTRY = 16 << 20
@@ -188,17 +188,17 @@ def _enc_args(a: Args | None) -> object:
     if a is None:
         return None
     return [[_enc_value(v) for v in a.positional],
-            [[k, _enc_value(v)] for k, v in a.keywords], a.opaque, a.forward]
+            [[k, _enc_value(v)] for k, v in a.keywords], a.opaque, a.forward, a.more]
 
 
 def _dec_args(x: object) -> Args | None:
     if x is None:
         return None
-    positional, keywords, opaque, forward = _list(x, 4)
-    _check(type(opaque) is bool and type(forward) is bool)
+    positional, keywords, opaque, forward, more = _list(x, 5)
+    _check(type(opaque) is bool and type(forward) is bool and type(more) is bool)
     pairs = [_list(kv, 2) for kv in _list(keywords)]
     return Args(tuple(_dec_value(v) for v in _list(positional)),
-                tuple((_str(k), _dec_value(v)) for k, v in pairs), opaque, forward)
+                tuple((_str(k), _dec_value(v)) for k, v in pairs), opaque, forward, more)
 
 
 def _enc_facts(qualname: str, f: FuncFacts) -> list[object]:

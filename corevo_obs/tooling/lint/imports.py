@@ -388,6 +388,8 @@ class ImportTracker:
                 return key  # deferred: what the method returns is known project-wide
             if ref.name in self.factories:
                 return self.factories[ref.name]
+            if ref.name == "builtins.super" and not node.args:
+                return self._super_type()
             if ref.name in self.offloads:  # await asyncio.to_thread(open, p): a file object
                 return self._offloaded_type(node, self.offloads[ref.name])
             if ref.kind == "def" and ref.name in self.returns:  # def make() -> httpx.Client
@@ -407,6 +409,14 @@ class ImportTracker:
             # an instance, or ``self`` (``return self``: a builder's result is its class)
             return ref.type if ref is not None and ref.kind in ("instance", "self") else None
         return None
+
+    def _super_type(self) -> str | None:
+        """``super()`` in a method: its class's first base (the lookup goes on from there
+        up that base's own bases, ``hierarchy.py``)."""
+        scope = self.stack[-1] if self.stack else None
+        me = scope.bindings.get(scope.self_name) if scope and scope.self_name else None
+        info = self.classes.get(me.target or "") if me is not None and me.kind == "self" else None
+        return info.bases[0] if info is not None and info.bases else None
 
     def _offloaded_type(self, call: ast.Call, index: int) -> str | None:
         """The type a factory handed to an offload wrapper builds in the thread."""

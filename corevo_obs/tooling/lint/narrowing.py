@@ -120,6 +120,9 @@ class Args:
     keywords: tuple[tuple[str, Value], ...] = ()
     opaque: bool = False
     forward: bool = False  # ``**kwargs`` of the calling helper handed on whole
+    # ``**mapping`` of unknown content beside named keywords: those stay known (Python
+    # refuses a duplicate), every other parameter is unknown, its default included
+    more: bool = False
 
 
 OPAQUE = Args(opaque=True)
@@ -234,7 +237,7 @@ def bind(args: Args | None, params: tuple[str, ...], names: frozenset[str],
         if extra is None:
             return {}  # what the caller's **kwargs held is not known
         keywords = (*keywords, *extra[1])  # type: ignore[misc]
-    env: dict[str, Value] = dict(defaults)
+    env: dict[str, Value] = {} if args.more else dict(defaults)
     given = dict(zip(params, args.positional, strict=False))
     given.update((k, v) for k, v in keywords if k in names)
     for name, value in given.items():
@@ -246,7 +249,7 @@ def bind(args: Args | None, params: tuple[str, ...], names: frozenset[str],
             env.pop(name, None)
         else:
             env[name] = value
-    if varkw:
+    if varkw and not args.more:
         extras = []
         for k, v in keywords:
             if k not in names:
@@ -278,7 +281,8 @@ def close(value: Value, outer: Mapping[str, Value]) -> Value:
     keywords = tuple((k, fix(v)) for k, v in args.keywords)
     if args.forward:
         keywords += outer[FORWARD][1]  # type: ignore[operator]
-    return ("i", (cls, Args(tuple(fix(v) for v in args.positional), keywords)))
+    return ("i", (cls, Args(tuple(fix(v) for v in args.positional), keywords,
+                            more=args.more)))
 
 
 def ruled_out(guard: Guard, env: Mapping[str, Value],

@@ -664,8 +664,9 @@ class FileScanner(ast.NodeVisitor):
             kwarg = ctx.node.args.kwarg
             forward = (kwarg is not None and isinstance(spread[0].value, ast.Name)
                        and spread[0].value.id == kwarg.arg and ctx.passes_kwargs_whole())
-        if any(isinstance(a, ast.Starred) for a in node.args) or (spread and not forward):
+        if any(isinstance(a, ast.Starred) for a in node.args):
             return OPAQUE
+        more = bool(spread) and not forward  # f(x, key=v, **opts): key is still known
         func = node.func
         if isinstance(func, ast.Attribute):
             base = self.tracker.resolve(func.value)
@@ -684,7 +685,7 @@ class FileScanner(ast.NodeVisitor):
                 if receiver[0] in ("p", "i"):
                     keywords += ((SELF, receiver),)
         return Args(tuple(self._value(a, scope, local) for a in node.args), keywords,
-                    forward=forward)
+                    forward=forward, more=more)
 
     def _narrowed(self, test: ast.expr, stmts: list[ast.stmt],
                   negated: bool = False) -> tuple[str, str] | None:

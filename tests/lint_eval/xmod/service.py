@@ -203,6 +203,13 @@ class Overriding(Middle):
     async def run(self, data: bytes) -> None:
         await self.save(data)
         self.cheap()
+        super().save(data)  # error: COB110
+        super().cheap()
+
+
+class Client2(Session):
+    async def fetch(self, url: str) -> None:
+        super().get(url)  # error: ASYNC212
 
 
 async def through_an_override(o: Overriding, data: bytes) -> None:
