@@ -71,12 +71,11 @@ class ReturnTypes:
             out = typ if typ == AMBIGUOUS else self._resolve(typ, depth + 1)
         else:
             target = follow_reexport(name, self.reexports)
-            inherited = next((c for c in self.hierarchy.inherited(name) if c in self.returns),
-                             None) if target is None and self.hierarchy else None
+            if target is None and self.hierarchy:  # B.p where the getter is A.p, A a base
+                target = next((c for c in self.hierarchy.inherited(name) if c in self.returns),
+                              None)
             if target is not None:
                 out = self._resolve(target, depth + 1)
-            elif inherited is not None:  # B.p where the getter is A.p, A a base of B
-                out = self._resolve(inherited, depth + 1)
             else:
                 owner, _, attr = name.rpartition(".")
                 if owner and "." in owner:  # a method of a value: pkg.make_store.put
@@ -110,4 +109,3 @@ def follow_reexport(name: str, reexports: Mapping[str, str]) -> str | None:
         head, _, last = head.rpartition(".")
         tail = f".{last}{tail}"
     return None
-

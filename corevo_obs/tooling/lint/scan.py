@@ -783,14 +783,15 @@ class FileScanner(ast.NodeVisitor):
         for expr in [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]:
             self.visit(expr)
         scope = self.tracker.push_class(node, self._child_qualname(node.name))
-        if scope.cls is not None and scope.cls.bases:
-            self.result.bases[scope.qualname] = scope.cls.bases
-        if scope.cls is not None and scope.cls.shadows:
-            self.result.shadows[scope.qualname] = scope.cls.shadows
-        if scope.cls is not None:  # x.attr on an instance, self.attr in a subclass: its type
-            for name, typ in scope.cls.attrs.items():
-                if typ and typ != AMBIGUOUS and name not in scope.cls.methods:
-                    self.result.returns[f"{scope.qualname}.{name}{GETTER}"] = typ
+        info = scope.cls
+        assert info is not None  # push_class always makes one
+        if info.bases:
+            self.result.bases[info.qualname] = info.bases
+        if info.shadows:
+            self.result.shadows[info.qualname] = info.shadows
+        for name, typ in info.attrs.items():  # x.attr on an instance, self.attr in a subclass
+            if typ and typ != AMBIGUOUS and name not in info.methods:
+                self.result.returns[f"{info.qualname}.{name}{GETTER}"] = typ
         self._classes.append(_attribute_stores(node))
         self._properties.append(_simple_properties(node))
         for stmt in node.body:
