@@ -26,6 +26,7 @@ STALL_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 LONG_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 900.0)
 FAST_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
+KILL_REASONS = ("timeout",)
 STALL_CAUSES = ("blocking", "import", "gc", "gil", "starved", "throttled", "unknown")
 
 
@@ -74,6 +75,19 @@ _SPECS: tuple[MetricSpec, ...] = (
         "corevo_event_loop_heartbeat_timestamp_seconds", "gauge",
         "Unix time the loop last ran its sampler; its age grows while the loop is frozen.",
         "loop", W, gauge_mode="livemax",
+    ),
+    MetricSpec(
+        "corevo_event_loop_stall_in_progress_seconds", "gauge",
+        "Age of the stall going on now (0 while the loop runs), set by the watchdog thread "
+        "so a scrape sees a loop that is frozen now and has not come back.",
+        "loop", W, gauge_mode="livemax",
+    ),
+    MetricSpec(
+        "corevo_worker_killed_total", "counter",
+        "Workers the server killed; reason 'timeout' is gunicorn's worker timeout, which "
+        "kills a worker whose loop stayed frozen (counted by the gunicorn master).",
+        "loop", ("worker", "reason"),
+        values={"reason": KILL_REASONS},
     ),
     MetricSpec(
         "corevo_event_loop_stalls_total", "counter",
