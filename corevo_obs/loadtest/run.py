@@ -99,7 +99,8 @@ def run_loadtest(app: str, workload: Workload, *, workers: int, out_dir: Path,
         if not target.served and target.log is not None:
             time.sleep(0.3)  # the last lines the app wrote
             target.log.join()
-        stalls = list(target.log.stalls) if target.log else []
+        # a stall still going on when the run ends counts with its age so far
+        stalls = [*target.log.stalls, *target.log.ongoing.values()] if target.log else []
         load_stalls = [s for s in stalls if s.at >= result.load_start - 0.5]
         obs = _observations(scraper, result, load_stalls, upstream.stats(),
                             stalls_logged=target.log is not None)

@@ -35,7 +35,9 @@ from .workload import WorkloadError
 
 _STALL = re.compile(
     r"(?:\[(?P<cause>\w+)\] )?"
-    r"event loop of worker (?P<worker>\S+) stalled (?P<duration>[0-9.]+)s at (?P<where>.+?)"
+    r"event loop of worker (?P<worker>\S+) "
+    r"(?:stalled (?P<duration>[0-9.]+)s|(?P<ongoing>STILL STALLED), (?P<so_far>[0-9.]+)s so far,)"
+    r" at (?P<where>.+?)"
     r"(?: \((?P<more>\d+) more since the last report\))?\s*$")
 _DETECT = r"""
 import importlib, inspect, os, sys
@@ -74,6 +76,7 @@ class StallLine:
     function: str | None
     suppressed: int = 0
     cause: str | None = None
+    ongoing: bool = False  # an in-progress report: the stall had lasted ``duration`` so far
 
     @property
     def where(self) -> str:
@@ -85,7 +88,8 @@ class StallLine:
         return {"at_seconds": round(self.at, 3), "worker": self.worker,
                 "duration_seconds": self.duration, "file": self.file, "line": self.line,
                 "function": self.function, "where": self.where,
-                "suppressed_before": self.suppressed, "cause": self.cause}
+                "suppressed_before": self.suppressed, "cause": self.cause,
+                "ongoing": self.ongoing}
 
 
 def parse_stall_line(text: str, at: float) -> StallLine | None:
@@ -97,8 +101,8 @@ def parse_stall_line(text: str, at: float) -> StallLine | None:
     parts = where.rsplit(":", 2)
     if len(parts) == 3 and parts[1].isdigit():
         file, line, function = parts[0], int(parts[1]), parts[2]
-    return StallLine(at, m["worker"], float(m["duration"]), file, line, function,
-                     int(m["more"] or 0), m["cause"])
+    return StallLine(at, m["worker"], float(m["duration"] or m["so_far"]), file, line, function,
+                     int(m["more"] or 0), m["cause"], ongoing=m["ongoing"] is not None)
 
 
 def _short(path: str) -> str:
@@ -143,6 +147,8 @@ class LogTail:
                  follow: bool = False) -> None:
         self.path = path
         self.stalls: list[StallLine] = []
+        #: per worker, a stall reported in progress that has not ended (yet)
+        self.ongoing: dict[str, StallLine] = {}
         self.tail: list[str] = []
         self._clock = clock
         self._stream = stream
@@ -168,8 +174,12 @@ class LogTail:
                 text = raw.decode(errors="replace").rstrip("\n")
                 self.tail = (self.tail + [text])[-40:]
                 found = parse_stall_line(text, self._clock())
-                if found is not None and len(self.stalls) < 10_000:
-                    self.stalls.append(found)
+                if found is not None and found.ongoing:
+                    self.ongoing[found.worker] = found  # the latest word on it
+                elif found is not None:
+                    self.ongoing.pop(found.worker, None)
+                    if len(self.stalls) < 10_000:
+                        self.stalls.append(found)
 
     def join(self, timeout: float = 5.0) -> None:
         self._done.set()
