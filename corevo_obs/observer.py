@@ -67,6 +67,10 @@ class Observer:
     def lease_audited(self, quota: str, *, oldest_age: float, orphaned: int) -> None:
         """What an auditor read: the stalest heartbeat and holders whose worker is gone."""
 
+    def lease_counted(self, quota: str, *, held: int, limit: int) -> None:
+        """The quota's live holders as a release, a renewal or an audit counted them (an
+        acquire reports its count through ``lease_acquired``), and the limit."""
+
     # --- claims -------------------------------------------------------------------
     def claim(self, outcome: ClaimOutcomeName, *, queue_wait: float | None = None) -> None:
         """One conditional-update claim; ``queue_wait`` is created → claimed, for a win."""
@@ -382,6 +386,17 @@ class MetricsObserver(HasTelemetry, Observer):
                 raise TypeError("oldest_age must be seconds as a number, got None")
             c.oldest.set(age)
             c.orphaned.set(n)
+        except Exception as exc:  # noqa: BLE001
+            self._absorb(exc)
+
+    def lease_counted(self, quota: str, *, held: int, limit: int) -> None:
+        try:
+            m = self._quotas.get(quota) or self._quota(quota)
+            n, new_limit = _count(held, "held"), _count(limit, "limit")
+            m.children.held.set(n)
+            if new_limit != m.limit_value:
+                m.children.limit.set(new_limit)
+                m.limit_value = new_limit  # type: ignore[assignment]
         except Exception as exc:  # noqa: BLE001
             self._absorb(exc)
 

@@ -29,6 +29,7 @@ VALID: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
     "lease_heartbeat": (("q", "renewed"), {}),
     "lease_released": (("q", "released"), {"held_seconds": 0.5}),
     "lease_audited": (("q",), {"oldest_age": 1.5, "orphaned": 1}),
+    "lease_counted": (("q",), {"held": 2, "limit": 3}),
     "claim": (("won",), {"queue_wait": 0.2}),
     "started": (("started",), {"claim_to_start": 0.1}),
     "reclaimed": ((2,), {}),

@@ -181,7 +181,8 @@ _SPECS: tuple[MetricSpec, ...] = (
     MetricSpec(
         "corevo_lease_acquire_total", "counter",
         "Lease acquisitions by outcome; 'fenced' was refused while a restart fence ran (the "
-        "backend lost its lease state less than one timeout ago).",
+        "backend lost its lease state less than one timeout ago), counted once per admission "
+        "however often a waiting one retried.",
         "leases", ("worker", "quota", "outcome"),
         values={"outcome": ("granted", "rejected", "fenced", "error")},
     ),
@@ -197,7 +198,7 @@ _SPECS: tuple[MetricSpec, ...] = (
     ),
     MetricSpec(
         "corevo_lease_held", "gauge",
-        "Holders of a quota as seen by the latest atomic acquire.",
+        "Live holders of a quota as counted by the latest acquire, release, renewal or audit.",
         "leases", ("quota",), gauge_mode="mostrecent",
     ),
     MetricSpec(

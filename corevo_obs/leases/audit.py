@@ -71,6 +71,10 @@ class LeaseAuditor:
         report = audit_members(self.store, members, now=now, alive=self.alive)
         self.observer.lease_audited(self.store.quota, oldest_age=report.oldest_age,
                                     orphaned=len(report.orphaned))
+        # the held gauge as an acquire would count now (expired holders are reaped first):
+        # current even for a quota nobody acquires from
+        self.observer.lease_counted(self.store.quota, held=report.held - len(report.expired),
+                                    limit=report.limit)
         return report
 
     def audit(self) -> LeaseAudit:

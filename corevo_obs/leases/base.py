@@ -41,6 +41,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from time import monotonic
 from types import TracebackType
 from typing import Any, Final, NamedTuple, TypeVar
@@ -61,6 +62,9 @@ MARGIN_SHARE: Final = 0.1
 #: default heartbeat interval as a share of the timeout
 HEARTBEAT_SHARE: Final = 1 / 3
 DEFAULT_POLL: Final = 0.1
+#: holder ids whose fenced admission was counted, remembered so that its retries are not
+#: (bounded: the oldest is forgotten first)
+_FENCED_MEMORY: Final = 1024
 _QUOTA_RE: Final = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 T = TypeVar("T")
 
@@ -86,6 +90,21 @@ class AcquireResult(NamedTuple):
     held: int
     token: int = 0
     fenced: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Counted:
+    """What a renewal or a removal did, with the quota's live holders counted in the same
+    backend step. A backend that can count returns it instead of a bare bool, so the held
+    gauge follows releases and renewals, not only acquires (an idle quota reads 0, not
+    its last acquire's count). Truthy exactly when the renewal or removal took effect.
+    """
+
+    done: bool
+    held: int
+
+    def __bool__(self) -> bool:
+        return self.done
 
 
 class _LeaseCore:
@@ -131,6 +150,8 @@ class _LeaseCore:
         #: the client's wall clock; no lease decision reads it (kept so a test can skew it)
         self.clock = clock
         self._ids = HolderIds(self.worker)
+        self._fenced: dict[str, None] = {}
+        self._fenced_lock = threading.Lock()
         #: short-circuits calls to a backend that failed repeatedly (see ``breaker.py``)
         self.breaker = breaker
         if breaker is not None:
@@ -160,20 +181,45 @@ class _LeaseCore:
         """A fresh holder id naming this worker and process (see ``holder.py``)."""
         return self._ids.new()
 
-    def _acquired(self, res: AcquireResult, t0: float) -> float | None:
+    def _acquired(self, res: AcquireResult, t0: float, holder: str) -> float | None:
         """Report one acquire; the grant time (a ``monotonic()`` reading) or None.
 
         One clock reading serves as both the end of the acquire latency and the handle's
         ``granted_at``: on the hot path every call counts (see bench/lease_bench.py).
+        A fence refuses every retry of a waiting admission (one holder id) until it ends:
+        the admission counts as ``fenced`` once, its retries only refresh the gauges.
         """
         t1 = monotonic()
         self._succeeded()
+        if res.fenced:
+            if self._fence_seen(holder):  # a retry: the gauges, not the count
+                self._last_outcome = "fenced"
+                self.observer.lease_counted(self.quota, held=res.held, limit=self.limit)
+                return None
+        elif self._fenced:
+            self._fence_over(holder)
         outcome: AcquireOutcome = ("granted" if res.granted
                                    else "fenced" if res.fenced else "rejected")
         self._last_outcome = outcome
         self.observer.lease_acquired(self.quota, outcome, reaped=res.reaped, held=res.held,
                                      limit=self.limit, seconds=t1 - t0)
         return t1 if res.granted else None
+
+    def _fence_seen(self, holder: str) -> bool:
+        """Whether ``holder``'s admission was already counted as fenced (from now on it is)."""
+        with self._fenced_lock:
+            seen = self._fenced
+            if holder in seen:
+                return True
+            if len(seen) >= _FENCED_MEMORY:
+                del seen[next(iter(seen))]
+            seen[holder] = None
+            return False
+
+    def _fence_over(self, holder: str) -> None:
+        """The admission of ``holder`` left the fence (granted or rejected)."""
+        with self._fenced_lock:
+            self._fenced.pop(holder, None)
 
     def _gate(self) -> None:
         """Raise ``ShortCircuited`` (inside the call's ``try``) when the breaker is open."""
@@ -226,8 +272,16 @@ class _LeaseCore:
             return open_pause(self.quota, self.breaker.retry_after(), started, wait)
         return self._rejected(started, wait, poll)
 
-    def _heartbeat_done(self, renewed: bool) -> bool:
+    def _count(self, answer: bool | Counted) -> bool:
+        """A primitive's answer as a bool; a count that came with it goes to the gauge."""
+        if isinstance(answer, Counted):
+            self.observer.lease_counted(self.quota, held=answer.held, limit=self.limit)
+            return answer.done
+        return bool(answer)
+
+    def _heartbeat_done(self, answer: bool | Counted) -> bool:
         self._succeeded()
+        renewed = self._count(answer)
         self.observer.lease_heartbeat(self.quota, "renewed" if renewed else "lost")
         return renewed
 
@@ -235,8 +289,9 @@ class _LeaseCore:
         self.observer.lease_heartbeat(self.quota, "error")
         self._failed("heartbeat", exc)
 
-    def _released(self, removed: bool, granted_at: float | None) -> bool:
+    def _released(self, answer: bool | Counted, granted_at: float | None) -> bool:
         self._succeeded()
+        removed = self._count(answer)
         if not removed:
             self.observer.lease_released(self.quota, "noop")
         else:
@@ -264,10 +319,10 @@ class LeaseStore(_LeaseCore, ABC):
     def _try_acquire(self, holder: str) -> AcquireResult: ...
 
     @abstractmethod
-    def _renew(self, holder: str) -> bool: ...
+    def _renew(self, holder: str) -> bool | Counted: ...
 
     @abstractmethod
-    def _remove(self, holder: str) -> bool: ...
+    def _remove(self, holder: str) -> bool | Counted: ...
 
     @abstractmethod
     def holders(self) -> list[tuple[str, float]]:
@@ -300,7 +355,7 @@ class LeaseStore(_LeaseCore, ABC):
             if self._acquire_failed(exc, t0):
                 return Lease(self, holder, monotonic(), t0, 0, True)
             return None
-        granted_at = self._acquired(res, t0)
+        granted_at = self._acquired(res, t0, holder)
         return None if granted_at is None else Lease(self, holder, granted_at, t0, res.token)
 
     def _beat(self, holder: str) -> bool | None:
@@ -357,10 +412,10 @@ class AsyncLeaseStore(_LeaseCore, ABC):
     async def _try_acquire(self, holder: str) -> AcquireResult: ...
 
     @abstractmethod
-    async def _renew(self, holder: str) -> bool: ...
+    async def _renew(self, holder: str) -> bool | Counted: ...
 
     @abstractmethod
-    async def _remove(self, holder: str) -> bool: ...
+    async def _remove(self, holder: str) -> bool | Counted: ...
 
     @abstractmethod
     async def holders(self) -> list[tuple[str, float]]: ...
@@ -384,7 +439,7 @@ class AsyncLeaseStore(_LeaseCore, ABC):
             if self._acquire_failed(exc, t0):
                 return AsyncLease(self, holder, monotonic(), t0, 0, True)
             return None
-        granted_at = self._acquired(res, t0)
+        granted_at = self._acquired(res, t0, holder)
         return (None if granted_at is None
                 else AsyncLease(self, holder, granted_at, t0, res.token))
 

@@ -37,7 +37,7 @@ from typing import Any, Final, Literal
 from ..core.errors import ConfigError, CorevoObsError
 from ..core.guard import absorb
 from ..core.telemetry import Telemetry
-from .base import DEFAULT_TIMEOUT, AcquireResult, AsyncLeaseStore, LeaseStore, _number
+from .base import DEFAULT_TIMEOUT, AcquireResult, AsyncLeaseStore, Counted, LeaseStore, _number
 from .breaker import CircuitBreaker, default_breaker
 
 _NOW: Final = """
@@ -100,18 +100,29 @@ end
 
 ACQUIRE_LUA: Final = acquire_lua()
 
-# KEYS: quota zset. ARGV: timeout, holder. 1 if renewed, 0 if reaped or expired.
-RENEW_LUA: Final = _NOW + """
+# The live holders after a renewal or a release, as an acquire would count them (members
+# whose heartbeat is within the timeout): the held gauge stays current without an acquire.
+_LIVE: Final = ("redis.call('ZCOUNT', KEYS[1], string.format('%.6f', now - tonumber(ARGV[1])),"
+                " '+inf')")
+
+# KEYS: quota zset. ARGV: timeout, holder. {1 if renewed, 0 if reaped or expired; live}.
+RENEW_LUA: Final = _NOW + f"""
 local score = redis.call('ZSCORE', KEYS[1], ARGV[2])
 if not score then
-  return 0
+  return {{0, {_LIVE}}}
 end
 if tonumber(score) < now - tonumber(ARGV[1]) then
   redis.call('ZREM', KEYS[1], ARGV[2])
-  return 0
+  return {{0, {_LIVE}}}
 end
 redis.call('ZADD', KEYS[1], 'XX', stamp, ARGV[2])
-return 1
+return {{1, {_LIVE}}}
+"""
+
+# KEYS: quota zset. ARGV: timeout, holder. {1 if removed, 0 if absent; live}.
+RELEASE_LUA: Final = _NOW + f"""
+local removed = redis.call('ZREM', KEYS[1], ARGV[2])
+return {{removed, {_LIVE}}}
 """
 
 # KEYS: marker [, run-id key]. Ends a fence: the quota is declared new (``declare_fresh``).
@@ -250,6 +261,7 @@ class _RedisSetup:
         self._acquire_script = client.register_script(
             acquire_lua(run_fence=bool(replicas), limit_key=limit_key))
         self._renew_script = client.register_script(RENEW_LUA)
+        self._release_script = client.register_script(RELEASE_LUA)
         self._fresh_script = client.register_script(FRESH_LUA)
 
     def _node(self) -> dict[str, Any]:
@@ -325,14 +337,15 @@ class RedisLeaseStore(_RedisSetup, LeaseStore):
         self.client.zrem(self.key, holder)
         return True
 
-    def _renew(self, holder: str) -> bool:
-        renewed = bool(self._renew_script(keys=[self.key], args=[self.timeout, holder]))
+    def _renew(self, holder: str) -> Counted:
+        renewed, live = self._renew_script(keys=[self.key], args=[self.timeout, holder])
         if renewed and self.replicas and not self._replicated("renew"):
             raise ReplicaLag(self.quota, 0, self.replicas)
-        return renewed
+        return Counted(renewed == 1, int(live))
 
-    def _remove(self, holder: str) -> bool:
-        return bool(self.client.zrem(self.key, holder))
+    def _remove(self, holder: str) -> Counted:
+        removed, live = self._release_script(keys=[self.key], args=[self.timeout, holder])
+        return Counted(removed == 1, int(live))
 
     def holders(self) -> list[tuple[str, float]]:
         return _members(self.client.zrange(self.key, 0, -1, withscores=True))
@@ -383,14 +396,16 @@ class AsyncRedisLeaseStore(_RedisSetup, AsyncLeaseStore):
         await self.client.zrem(self.key, holder)
         return True
 
-    async def _renew(self, holder: str) -> bool:
-        renewed = bool(await self._renew_script(keys=[self.key], args=[self.timeout, holder]))
+    async def _renew(self, holder: str) -> Counted:
+        renewed, live = await self._renew_script(keys=[self.key], args=[self.timeout, holder])
         if renewed and self.replicas and not await self._replicated("renew"):
             raise ReplicaLag(self.quota, 0, self.replicas)
-        return renewed
+        return Counted(renewed == 1, int(live))
 
-    async def _remove(self, holder: str) -> bool:
-        return bool(await self.client.zrem(self.key, holder))
+    async def _remove(self, holder: str) -> Counted:
+        removed, live = await self._release_script(keys=[self.key],
+                                                   args=[self.timeout, holder])
+        return Counted(removed == 1, int(live))
 
     async def holders(self) -> list[tuple[str, float]]:
         return _members(await self.client.zrange(self.key, 0, -1, withscores=True))

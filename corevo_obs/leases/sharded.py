@@ -74,7 +74,16 @@ from typing import Any, Final, TypeVar
 from ..core.errors import ConfigError, LeaseRejected
 from ..core.guard import absorb
 from ..core.telemetry import HasTelemetry, Telemetry
-from .base import DEFAULT_POLL, DEFAULT_TIMEOUT, AcquireResult, AsyncHold, AsyncLease, Hold, Lease
+from .base import (
+    DEFAULT_POLL,
+    DEFAULT_TIMEOUT,
+    AcquireResult,
+    AsyncHold,
+    AsyncLease,
+    Counted,
+    Hold,
+    Lease,
+)
 from .breaker import open_pause
 from .redis_store import KEY_PREFIX, AsyncRedisLeaseStore, RedisLeaseStore
 
@@ -378,7 +387,7 @@ class _Shard(_SeenShard, RedisLeaseStore):
         self._saw(held, limit)
         return AcquireResult(granted == 1, reaped, held, token, granted == 2)
 
-    def _remove(self, holder: str) -> bool:
+    def _remove(self, holder: str) -> Counted:
         removed = super()._remove(holder)
         if removed:
             self._released_one()
@@ -398,7 +407,7 @@ class _AsyncShard(_SeenShard, AsyncRedisLeaseStore):
         self._saw(held, limit)
         return AcquireResult(granted == 1, reaped, held, token, granted == 2)
 
-    async def _remove(self, holder: str) -> bool:
+    async def _remove(self, holder: str) -> Counted:
         removed = await super()._remove(holder)
         if removed:
             self._released_one()

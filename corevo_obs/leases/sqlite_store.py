@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Final, TypeVar
 
 from ..core.sqlite import BUSY_TIMEOUT_MS, open_sqlite, open_sqlite_readonly
-from .base import AcquireResult, AsyncLeaseStore, LeaseStore, _number
+from .base import AcquireResult, AsyncLeaseStore, Counted, LeaseStore, _number
 
 T = TypeVar("T")
 
@@ -128,22 +128,30 @@ class _SqliteLeases:
 
         return self._tx(body)
 
-    def renew(self, holder: str, timeout: float) -> bool:
-        def body(db: sqlite3.Connection, now: float) -> bool:
+    def _live(self, db: sqlite3.Connection, now: float, timeout: float) -> int:
+        """Holders an acquire would count now (heartbeat within the timeout)."""
+        return int(db.execute("SELECT COUNT(*) FROM corevo_leases WHERE quota = ?"
+                              " AND heartbeat >= ?", (self.quota, now - timeout)).fetchone()[0])
+
+    def renew(self, holder: str, timeout: float) -> Counted:
+        def body(db: sqlite3.Connection, now: float) -> Counted:
             if db.execute("UPDATE corevo_leases SET heartbeat = ? WHERE quota = ?"
                           " AND holder = ? AND heartbeat >= ?",
                           (now, self.quota, holder, now - timeout)).rowcount:
-                return True
+                return Counted(True, self._live(db, now, timeout))
             db.execute("DELETE FROM corevo_leases WHERE quota = ? AND holder = ?",
                        (self.quota, holder))  # expired: gone, even before a reap
-            return False
+            return Counted(False, self._live(db, now, timeout))
 
         return self._tx(body)
 
-    def remove(self, holder: str) -> bool:
-        with self._locked() as db:
-            return db.execute("DELETE FROM corevo_leases WHERE quota = ? AND holder = ?",
-                              (self.quota, holder)).rowcount > 0
+    def remove(self, holder: str, timeout: float) -> Counted:
+        def body(db: sqlite3.Connection, now: float) -> Counted:
+            removed = db.execute("DELETE FROM corevo_leases WHERE quota = ? AND holder = ?",
+                                 (self.quota, holder)).rowcount > 0
+            return Counted(removed, self._live(db, now, timeout))
+
+        return self._tx(body)
 
     def holders(self) -> list[tuple[str, float]]:
         with self._locked() as db:
@@ -196,11 +204,11 @@ class SqliteLeaseStore(_SqliteOptions, LeaseStore):
     def _try_acquire(self, holder: str) -> AcquireResult:
         return self._rows.try_acquire(holder, self.limit, self.timeout)
 
-    def _renew(self, holder: str) -> bool:
+    def _renew(self, holder: str) -> Counted:
         return self._rows.renew(holder, self.timeout)
 
-    def _remove(self, holder: str) -> bool:
-        return self._rows.remove(holder)
+    def _remove(self, holder: str) -> Counted:
+        return self._rows.remove(holder, self.timeout)
 
     def holders(self) -> list[tuple[str, float]]:
         return self._rows.holders()
@@ -221,11 +229,11 @@ class AsyncSqliteLeaseStore(_SqliteOptions, AsyncLeaseStore):
         return await asyncio.to_thread(self._rows.try_acquire, holder, self.limit,
                                        self.timeout)
 
-    async def _renew(self, holder: str) -> bool:
+    async def _renew(self, holder: str) -> Counted:
         return await asyncio.to_thread(self._rows.renew, holder, self.timeout)
 
-    async def _remove(self, holder: str) -> bool:
-        return await asyncio.to_thread(self._rows.remove, holder)
+    async def _remove(self, holder: str) -> Counted:
+        return await asyncio.to_thread(self._rows.remove, holder, self.timeout)
 
     async def holders(self) -> list[tuple[str, float]]:
         return await asyncio.to_thread(self._rows.holders)

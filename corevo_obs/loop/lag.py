@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from typing import Final
+from typing import Any, Final
 
 from prometheus_client import CollectorRegistry
 
@@ -50,7 +50,9 @@ class LoopLagSampler(HasTelemetry):
         self.telemetry = Telemetry.resolve(worker, registry, telemetry)
         self._wall = wall_clock
         self._lag = self.telemetry.child("corevo_event_loop_lag_seconds")
-        self._heartbeat = self.telemetry.child("corevo_event_loop_heartbeat_timestamp_seconds")
+        # bound at the first stamp: a series born at 0 would read as a heartbeat 56 years
+        # old (``time() - 0``) to every alert and panel until the sampler's first tick
+        self._heartbeat: Any = None
         self._listeners: list[BeatListener] = []
         self._task: asyncio.Task[None] | None = None
         self.last_lag = 0.0
@@ -95,7 +97,11 @@ class LoopLagSampler(HasTelemetry):
 
     def _stamp(self) -> None:
         try:
-            self._heartbeat.set(self._wall())
+            now = self._wall()
+            if self._heartbeat is None:
+                self._heartbeat = self.telemetry.child(
+                    "corevo_event_loop_heartbeat_timestamp_seconds")
+            self._heartbeat.set(now)
         except Exception as exc:  # noqa: BLE001 - never let the host see this
             self._absorb("heartbeat", exc)
 
