@@ -107,8 +107,13 @@ def test_gunicorn_names_a_frozen_worker_before_its_timeout_kill(tmp_path: Path) 
         # Prometheus sees the worker frozen past 10 s before gunicorn's 30 s kill
         eventually("prometheus: frozen > 10 s", lambda: scalar(
             prom, f'max({GAUGE}{{worker="{worker}"}})') or 0 > 10, timeout=30)
-        before_kill = [a for a in firing(prom) if a.get("worker") == worker]
-        assert "WORKER TIMEOUT" not in log.read_text(errors="replace")
+        alert = eventually("CorevoLoopFrozen firing for the frozen worker", lambda: [
+            a for a in firing(prom)
+            if a["alertname"] == "CorevoLoopFrozen" and a.get("worker") == worker])
+        fired_after = time.monotonic() - sent
+        assert "WORKER TIMEOUT" not in log.read_text(errors="replace"), "fired after the kill"
+        others = [a for a in firing(prom) if a["alertname"] != "CorevoLoopFrozen"]
+        assert not others, others  # one freeze pages once, for the right worker
         said = eventually("gunicorn's timeout kill, reported by the master",
                           lambda: "killed by gunicorn's worker timeout" in
                           log.read_text(errors="replace") and log.read_text(errors="replace"),
@@ -123,8 +128,11 @@ def test_gunicorn_names_a_frozen_worker_before_its_timeout_kill(tmp_path: Path) 
         assert f'corevo_worker_killed_total{{reason="timeout",worker="{worker}"}} 1.0' in text
         eventually("prometheus: the kill counted", lambda: scalar(
             prom, f'sum(corevo_worker_killed_total{{worker="{worker}",reason="timeout"}})') == 1)
-        print(f"named {named_after:.2f}s, series {series_after:.2f}s after the request; "
-              f"alerts for {worker} before the kill: {before_kill}")
+        eventually("CorevoWorkerTimeoutKilled firing for it", lambda: [
+            a for a in firing(prom)
+            if a["alertname"] == "CorevoWorkerTimeoutKilled" and a.get("worker") == worker])
+        print(f"named {named_after:.2f}s, series {series_after:.2f}s, alert {fired_after:.2f}s "
+              f"after the request: {alert}")
 
 
 @pytest.mark.timeout(180)
