@@ -207,12 +207,16 @@ def shared_recorder(
     registry: CollectorRegistry | None = None,
     telemetry: Telemetry | None = None,
 ) -> StageRecorder:
-    """The process-wide recorder for a telemetry (or worker, registry), built on first use."""
+    """The process-wide recorder for a telemetry (or worker, registry), built on first use.
+
+    Built on a task's path, so a bad ``$COREVO_WORKER`` is absorbed there (counted, logged
+    once, label ``pid<N>``) instead of failing every ``@track_task`` call.
+    """
     global _last_shared
     last = _last_shared
     if last is not None and last[0] is registry and last[1] == worker and last[2] is telemetry:
         return last[3]  # the common case: one registry, one worker, every task
-    resolved = Telemetry.resolve(worker, registry, telemetry)
+    resolved = Telemetry.resolve_on_use("stages", worker, registry, telemetry)
     with _shared_lock:
         per = _shared.setdefault(resolved.registry, {})
         found = per.get(resolved.worker)

@@ -29,7 +29,8 @@ from typing import Any
 import pytest
 
 from corevo_obs.loadtest.driver import plan, plan_digest
-from corevo_obs.loadtest.server import check_loopback, parse_stall_line
+from corevo_obs.loadtest.loopback import check_loopback
+from corevo_obs.loadtest.server import parse_stall_line
 from corevo_obs.loadtest.workload import WorkloadError, load_workload, parse_workload
 from tests.apps import ROOT, app_env, python, serve
 from tests.conftest import _need, free_port

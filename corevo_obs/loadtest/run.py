@@ -20,8 +20,9 @@ from typing import Any
 
 from . import observe
 from .driver import Driver
+from .loopback import check_loopback
 from .report import write_report
-from .server import LogTail, Target, check_loopback, serve_app
+from .server import LogTail, Target, serve_app
 from .upstream import start_upstream
 from .verdicts import Observations, Verdict, judge
 from .workload import Workload, WorkloadError

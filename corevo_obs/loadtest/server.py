@@ -8,13 +8,12 @@ aiohttp worker with the suite's hooks. Worker output is kept in ``server.log`` a
 while it is written, for the watchdog's stall lines ("event loop of worker w1 stalled
 0.401s at app.py:70:report"), which carry the blocking line the metrics cannot.
 
-A URL must name a loopback host: the tool never sends load anywhere else.
+A URL must name a loopback host: the tool never sends load anywhere else (``loopback``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import os
 import re
 import signal
@@ -24,13 +23,12 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.parse
-import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from .loopback import urlopen
 from .workload import WorkloadError
 
 _STALL = re.compile(
@@ -110,24 +108,6 @@ def _short(path: str) -> str:
     with contextlib.suppress(ValueError):
         return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
     return path
-
-
-def check_loopback(url: str, what: str) -> str:
-    """The URL without a trailing slash; anything but a loopback host is refused."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise WorkloadError(f"not an http(s) URL: {url!r}", source=what)
-    host = parts.hostname
-    if host != "localhost":
-        try:
-            loopback = ipaddress.ip_address(host).is_loopback
-        except ValueError:
-            loopback = False
-        if not loopback:
-            raise WorkloadError(f"refusing non-loopback host {host!r}: the load test only "
-                                "drives apps on this machine (127.0.0.0/8, ::1, localhost)",
-                                source=what)
-    return url.rstrip("/")
 
 
 def _free_port() -> int:
@@ -358,7 +338,7 @@ def _wait_ready(target: Target, timeout: float) -> None:
                 raise WorkloadError(f"the server exited with {proc.returncode} before it was "
                                     f"ready: {' | '.join(said) or 'no output'}", source="APP")
         if len(workers_reporting(target.metrics_url)) >= target.workers:
-            with contextlib.suppress(OSError), urllib.request.urlopen(
+            with contextlib.suppress(OSError), urlopen(
                     target.base_url + "/", timeout=2):
                 pass
             return
@@ -371,7 +351,7 @@ def _wait_ready(target: Target, timeout: float) -> None:
 def workers_reporting(metrics_url: str) -> set[str]:
     """Workers whose heartbeat gauge the endpoint serves (empty when it does not answer)."""
     try:
-        with urllib.request.urlopen(metrics_url, timeout=2) as reply:
+        with urlopen(metrics_url, timeout=2) as reply:
             text = reply.read().decode(errors="replace")
     except OSError:
         return set()
