@@ -194,3 +194,20 @@ def test_pre_commit_hook_definition_runs_the_lint(tmp_path: Path) -> None:
 def test_the_project_passes_its_own_lint() -> None:
     proc = lint(ROOT, "corevo_obs")
     assert proc.returncode == 0, proc.stdout
+
+
+def test_a_sync_chain_3000_deep_is_followed_without_recursion(tmp_path: Path) -> None:
+    """Chain propagation is iterative: depth costs no Python stack, so a generated chain
+    g0 -> ... -> g3000 -> time.sleep is found, and the other files' findings are kept."""
+    depth = 3000
+    hops = "".join(f"def g{i}():\n    g{i + 1}()\n\n" for i in range(depth))
+    last = f"def g{depth}():\n    time.sleep(1)\n\n"
+    deep = f"import time\n\n{hops}{last}async def main():\n    g0()\n"
+    tree(tmp_path, **{"deep.py": deep, "app.py": BLOCKING})
+    for run in ("cold", "warm"):
+        proc = lint(tmp_path, ".", "--format", "json")
+        assert proc.returncode == 1, (run, proc.stderr[-500:])
+        found = {(f["path"], f["code"]): f for f in json.loads(proc.stdout)}
+        assert ("app.py", "COB104") in found, run
+        chain = found["deep.py", "COB110"]["message"]
+        assert chain.endswith(f"g{depth - 1} -> g{depth} -> time.sleep()"), (run, chain[-80:])

@@ -11,7 +11,7 @@ instead.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Generator, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from ..imports import Ref
@@ -29,6 +29,8 @@ CODE = "COB110"
 MAX_REEXPORT_HOPS = 4
 NOT_NONE = Kind("builtins.object")  # an instance: not None, nothing else known
 MAX_ARG_DEPTH = 16  # call depth past which arguments are no longer read (sound: all paths)
+# the next hop of a chain: callee, its arguments, the caller's environment, depth, quiet hints
+Hop = tuple[str, Args | None, Mapping[str, Value] | None, int, frozenset[str]]
 
 
 @register
@@ -126,14 +128,34 @@ class ChainIndex:
     def chain(self, qualname: str, args: Args | None = None,
               outer: Mapping[str, Value] | None = None, depth: int = 0,
               quiet: frozenset[str] = frozenset()) -> list[str] | None:
-        """``[name, ..., "open()"]`` when calling ``qualname`` with ``args`` blocks, else None."""
+        """``[name, ..., "open()"]`` when calling ``qualname`` with ``args`` blocks, else None.
+
+        Driven as a trampoline over ``_step`` generators, one per hop, so a sync chain of any
+        depth (``g0 -> ... -> g3000 -> time.sleep``) needs no Python stack per hop."""
+        stack = [self._step(qualname, args, outer, depth, quiet)]
+        value: list[str] | None = None
+        while stack:
+            try:
+                hop = stack[-1].send(value)
+            except StopIteration as done:
+                stack.pop()
+                value = done.value
+                continue
+            stack.append(self._step(*hop))
+            value = None
+        return value
+
+    def _step(self, qualname: str, args: Args | None, outer: Mapping[str, Value] | None,
+              depth: int, quiet: frozenset[str]) -> Generator[Hop, list[str] | None,
+                                                               list[str] | None]:
+        """One hop of ``chain``: yields the next hop to follow and receives its chain."""
         facts = self.lookup(qualname)
         if facts is None:
             target = self.retyped(qualname)
             if target is None:
                 return None
             if self.lookup(target) is not None:
-                return self.chain(target, args, outer, depth, quiet)
+                return (yield (target, args, outer, depth, quiet))
             hit = self.catalogued(target, quiet, direct=False)
             return [hit[1]] if hit is not None else None
         if depth > MAX_ARG_DEPTH:  # values may grow down a recursion: stop reading them
@@ -158,7 +180,7 @@ class ChainIndex:
                 for edge in facts.edges:
                     if ruled_out(edge.guard, env, self._resolve, facts.rebinds):
                         continue
-                    sub = self.chain(edge.callee, edge.args, env, depth + 1, edge.quiet)
+                    sub = yield (edge.callee, edge.args, env, depth + 1, edge.quiet)
                     if sub is not None:
                         result = [facts.name, *sub]
                         break
