@@ -504,3 +504,27 @@ class AsyncJobStore(_JobCore):
 
     async def close(self) -> None:
         await self.db.close()
+
+
+class JobsOnLoop:
+    """The job-store calls a loop-side component makes, for either store: awaited on an
+    ``AsyncJobStore``, in a thread on a sync ``JobStore`` (never on the loop's thread).
+    The cancel plane takes either through this."""
+
+    def __init__(self, jobs: JobStore | AsyncJobStore) -> None:
+        self.jobs = jobs
+
+    async def get(self, job_id: str) -> Job | None:
+        if isinstance(self.jobs, AsyncJobStore):
+            return await self.jobs.get(job_id)
+        return await asyncio.to_thread(self.jobs.get, job_id)
+
+    async def cancel_queued(self, job_id: str) -> bool:
+        if isinstance(self.jobs, AsyncJobStore):
+            return await self.jobs.cancel_queued(job_id)
+        return await asyncio.to_thread(self.jobs.cancel_queued, job_id)
+
+    async def finish(self, claim: Claim, execution_id: str, state: TerminalState) -> bool:
+        if isinstance(self.jobs, AsyncJobStore):
+            return await self.jobs.finish(claim, execution_id, state)
+        return await asyncio.to_thread(self.jobs.finish, claim, execution_id, state)
