@@ -33,7 +33,8 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from ..claims import Claim, JobStore
+from ..claims import AsyncJobStore, Claim, JobStore
+from ..claims.store import JobsOnLoop
 from ..core.guard import absorb
 from ..leases import AsyncLease
 from ..observer import CancelPath, CommandOutcome, Observer
@@ -43,7 +44,8 @@ StopState = Literal["completed", "failed", "cancelled", "lost"]
 DEFAULT_RECONNECT: Final = 1.0
 
 
-def absorbed(component: str, exc: BaseException, observer: Observer, jobs: JobStore) -> None:
+def absorbed(component: str, exc: BaseException, observer: Observer,
+             jobs: JobStore | AsyncJobStore) -> None:
     """Count a transport failure under the observer's telemetry (a custom observer has none:
     then the job store's), so it lands beside the series of the same component."""
     absorb(component, exc, telemetry=getattr(observer, "telemetry", None) or jobs.telemetry)
@@ -95,7 +97,7 @@ class CommandInbox:
     def __init__(
         self,
         bus: CancelBus,
-        jobs: JobStore,
+        jobs: JobStore | AsyncJobStore,
         *,
         observer: Observer | None = None,
         reconnect: float = DEFAULT_RECONNECT,
@@ -103,6 +105,7 @@ class CommandInbox:
     ) -> None:
         self.bus = bus
         self.jobs = jobs
+        self._jobs = JobsOnLoop(jobs)
         self.owner = jobs.owner
         self.observer = observer or jobs.observer
         self.reconnect = reconnect
@@ -183,7 +186,7 @@ class CommandInbox:
         if not await run.lease.heartbeat():
             run.request_stop("lost")
             return False
-        job = await asyncio.to_thread(self.jobs.get, command.job_id)
+        job = await self._jobs.get(command.job_id)
         return (job is not None and job.state == "running" and job.owner == self.owner
                 and job.epoch == command.epoch and job.execution_id == run.execution_id)
 
@@ -216,7 +219,7 @@ class CommandInbox:
             task.cancel()
             self._runs.pop(claim.job_id, None)
         try:
-            await asyncio.to_thread(self.jobs.finish, claim, execution_id, stop.state)
+            await self._jobs.finish(claim, execution_id, stop.state)
         finally:
             await lease.release()
         return stop

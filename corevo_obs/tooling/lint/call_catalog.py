@@ -23,12 +23,15 @@ MARKERS = ("corevo_obs.blocking", "corevo_obs.core.marker.blocking")
 
 @dataclass(frozen=True)
 class ObjectRule:
-    """Methods of one type that block; ``methods=None`` means all but ``except_``."""
+    """Methods of one type that block; ``methods=None`` means all but ``except_``.
+    ``why``: the ``{why}`` of a COB111 (declared-blocking) message, e.g. what to await
+    instead."""
 
     type: str
     code: str
     methods: frozenset[str] | None
     except_: frozenset[str] = frozenset()
+    why: str = ""
 
     def blocks(self, method: str) -> bool:
         if self.methods is None:
@@ -128,6 +131,7 @@ def _parse(data: dict[str, Any], source: str) -> Catalog:
                 str(spec["code"]),
                 None if methods == "*" else frozenset(methods),
                 frozenset(spec.get("except", ())),
+                str(spec.get("why", "")),
             )
             factories.update(dict.fromkeys(spec.get("factories", ()), type_name))
             aliases.update(dict.fromkeys(spec.get("annotations", ()), type_name))

@@ -66,7 +66,8 @@ def classify(ref: Ref, catalog: Catalog) -> tuple[str, str, dict[str, str]] | No
     if ref.kind == "method" and ref.type is not None and ref.attr is not None:
         rule = catalog.objects.get(ref.type)
         if rule is not None and rule.blocks(ref.attr):
-            return rule.code, f"{ref.type.rpartition('.')[2]}.{ref.attr}()", NO_FIELDS
+            fields = {"why": rule.why} if rule.why else NO_FIELDS
+            return rule.code, f"{ref.type.rpartition('.')[2]}.{ref.attr}()", fields
         return None
     code = catalog.calls.get(ref.name)
     if code is None:
