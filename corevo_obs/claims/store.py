@@ -33,7 +33,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from ..core.errors import BackendUnavailable
+from ..core.errors import BackendUnavailable, ConfigError
 from ..core.guard import absorb
 from ..core.telemetry import HasTelemetry, Telemetry
 from ..leases.holder import HolderIds, holder_alive
@@ -209,7 +209,7 @@ class JobStore(HasTelemetry):
         if claimed_before is not None:
             template, params["before"] = template + sql.CLAIMED_BEFORE, claimed_before
         if not params:
-            raise ValueError("reclaim_prestart needs owner= or claimed_before=")
+            raise ConfigError("reclaim_prestart needs owner= or claimed_before=")
         _, n = self._run(template, **params)
         self.observer.reclaimed(n)
         return n
@@ -236,7 +236,7 @@ class JobStore(HasTelemetry):
                   state: TerminalState = "lost") -> int:
         """Running jobs whose owner vanished become ``lost`` (or ``timeout``), never re-run."""
         if state not in ("lost", "timeout"):
-            raise ValueError(f"mark_lost writes lost or timeout, not {state!r}")
+            raise ConfigError(f"mark_lost writes lost or timeout, not {state!r}")
         template = sql.MARK_LOST
         params: dict[str, Any] = {"state": state, "now": self.clock()}
         if owner is not None:
@@ -244,7 +244,7 @@ class JobStore(HasTelemetry):
         if started_before is not None:
             template, params["before"] = template + sql.STARTED_BEFORE, started_before
         if len(params) == 2:
-            raise ValueError("mark_lost needs owner= or started_before=")
+            raise ConfigError("mark_lost needs owner= or started_before=")
         _, n = self._run(template, **params)
         self.observer.terminal(state, n)
         return n

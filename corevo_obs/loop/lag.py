@@ -16,6 +16,7 @@ from typing import Final
 from prometheus_client import CollectorRegistry
 
 from ..core import guard
+from ..core.errors import ConfigError
 from ..core.telemetry import HasTelemetry, Telemetry
 
 DEFAULT_INTERVAL: Final = 0.02
@@ -45,7 +46,7 @@ class LoopLagSampler(HasTelemetry):
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
         if not 0.001 <= interval <= 60:
-            raise ValueError(f"lag sampler interval must be within 1 ms..60 s, got {interval}")
+            raise ConfigError(f"lag sampler interval must be within 1 ms..60 s, got {interval}")
         self.interval = interval
         self.telemetry = Telemetry.resolve(worker, registry, telemetry)
         self._wall = wall_clock
