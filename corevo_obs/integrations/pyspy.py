@@ -42,7 +42,6 @@ log = logging.getLogger("corevo_obs.integrations.pyspy")
 ENV_PREFIX: Final = "COREVO"  # PySpySettings: $COREVO_PYSPY
 CAPTURE_PREFIX: Final = "COREVO_PYSPY"  # CaptureSettings: $COREVO_PYSPY_MIN_STALL
 PYSPY_ENV: Final = "COREVO_PYSPY"
-MIN_STALL_ENV: Final = "COREVO_PYSPY_MIN_STALL"
 DEFAULT_TIMEOUT: Final = 5.0
 _LOOP_FUNCTIONS: Final = ("run_forever", "_run_once", "run_until_complete")
 
