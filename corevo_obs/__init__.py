@@ -64,7 +64,7 @@ __all__ = [
     "mark_process_dead",
     "track_task",
     "worker_name",
-]  # the same names as _API (tests/test_api.py)
+]  # the same names as _API (tests/test_imports.py)
 
 
 def __getattr__(name: str) -> Any:
