@@ -35,6 +35,7 @@ from prometheus_client import CollectorRegistry
 
 from ..core.errors import BackendUnavailable, ConfigError
 from ..core.guard import absorb
+from ..core.lifecycle import Closing
 from ..core.telemetry import HasTelemetry, Telemetry
 from ..leases.holder import HolderIds, holder_alive
 from ..observer import MetricsObserver, Observer, TerminalState
@@ -44,7 +45,7 @@ from .model import Claim, ClaimOutcome, Job, Recovery, StartOutcome
 Rows = list[tuple[Any, ...]]
 
 
-class Database(ABC):
+class Database(Closing, ABC):
     """One connection in autocommit mode; ``run`` executes one statement."""
 
     @abstractmethod
@@ -56,7 +57,7 @@ class Database(ABC):
         """Close the connection."""
 
 
-class JobStore(HasTelemetry):
+class JobStore(HasTelemetry, Closing):
     """Create, claim, start, finish and recover jobs; one observer call per outcome."""
 
     def __init__(

@@ -86,7 +86,7 @@ class LoopProbe:
         import asyncio
         # A stall that ended just now is known only after the heartbeat ticks again.
         await asyncio.sleep(self.interval * 3)
-        await self._health.stop()
+        await self._health.aclose()
         self.reports = [r for r in self._health.reports if r.duration > self.budget]
         if self.reports and exc_type is None:
             raise LoopBlocked(self.describe(), self.reports)
