@@ -35,6 +35,7 @@ from prometheus_client import CollectorRegistry
 
 from .core import guard
 from .core.catalog import spec
+from .core.errors import ConfigError
 from .core.telemetry import HasTelemetry, Telemetry
 from .tracing import AttributeValue, TaskSpan, resolve_tracer
 
@@ -75,7 +76,7 @@ class BoundedValues:
 
     def __init__(self, allowed: Collection[str] | None = None, *, cap: int = DEFAULT_MAX_VALUES):
         if cap < 1:
-            raise ValueError(f"cap must be at least 1, got {cap}")
+            raise ConfigError(f"cap must be at least 1, got {cap}")
         self._admitted: dict[str, str] = {v: v for v in allowed or ()}
         self._admitted[OTHER] = OTHER
         self._open = allowed is None

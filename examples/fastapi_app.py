@@ -64,10 +64,10 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
                       if jobs_configured() else None)
     yield
     if app.state.jobs is not None:
-        await app.state.jobs.close()
+        await app.state.jobs.aclose()
     await app.state.sdk.aclose()
     await app.state.upstream.aclose()
-    await health.stop()
+    await health.aclose()
 
 
 app = FastAPI(lifespan=lifespan)

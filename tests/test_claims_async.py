@@ -205,7 +205,7 @@ def test_200_async_claims_keep_the_loop_under_budget_where_sync_ones_stall_it(
                 try:
                     return await _claims_under_lock(store, hold, target, jobs)
                 finally:
-                    await store.close()
+                    await store.aclose()
             lag, won = asyncio.run(run_async())
             assert won == CLAIMS                   # every claim decided, none lost
             worst_async.append(lag)
@@ -248,7 +248,7 @@ def test_a_cancelled_async_claim_is_undecided_and_given_back(tmp_path, registry)
         assert row is not None and row.owner == store.owner
         given = await store.give_back_undecided()
         assert (await store.get(job)).owner is None    # type: ignore[union-attr]
-        await store.close()
+        await store.aclose()
         return given
 
     assert asyncio.run(main()) == 1

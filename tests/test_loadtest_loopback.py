@@ -8,16 +8,18 @@ scrapes' urllib must open none there; the driver counts each refusal.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from corevo_obs.loadtest import observe
-from corevo_obs.loadtest.driver import run_driver
+from corevo_obs.loadtest.driver import Driver
 from corevo_obs.loadtest.server import workers_reporting
 from corevo_obs.loadtest.workload import parse_workload
 
@@ -99,7 +101,7 @@ def test_redirects_off_loopback_are_refused_and_counted() -> None:
             "mix": [{"name": "short", "kind": "short", "path": "/r/{n}", "rate": 10},
                     {"name": "ws", "kind": "websocket", "path": "/ws", "rate": 3}],
         }, "redirect.toml")
-        result = run_driver(workload, base)
+        result = asyncio.run(Driver(workload, base, clock=time.monotonic).run())
         with pytest.raises(OSError):  # urllib.error.HTTPError: the 302 is the answer
             observe.fetch(base + "/metrics")
         assert workers_reporting(base + "/metrics") == set()

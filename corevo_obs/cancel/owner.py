@@ -36,6 +36,7 @@ from typing import Any, Final, Literal
 from ..claims import AsyncJobStore, Claim, JobStore
 from ..claims.store import JobsOnLoop
 from ..core.guard import absorb
+from ..core.lifecycle import renamed
 from ..leases import AsyncLease
 from ..observer import CancelPath, CommandOutcome, Observer
 from .bus import DEFAULT_MARKER_TTL, CancelBus, Command, Subscription
@@ -127,7 +128,7 @@ class CommandInbox:
                 await self._listener
             self._listener = None
         if self._sub is not None:
-            await self._sub.close()
+            await self._sub.aclose()
             self._sub = None
 
     async def drop(self, pause: float) -> None:
@@ -135,8 +136,22 @@ class CommandInbox:
         await self._close_sub()
         self._listener = asyncio.get_running_loop().create_task(self._listen(pause))
 
-    async def stop(self) -> None:
+    async def aclose(self) -> None:
+        """Stop listening and close the channel; safe to call twice."""
         await self._close_sub()
+
+    async def stop(self) -> None:
+        """Deprecated: ``await aclose()``."""
+        renamed(self, "stop", "aclose")
+        await self.aclose()
+
+    async def __aenter__(self) -> CommandInbox:
+        """Subscribes and listens (``start()``) until the block ends."""
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     async def _listen(self, delay: float) -> None:
         await asyncio.sleep(delay)
@@ -152,7 +167,7 @@ class CommandInbox:
                 command = await self._sub.get()
             except Exception as exc:  # noqa: BLE001 - a broken channel is an expected event
                 absorbed("cancel-channel", exc, self.observer, self.jobs)
-                await self._sub.close()
+                await self._sub.aclose()
                 self._sub = None
                 await asyncio.sleep(self.reconnect)
                 continue

@@ -486,7 +486,7 @@ class AsyncPostgresDatabase(_Converted, AsyncDatabase):
             finally:
                 cut.disarm()
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         if self._owned and self._pool is not None:
             if self._opened:
                 await self._pool.close()

@@ -64,7 +64,7 @@ class AsyncSqliteDatabase(AsyncDatabase):
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, self._run, statement, params)
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self._executor, self._close)
         self._executor.shutdown(wait=False)

@@ -47,8 +47,9 @@ from typing import Any, TypeVar
 
 from prometheus_client import CollectorRegistry
 
-from ..core.errors import BackendUnavailable
+from ..core.errors import BackendUnavailable, ConfigError
 from ..core.guard import absorb
+from ..core.lifecycle import AsyncClosing, Closing
 from ..core.marker import blocking
 from ..core.telemetry import HasTelemetry, Telemetry
 from ..leases.holder import HolderIds, holder_alive
@@ -79,7 +80,7 @@ class OffLoop:
 Step = Generator[Statement | OffLoop, Any, T]
 
 
-class Database(ABC):
+class Database(Closing, ABC):
     """One connection in autocommit mode; ``run`` executes one statement."""
 
     @abstractmethod
@@ -99,7 +100,7 @@ class AsyncDatabase(ABC):
         """Rows (for RETURNING/SELECT) and the affected row count."""
 
     @abstractmethod
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         """Close the connection(s)."""
 
 
@@ -248,7 +249,7 @@ class _JobCore(HasTelemetry):
         if claimed_before is not None:
             template, params["before"] = template + sql.CLAIMED_BEFORE, claimed_before
         if not params:
-            raise ValueError("reclaim_prestart needs owner= or claimed_before=")
+            raise ConfigError("reclaim_prestart needs owner= or claimed_before=")
         _, n = yield self._sql(template, **params)
         self.observer.reclaimed(n)
         return n
@@ -266,7 +267,7 @@ class _JobCore(HasTelemetry):
     def _mark_lost(self, owner: str | None, started_before: float | None,
                    state: TerminalState) -> Step[int]:
         if state not in ("lost", "timeout"):
-            raise ValueError(f"mark_lost writes lost or timeout, not {state!r}")
+            raise ConfigError(f"mark_lost writes lost or timeout, not {state!r}")
         template = sql.MARK_LOST
         params: dict[str, Any] = {"state": state, "now": self.clock()}
         if owner is not None:
@@ -274,7 +275,7 @@ class _JobCore(HasTelemetry):
         if started_before is not None:
             template, params["before"] = template + sql.STARTED_BEFORE, started_before
         if len(params) == 2:
-            raise ValueError("mark_lost needs owner= or started_before=")
+            raise ConfigError("mark_lost needs owner= or started_before=")
         _, n = yield self._sql(template, **params)
         self.observer.terminal(state, n)
         return n
@@ -301,7 +302,7 @@ class _JobCore(HasTelemetry):
         return Job(*rows[0]) if rows else None
 
 
-class JobStore(_JobCore):
+class JobStore(_JobCore, Closing):
     """Create, claim, start, finish and recover jobs; one observer call per outcome.
 
     The blocking shell over ``_JobCore``: for threads and scripts. Every method that
@@ -416,7 +417,7 @@ class JobStore(_JobCore):
         self.db.close()
 
 
-class AsyncJobStore(_JobCore):
+class AsyncJobStore(_JobCore, AsyncClosing):
     """``JobStore`` for an event loop: the same core, every call awaited.
 
     The table is created at the first call (or ``await store.setup()``), since a
@@ -502,8 +503,8 @@ class AsyncJobStore(_JobCore):
     async def get(self, job_id: str) -> Job | None:
         return await self._drive(self._get(job_id))
 
-    async def close(self) -> None:
-        await self.db.close()
+    async def aclose(self) -> None:
+        await self.db.aclose()
 
 
 class JobsOnLoop:

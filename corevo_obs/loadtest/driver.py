@@ -15,7 +15,6 @@ import asyncio
 import hashlib
 import json
 import random
-import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -315,10 +314,3 @@ async def _slow_body(size: int, seconds: float) -> Any:
         sent += piece
         if sent < size and seconds > 0:
             await asyncio.sleep(seconds / steps)
-
-
-def run_driver(workload: Workload, base_url: str, *, clock: Callable[[], float] = time.monotonic,
-               kill: Callable[[], Awaitable[dict[str, Any]]] | None = None,
-               on_phase: Callable[[str], Awaitable[None]] | None = None) -> DriverResult:
-    return asyncio.run(Driver(workload, base_url, clock=clock, kill=kill,
-                              on_phase=on_phase).run())

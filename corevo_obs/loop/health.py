@@ -11,6 +11,7 @@ from typing import Any, Final
 from prometheus_client import CollectorRegistry
 
 from ..core.identity import worker_name
+from ..core.lifecycle import renamed
 from ..core.settings import option, resolve
 from ..core.telemetry import HasTelemetry, Telemetry
 from .lag import DEFAULT_INTERVAL, LoopLagSampler
@@ -130,16 +131,22 @@ class LoopHealth(HasTelemetry):
         if self.watchdog is not None:
             self.watchdog.request_stop()
 
-    async def stop(self) -> None:
-        await self.sampler.stop()
+    async def aclose(self) -> None:
+        """Stop the sampler and the watchdog; safe to call twice."""
+        await self.sampler.aclose()
         if self.watchdog is not None:
             await self.watchdog.aclose()
+
+    async def stop(self) -> None:
+        """Deprecated: ``await aclose()``."""
+        renamed(self, "stop", "aclose")
+        await self.aclose()
 
     async def __aenter__(self) -> LoopHealth:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
+        await self.aclose()
 
 
 def install_loop_health(

@@ -85,7 +85,7 @@ def main() -> None:
             return await race(store, int(n), int(batch))
         finally:
             if isinstance(store, AsyncJobStore):
-                await store.close()
+                await store.aclose()
 
     won = asyncio.run(run())
 
