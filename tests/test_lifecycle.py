@@ -20,9 +20,8 @@ from tests.test_api_reference import PUBLIC
 VERBS = ("stop", "close", "aclose", "shutdown")
 #: public classes outside the namespaces of PUBLIC that have a shutdown verb
 EXTRA = ("corevo_obs.integrations.pyspy.NativeStallCapture",)
-#: owned elsewhere for now: loop/watchdog.py keeps stop/aclose/request_stop until its
-#: own change (no close(), no context manager yet)
-PENDING = {"StallWatchdog"}
+#: none left: StallWatchdog is both (close() joins its thread, aclose() awaits it)
+PENDING: set[str] = set()
 
 
 def _public_classes() -> dict[str, type]:

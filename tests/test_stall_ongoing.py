@@ -45,7 +45,7 @@ def _freeze(registry, seconds: float, **options):
         stop.set()
         side.join()
         after = registry.get_sample_value(GAUGE, {"worker": "g0"})
-        await health.stop()
+        await health.aclose()
         return health, after, wall0
 
     return asyncio.run(main()), seen

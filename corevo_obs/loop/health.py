@@ -129,7 +129,7 @@ class LoopHealth(HasTelemetry):
         # The loop is shutting down (or someone cancelled the sampler): a watchdog with
         # no beats would report one endless stall, so it goes too.
         if self.watchdog is not None:
-            self.watchdog.request_stop()
+            self.watchdog._request_stop()
 
     async def aclose(self) -> None:
         """Stop the sampler and the watchdog; safe to call twice."""

@@ -25,11 +25,13 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, Self
 
 from prometheus_client import CollectorRegistry
 
 from ..core import guard
+from ..core.errors import ConfigError
+from ..core.lifecycle import renamed
 from ..core.telemetry import HasTelemetry, Telemetry
 from . import schedstat
 from .causes import (
@@ -197,12 +199,17 @@ class StallWatchdog(HasTelemetry):
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
-        if threshold <= 0 or check_interval <= 0:
-            raise ValueError("stall threshold and check interval must be positive")
+        problems = [f"{name}={value!r} must be positive" for name, value in
+                    (("threshold", threshold), ("check_interval", check_interval))
+                    if not value > 0]
         if stack_frames < 0:
-            raise ValueError(f"stack_frames must be 0 or more, got {stack_frames}")
-        if ongoing_after < 0 or log_format not in LOG_FORMATS:
-            raise ValueError(f"ongoing_after must be >= 0 and log_format one of {LOG_FORMATS}")
+            problems.append(f"stack_frames={stack_frames!r} must be 0 or more")
+        if not ongoing_after >= 0:
+            problems.append(f"ongoing_after={ongoing_after!r} must be 0 or more")
+        if log_format not in LOG_FORMATS:
+            problems.append(f"log_format={log_format!r} must be one of {LOG_FORMATS}")
+        if problems:
+            raise ConfigError("; ".join(problems), source="StallWatchdog")
         self.ongoing_after = ongoing_after
         self.log_format: LogFormat = log_format
         #: the stall going on now as last reported (None when the loop runs)
@@ -287,14 +294,14 @@ class StallWatchdog(HasTelemetry):
         self._thread.start()
         return self
 
-    def request_stop(self) -> None:
+    def _request_stop(self) -> None:
         """Ask the thread to finish (it records what is left, then ends); never blocks."""
         self._stop.set()
         self._gc.uninstall()
 
-    def stop(self, timeout: float = 2.0) -> None:
+    def close(self, timeout: float = 2.0) -> None:
         """Stop and wait up to ``timeout`` for the thread (use :meth:`aclose` on a loop)."""
-        self.request_stop()
+        self._request_stop()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
@@ -309,7 +316,7 @@ class StallWatchdog(HasTelemetry):
             alive = self._thread is not None and not self._exited
             if alive:
                 self._on_exit = lambda: loop.call_soon_threadsafe(_settle, ended)
-        self.request_stop()
+        self._request_stop()
         if alive:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(_CLOSE_TIMEOUT):
@@ -320,6 +327,23 @@ class StallWatchdog(HasTelemetry):
                     break
                 await asyncio.sleep(0.001)
         self._finish()
+
+    def stop(self, timeout: float = 2.0) -> None:
+        """Deprecated: :meth:`close` (the sync verb) or :meth:`aclose` on a loop."""
+        renamed(self, "stop", "close")
+        self.close(timeout)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     def _finish(self) -> None:
         thread = self._thread
