@@ -187,7 +187,7 @@ def test_a_raising_lag_listener_keeps_the_heartbeat_and_the_watchdog_alive(regis
             if len(seen) == 10:
                 await handler_sleeps(0.3)
         alive = health.watchdog.running and not health._task.done()  # type: ignore[union-attr]
-        await health.stop()
+        await health.aclose()
         return seen, alive, health.watchdog.running
 
     seen, alive_before_stop, alive_after_stop = asyncio.run(main())
@@ -213,7 +213,7 @@ def test_the_watchdog_still_names_the_planted_line_under_a_raising_listener(regi
         await asyncio.sleep(0.3)
         await handler_sleeps(0.3)
         await asyncio.sleep(0.15)
-        await health.stop()
+        await health.aclose()
         return health.reports
 
     reports = [r for r in asyncio.run(main()) if r.duration >= 0.25]  # a CI hiccup aside

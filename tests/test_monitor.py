@@ -186,7 +186,7 @@ def test_non_loopback_host_is_refused_and_busy_port_is_an_error(registry):
                 with pytest.raises(MonitorError, match=f"cannot bind 127.0.0.1:{taken} \\(port\\)"):
                     start_monitor(health, port=taken, webui_port=free_port())
         finally:
-            await health.stop()
+            await health.aclose()
 
     asyncio.run(main())
 

@@ -208,7 +208,7 @@ class Cancels:
     async def marker(self) -> None:
         job = self.jobs.create_job()
         _, running = await self.execute(job, self.claim(job))
-        await self.inbox.stop()  # the channel is down: the wake-up is lost
+        await self.inbox.aclose()  # the channel is down: the wake-up is lost
         routed = await self.gateway.cancel(job)
         assert routed.reached == 0
         stop = await running
@@ -256,8 +256,8 @@ async def main(ns: argparse.Namespace) -> None:
     if cancelling is not None:
         cancelling.cancel()
     await work.blob.aclose()
-    await health.stop()
-    server.stop()
+    await health.aclose()
+    server.close()
 
 
 if __name__ == "__main__":
