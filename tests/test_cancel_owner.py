@@ -68,9 +68,9 @@ def with_stores(tmp_path: Path, registry: CollectorRegistry,
         try:
             await scenario(jobs, leases, b, inbox)
         finally:
-            await inbox.stop()
-            await b.close()
-            await leases.close()
+            await inbox.aclose()
+            await b.aclose()
+            await leases.aclose()
             jobs.close()
 
     asyncio.run(main())

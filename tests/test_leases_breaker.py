@@ -158,7 +158,7 @@ def test_backend_down_10s_under_load_one_call_per_window(
         callers = asyncio.gather(*(caller() for _ in range(20)))
         times = await fault()
         await callers
-        await store.close()
+        await store.aclose()
         return times
 
     try:

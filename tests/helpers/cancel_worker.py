@@ -104,9 +104,9 @@ async def main(cfg: dict[str, Any]) -> None:
     if cfg.get("linger"):  # keep listening until told to exit
         while await lines.get() != "exit":
             pass
-    await inbox.stop()
-    await bus.close()
-    await leases.close()
+    await inbox.aclose()
+    await bus.aclose()
+    await leases.aclose()
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ def main() -> int:
                            scope="host").start()  # a writer serving every worker, on purpose
     print(json.dumps({"port": server.port, "pid": os.getpid()}), flush=True)
     sys.stdin.readline()
-    server.stop()
+    server.close()
     return 0
 
 
