@@ -206,6 +206,58 @@ def test_trash_symlinked_outside_is_never_followed(env, mpdir, tmp_path):
     assert local_errors(mpdir, "mpdir-unsafe") == 1  # the CLI's count, left in DIR
 
 
+def test_directory_planted_in_the_trash_never_wedges_the_directory(env, mpdir):
+    """An empty directory at ``.corevo/trash/counter_<deadpid>.db`` used to fail every
+    commit's move into the trash: the journal stayed pending, every compaction and worker
+    start failed, and an unmodified collector counted the dead writer twice."""
+    from prometheus_client import multiprocess
+
+    writers(env, 2, inc=100)
+    dead = sorted({f.pid for f in metric_files(mpdir) if f.pid is not None})
+    trash = mpdir / ".corevo" / "trash"
+    trash.mkdir(parents=True, exist_ok=True)
+    (trash / f"counter_{dead[0]}.db").mkdir()
+    (trash / "histogram_1.db").mkdir()  # any other name: set aside by the trash's emptying
+    assert local_events(mpdir) == 200
+
+    res = cli(env, "metrics", "compact", str(mpdir))
+    assert res.returncode == 0, res.stderr
+    assert f"trash/counter_{dead[0]}.db: a directory planted in the trash" in res.stderr
+    assert "Traceback" not in res.stderr
+    assert not (mpdir / ".corevo" / "journal.json").exists()
+    assert sorted(p.name.split(".refused-")[0] for p in (mpdir / ".corevo").glob(
+        "*.refused-*")) == [f"counter_{dead[0]}.db", "histogram_1.db"]
+    assert os.listdir(trash) == []
+    assert not any(f.pid in dead for f in metric_files(mpdir))
+    assert start_worker(env).returncode == 0
+    assert cli(env, "metrics", "compact", str(mpdir)).returncode == 0
+    reg = CollectorRegistry()
+    multiprocess.MultiProcessCollector(reg, path=str(mpdir))  # prometheus_client, unmodified
+    unmodified = sum(s.value for m in reg.collect() for s in m.samples
+                     if s.name == "mpt_events_total")
+    assert unmodified == local_events(mpdir) == 200, "counted once, never twice"
+
+
+def test_hard_link_planted_as_a_dead_writers_file_is_refused(env, mpdir, tmp_path):
+    """The docs say hard links are refused: neither folded nor moved nor unlinked, for a
+    dropped file type (live gauges) as for a folded one."""
+    writers(env, 1, inc=10)
+    (pid,) = {f.pid for f in metric_files(mpdir) if f.pid is not None}
+    outside = tmp_path / "someone"
+    outside.mkdir()
+    for prefix in ("gauge_all", "counter"):
+        shutil.copy(mpdir / f"{prefix}_{pid}.db", outside / f"{prefix}.db")
+        os.link(outside / f"{prefix}.db", mpdir / f"{prefix}_999994.db")
+    res = cli(env, "metrics", "compact", str(mpdir))
+    assert res.returncode == 1, res.stdout + res.stderr  # 1: files left in place, named
+    for prefix in ("gauge_all", "counter"):
+        name = f"{prefix}_999994.db"
+        assert name in res.stderr and "hard links" in res.stderr, res.stderr
+        assert os.stat(mpdir / name).st_nlink == 2, f"{name} was moved or unlinked"
+        assert os.stat(outside / f"{prefix}.db").st_nlink == 2
+    assert local_events(mpdir) == 10
+
+
 def test_state_directory_symlinked_outside_is_refused(env, mpdir, tmp_path):
     outside = tmp_path / "etc"
     outside.mkdir()
