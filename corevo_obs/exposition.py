@@ -48,8 +48,8 @@ def check_metrics_dir(path: str | os.PathLike[str]) -> Path:
         raise MetricsDirError(f"{p} is not a directory", path=str(p))
     try:
         with tempfile.NamedTemporaryFile(dir=p, prefix=".corevo-probe-") as probe:
-            # the room one metric file takes: a writer that finds none later dies of
-            # SIGBUS inside prometheus_client's mmap, so refuse to start instead
+            # the room one metric file takes: a writer without it would hold its values
+            # in memory from its first metric (promclient.ReservedMmapedDict); say so now
             try:
                 os.posix_fallocate(probe.fileno(), 0, PROBE_BYTES)
             except OSError as exc:

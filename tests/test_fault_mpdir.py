@@ -570,6 +570,59 @@ def test_full_disk_no_sigbus_counted_errors_and_a_clear_start_error(env, small_t
            "compacted once space returned")
 
 
+def steady(body: str) -> float:
+    return sum(s.value for fam in text_string_to_metric_families(body) for s in fam.samples
+               if s.name == "mpt_events_total" and s.labels.get("kind") == "steady")
+
+
+def test_full_disk_kills_no_metric_writer_and_metrics_resume(env, small_tmpfs, serve):
+    """App workers that keep creating series, and the janitor serving the host aggregate,
+    while the disk fills and frees: no process dies (a store into a hole of an mmap'd value
+    file on a full tmpfs was a SIGBUS, rc 135), the shortage is counted, and once there is
+    room the counts written meanwhile reach the endpoint, none lost."""
+    d = small_tmpfs
+    server = start(serve, env, "--compact-every", "0.3")  # no --warm: no workaround
+    apps = [subprocess.Popen(helper_cmd("mp_app_worker.py"), env=env, text=True,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE) for _ in range(2)]
+    try:
+        for app in apps:
+            assert app.stdout is not None and json.loads(app.stdout.readline())["pid"]
+        deadline = time.monotonic() + 20
+        while steady(server.scrape()[1]) < 100:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        filler = fill(d)
+        time.sleep(2.5)  # ~800 new series per worker: past the file's first 64 KiB
+        for proc in [server.proc, *apps]:
+            assert proc.poll() is None, f"pid {proc.pid} died: rc {proc.returncode}"
+        assert server.scrape()[0] == 200
+        filler.unlink()
+        time.sleep(2.5)  # a held file tries again every second
+        wrote = {"steady": 0, "series": 0}
+        for app in apps:
+            out, err = app.communicate("\n", timeout=30)
+            assert app.returncode == 0 and "Traceback" not in err, err
+            for key, n in json.loads(out.strip().splitlines()[-1]).items():
+                wrote[key] += n
+    finally:
+        for app in apps:
+            if app.poll() is None:
+                app.kill()
+                app.communicate()
+    status, body, _ = server.scrape()
+    series = sum(s.value for fam in text_string_to_metric_families(body) for s in fam.samples
+                 if s.name == "mpt_events_total" and s.labels.get("kind", "").startswith("s0"))
+    assert status == 200 and steady(body) == wrote["steady"], (steady(body), wrote)
+    assert series == wrote["series"], (series, wrote)  # exact: none lost while held
+    assert errors(body, "metrics-space") >= 2  # both workers' shortage, on the endpoint
+    err = server.stop()
+    assert server.proc.returncode == 0 and "Traceback" not in err, err
+    figure(f"2 app workers + janitor on a full 2 MiB tmpfs for 2.5 s: 0 processes died, "
+           f"{errors(body, 'metrics-space'):.0f} shortages counted, {wrote['steady']} "
+           f"increments and {wrote['series']} series all on the endpoint after space returned")
+
+
 def test_exit_on_a_read_only_directory_prints_no_traceback(env, mpdir):
     need_tool("mount")
     writer = hold_writer(env, inc=3)
