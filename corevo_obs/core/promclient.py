@@ -35,6 +35,7 @@ __all__ = [
     "fast_inc",
     "fast_set",
     "histogram_cells",
+    "in_memory_values",
     "observe_cells",
     "merge_multiprocess",
     "plain_cells",
@@ -224,6 +225,11 @@ class ReservedMmapedDict(mmap_dict.MmapedDict):  # type: ignore[misc]
         if self._f is not None:
             self._f.close()
             self._f = None
+
+
+def in_memory_values() -> bool:
+    """Whether this process's metrics live in its memory (not in multiprocess files)."""
+    return values.ValueClass is values.MutexValue
 
 
 def merge_multiprocess(metrics: Mapping[str, Metric]) -> list[Metric]:
