@@ -17,6 +17,7 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -585,26 +586,53 @@ def test_full_disk_kills_no_metric_writer_and_metrics_resume(env, small_tmpfs, s
     apps = [subprocess.Popen(helper_cmd("mp_app_worker.py"), env=env, text=True,
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE) for _ in range(2)]
+    progress = [0, 0]
+    finals: list[dict[str, int]] = [{}, {}]
+
+    def follow(i: int, app: subprocess.Popen[str]) -> None:
+        assert app.stdout is not None
+        for line in app.stdout:
+            said = json.loads(line)
+            if "steady" in said:
+                finals[i] = said
+            elif "series" in said:
+                progress[i] = said["series"]
+
     try:
         for app in apps:
             assert app.stdout is not None and json.loads(app.stdout.readline())["pid"]
+        readers = [threading.Thread(target=follow, args=(i, app), daemon=True)
+                   for i, app in enumerate(apps)]
+        for r in readers:
+            r.start()
         deadline = time.monotonic() + 20
         while steady(server.scrape()[1]) < 100:
             assert time.monotonic() < deadline
             time.sleep(0.05)
         filler = fill(d)
-        time.sleep(2.5)  # ~800 new series per worker: past the file's first 64 KiB
+        # each worker's value file must grow past what it had reserved when the disk
+        # filled (capacity < 2 x its entries then, or the first 64 KiB: ~650 series)
+        want = [2 * n + 700 for n in progress]
+        deadline = time.monotonic() + 60
+        while any(n < w for n, w in zip(progress, want, strict=True)):
+            assert time.monotonic() < deadline, (progress, want)
+            for proc in [server.proc, *apps]:
+                assert proc.poll() is None, f"pid {proc.pid} died: rc {proc.returncode}"
+            time.sleep(0.1)
         for proc in [server.proc, *apps]:
             assert proc.poll() is None, f"pid {proc.pid} died: rc {proc.returncode}"
         assert server.scrape()[0] == 200
         filler.unlink()
         time.sleep(2.5)  # a held file tries again every second
-        wrote = {"steady": 0, "series": 0}
         for app in apps:
-            out, err = app.communicate("\n", timeout=30)
-            assert app.returncode == 0 and "Traceback" not in err, err
-            for key, n in json.loads(out.strip().splitlines()[-1]).items():
-                wrote[key] += n
+            assert app.stdin is not None and app.stderr is not None
+            app.stdin.write("\n")
+            app.stdin.close()
+            assert app.wait(30) == 0
+            assert "Traceback" not in app.stderr.read()
+        for r in readers:
+            r.join(10)
+        wrote = {k: sum(f[k] for f in finals) for k in ("steady", "series")}
     finally:
         for app in apps:
             if app.poll() is None:
@@ -618,7 +646,7 @@ def test_full_disk_kills_no_metric_writer_and_metrics_resume(env, small_tmpfs, s
     assert errors(body, "metrics-space") >= 2  # both workers' shortage, on the endpoint
     err = server.stop()
     assert server.proc.returncode == 0 and "Traceback" not in err, err
-    figure(f"2 app workers + janitor on a full 2 MiB tmpfs for 2.5 s: 0 processes died, "
+    figure(f"2 app workers + janitor on a full 2 MiB tmpfs: 0 processes died, "
            f"{errors(body, 'metrics-space'):.0f} shortages counted, {wrote['steady']} "
            f"increments and {wrote['series']} series all on the endpoint after space returned")
 

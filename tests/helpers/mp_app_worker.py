@@ -5,8 +5,8 @@
 Calls ``enable_multiprocess``, prints ``{"pid": ...}``, then increments
 ``mpt_events_total{kind="steady"}`` every ``--every`` seconds and adds a new series (a
 new entry in its value file, so the file touches fresh pages and grows) every
-``--new-every`` increments, until a line arrives on stdin; then prints ``{"steady": N,
-"series": M}`` (what it wrote) and exits 0.
+``--new-every`` increments (printing ``{"series": M}`` every 50 new ones), until a line
+arrives on stdin; then prints ``{"steady": N, "series": M}`` (what it wrote) and exits 0.
 """
 
 from __future__ import annotations
@@ -46,6 +46,8 @@ def main() -> int:
         if n % args.new_every == 0:
             series += 1
             events.labels(kind=f"s{series:06d}").inc()
+            if series % 50 == 0:
+                print(json.dumps({"series": series}), flush=True)
         time.sleep(args.every)
     print(json.dumps({"steady": n, "series": series}), flush=True)
     return 0
