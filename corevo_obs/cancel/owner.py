@@ -218,8 +218,12 @@ class CommandInbox:
         """Run ``work`` until it returns or is stopped; write the terminal state, release.
 
         Each heartbeat renews the lease and reads the cancel marker. A lost lease stops the
-        execution too (the platform already judged it dead).
+        execution too (the platform already judged it dead). ``heartbeat`` must leave room
+        for the store's wait and margin within the lease timeout (``check_heartbeat``):
+        a slower one lets another holder take the slot while this work goes on, so it is
+        a ``ConfigError`` before anything runs.
         """
+        lease.store.check_heartbeat(heartbeat, source="CommandInbox.run heartbeat")
         loop = asyncio.get_running_loop()
         run = Execution(claim, execution_id, lease)
         self._runs[claim.job_id] = run

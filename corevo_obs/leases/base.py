@@ -163,20 +163,30 @@ class _LeaseCore:
         return 0.0, "no store wait"
 
     def _check_waits(self) -> None:
-        """Refuse a timeout that a heartbeat plus the store's own waits could exceed.
+        self.check_heartbeat(self.heartbeat_interval)
+
+    def check_heartbeat(self, interval: float, *, source: str = "lease store") -> float:
+        """``interval`` if a renewal every ``interval`` s keeps a lease of this store;
+        else a ``ConfigError`` naming the numbers. The one check of every heartbeat /
+        timeout pair: the store's own, ``keep_alive(interval)`` and ``CommandInbox.run``.
 
         A renewal is sent one interval after the last confirmed one and may block for the
         store's wait; it must come back before the holder's deadline (timeout - margin),
-        or a slow but successful renewal would land after the lease had expired.
+        or a slow but successful renewal would land after the lease had expired (another
+        holder then gets the slot while this one still works).
         """
+        interval = _number(interval, "heartbeat interval")
         wait, what = self.store_wait()
-        total = self.heartbeat_interval + wait + self.margin
+        total = interval + wait + self.margin
         if total >= self.timeout:
+            longest = self.timeout - wait - self.margin
+            fix = (f"lower the interval below {longest:.3g}s" if longest > 0
+                   else "lower the wait") + f" or raise the timeout above {total:.3g}s"
             raise ConfigError(
                 f"timeout {self.timeout:.3g}s is too short: heartbeat interval "
-                f"{self.heartbeat_interval:.3g}s + {what} {wait:.3g}s + stop margin "
-                f"{self.margin:.3g}s = {total:.3g}s; raise the timeout above {total:.3g}s or "
-                "lower the interval or the wait", source="lease store")
+                f"{interval:.3g}s + {what} {wait:.3g}s + stop margin "
+                f"{self.margin:.3g}s = {total:.3g}s; {fix}", source=source)
+        return interval
 
     def new_holder(self) -> str:
         """A fresh holder id naming this worker and process (see ``holder.py``)."""
@@ -634,11 +644,12 @@ class Lease(_LeaseHandle):
                    on_lost: Callable[[Lease], object] | None = None) -> threading.Thread:
         """Renew every ``interval`` s (the store's by default) from a daemon thread until
         released or lost; ``on_lost(lease)`` runs in that thread, once."""
+        every = (self.store.heartbeat_interval if interval is None
+                 else self.store.check_heartbeat(interval, source="keep_alive"))
         if on_lost is not None:
             self.add_lost_callback(on_lost)
         if self._keeper is not None and self._keeper.is_alive():
             return self._keeper
-        every = self.store.heartbeat_interval if interval is None else interval
         stop = self._stop = threading.Event()
 
         def keep() -> None:
@@ -706,9 +717,10 @@ class AsyncLease(_LeaseHandle):
         ``on_lost`` once when the lease is lost — renewal said so, or no renewal was
         confirmed before the deadline (a renewal still in flight then is abandoned).
         """
+        every = (self.store.heartbeat_interval if interval is None
+                 else self.store.check_heartbeat(interval, source="keep_alive"))
         if on_lost is not None:
             self.add_lost_callback(on_lost)
-        every = self.store.heartbeat_interval if interval is None else interval
 
         async def beat() -> None:
             next_at = monotonic() + every
