@@ -53,6 +53,7 @@ from ..core.telemetry import Telemetry
 from ..observer import AcquireOutcome, MetricsObserver, Observer
 from .breaker import CircuitBreaker, ShortCircuited, open_pause
 from .holder import HolderIds
+from .provision import MustAwait
 
 DEFAULT_TIMEOUT: Final = 30.0
 #: share of the timeout a holder keeps in hand: it stops this long before the backend
@@ -284,6 +285,12 @@ class LeaseStore(_LeaseCore, ABC):
         run, a test). Never after a restart or failover: that is what the fence is for.
         """
 
+    def provision(self) -> bool:
+        """Deploy-time step: create the quota's restart-fence marker if it has none, so
+        the first request is served (``provision.py``). True when this call created it;
+        False when it existed or the backend has no fence (SQLite). Idempotent."""
+        return False
+
     def close(self) -> None:
         """Release backend resources (not the leases)."""
 
@@ -368,8 +375,21 @@ class AsyncLeaseStore(_LeaseCore, ABC):
     @abstractmethod
     async def server_time(self) -> float: ...
 
-    async def declare_fresh(self) -> None:
-        """See ``LeaseStore.declare_fresh``: only for a quota that is provably new."""
+    def declare_fresh(self) -> MustAwait[None]:
+        """See ``LeaseStore.declare_fresh``: only for a quota that is provably new.
+        ``await`` it: dropped un-awaited it logs an error instead of doing nothing
+        silently."""
+        return MustAwait(self._declare_fresh(), f"{type(self).__name__}.declare_fresh()")
+
+    async def _declare_fresh(self) -> None:
+        """The backend's part of ``declare_fresh`` (none without a restart fence)."""
+
+    def provision(self) -> MustAwait[bool]:
+        """See ``LeaseStore.provision``; ``await`` it (like ``declare_fresh``)."""
+        return MustAwait(self._provision(), f"{type(self).__name__}.provision()")
+
+    async def _provision(self) -> bool:
+        return False
 
     async def close(self) -> None:
         """Release backend resources (not the leases)."""

@@ -39,6 +39,7 @@ from ..core.guard import absorb
 from ..core.telemetry import Telemetry
 from .base import DEFAULT_TIMEOUT, AcquireResult, AsyncLeaseStore, LeaseStore, _number
 from .breaker import CircuitBreaker, default_breaker
+from .provision import fence_hint, log
 
 _NOW: Final = """
 local t = redis.call('TIME')
@@ -117,6 +118,12 @@ return 1
 # KEYS: marker [, run-id key]. Ends a fence: the quota is declared new (``declare_fresh``).
 FRESH_LUA: Final = ("redis.call('SET', KEYS[1], '0') if KEYS[2] then redis.call('SET', "
                     "KEYS[2], " + _RUN_ID + ") end return 1")
+
+# KEYS: marker [, run-id key]. Provisioning: writes the marker of a quota that has none
+# (a new quota is not fenced); an existing marker, and so a running fence, is left alone.
+PROVISION_LUA: Final = ("if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end "
+                        "redis.call('SET', KEYS[1], '0') if KEYS[2] then redis.call('SET', "
+                        "KEYS[2], " + _RUN_ID + ") end return 1")
 
 KEY_PREFIX: Final = "corevo:lease:"
 CONNECT_TIMEOUT: Final = 1.0
@@ -251,6 +258,8 @@ class _RedisSetup:
             acquire_lua(run_fence=bool(replicas), limit_key=limit_key))
         self._renew_script = client.register_script(RENEW_LUA)
         self._fresh_script = client.register_script(FRESH_LUA)
+        self._provision_script = client.register_script(PROVISION_LUA)
+        self._hinted = False
 
     def _node(self) -> dict[str, Any]:
         """``target_nodes=`` for a keyless command (TIME, WAIT) on a Cluster: the quota's
@@ -269,6 +278,12 @@ class _RedisSetup:
         except Exception as exc:  # noqa: BLE001
             absorb("lease-replica-wait", exc, telemetry=self.telemetry)
         return True
+
+    def _fenced(self) -> None:
+        """A fenced admission: say once per store what it means and what to run."""
+        if not self._hinted:
+            self._hinted = True
+            log.warning(fence_hint(self.quota, type(self).__name__))
 
     def store_wait(self) -> tuple[float, str]:
         return self._wait, "Redis connect + socket timeout"
@@ -315,6 +330,8 @@ class RedisLeaseStore(_RedisSetup, LeaseStore):
             keys=self.keys, args=[self.timeout, self.limit, holder])
         if granted == 1 and self.replicas and self._taken_back(holder):
             return AcquireResult(False, reaped, held - 1)
+        if granted == 2:
+            self._fenced()
         return AcquireResult(granted == 1, reaped, held, token, granted == 2)
 
     def _taken_back(self, holder: str) -> bool:
@@ -342,6 +359,9 @@ class RedisLeaseStore(_RedisSetup, LeaseStore):
 
     def declare_fresh(self) -> None:
         self._fresh_script(keys=self._fresh_keys)
+
+    def provision(self) -> bool:
+        return bool(self._provision_script(keys=self._fresh_keys))
 
     def close(self) -> None:
         if self._owned:
@@ -375,6 +395,8 @@ class AsyncRedisLeaseStore(_RedisSetup, AsyncLeaseStore):
             keys=self.keys, args=[self.timeout, self.limit, holder])
         if granted == 1 and self.replicas and await self._taken_back(holder):
             return AcquireResult(False, reaped, held - 1)
+        if granted == 2:
+            self._fenced()
         return AcquireResult(granted == 1, reaped, held, token, granted == 2)
 
     async def _taken_back(self, holder: str) -> bool:
@@ -398,8 +420,11 @@ class AsyncRedisLeaseStore(_RedisSetup, AsyncLeaseStore):
     async def server_time(self) -> float:
         return _server_time(await self.client.execute_command("TIME", **self._node()))
 
-    async def declare_fresh(self) -> None:
+    async def _declare_fresh(self) -> None:
         await self._fresh_script(keys=self._fresh_keys)
+
+    async def _provision(self) -> bool:
+        return bool(await self._provision_script(keys=self._fresh_keys))
 
     async def close(self) -> None:
         if self._owned:

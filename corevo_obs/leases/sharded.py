@@ -496,6 +496,10 @@ class ShardedLeaseStore(_ShardCore):
         for s in [*self.shards, self.rebalancer]:
             s.declare_fresh()
 
+    def provision(self) -> bool:
+        """Provision every shard and the rebalancer lease (see ``LeaseStore.provision``)."""
+        return any([s.provision() for s in [*self.shards, self.rebalancer]])
+
     def close(self) -> None:
         self._stop.set()
         if self._thread is not None:
@@ -572,9 +576,13 @@ class AsyncShardedLeaseStore(_ShardCore):
             self._task = asyncio.get_running_loop().create_task(loop())
         return self._task
 
-    async def declare_fresh(self) -> None:
+    async def _declare_fresh(self) -> None:
         for s in [*self.shards, self.rebalancer]:
             await s.declare_fresh()
+
+    async def _provision(self) -> bool:
+        made = [await s.provision() for s in [*self.shards, self.rebalancer]]
+        return any(made)
 
     async def close(self) -> None:
         if self._task is not None:
