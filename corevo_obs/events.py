@@ -32,6 +32,7 @@ from typing import Any, Final
 
 from prometheus_client import CollectorRegistry
 
+from .core.marker import blocking
 from .core.sqlite import open_sqlite
 from .core.telemetry import Telemetry
 from .observer import MetricsObserver, Observer, ProjectOutcome
@@ -182,6 +183,7 @@ class EventHistory:
         self._db.execute(self.SCHEMA)
         self._db.execute(self.INDEX)
 
+    @blocking
     def append(self, event: Event) -> bool:
         """Store an event; False if that (execution_id, seq) was already there."""
         with self._lock:
@@ -193,6 +195,7 @@ class EventHistory:
             )
             return cur.rowcount == 1
 
+    @blocking
     def latest(self, job_id: str) -> list[Event]:
         """The events of the job's newest epoch, in seq order."""
         with self._lock:
@@ -202,6 +205,7 @@ class EventHistory:
                 " WHERE job_id = ?) ORDER BY seq", (job_id, job_id)).fetchall()
         return [Event(j, x, ep, sq, t, json.loads(p)) for j, x, ep, sq, t, p in rows]
 
+    @blocking
     def close(self) -> None:
         with self._lock:
             self._db.close()

@@ -49,6 +49,7 @@ from prometheus_client import CollectorRegistry
 
 from ..core.errors import ConfigError, LeaseLost, LeaseRejected
 from ..core.guard import absorb
+from ..core.marker import blocking
 from ..core.telemetry import Telemetry
 from ..observer import AcquireOutcome, MetricsObserver, Observer
 from .breaker import CircuitBreaker, ShortCircuited, open_pause
@@ -278,6 +279,7 @@ class LeaseStore(_LeaseCore, ABC):
     def server_time(self) -> float:
         """The backend's clock (unix seconds): what heartbeats are compared with."""
 
+    @blocking
     def declare_fresh(self) -> None:
         """Say that no holder of this quota exists anywhere, ending a restart fence now.
 
@@ -285,15 +287,18 @@ class LeaseStore(_LeaseCore, ABC):
         run, a test). Never after a restart or failover: that is what the fence is for.
         """
 
+    @blocking
     def provision(self) -> bool:
         """Deploy-time step: create the quota's restart-fence marker if it has none, so
         the first request is served (``provision.py``). True when this call created it;
         False when it existed or the backend has no fence (SQLite). Idempotent."""
         return False
 
+    @blocking
     def close(self) -> None:
         """Release backend resources (not the leases)."""
 
+    @blocking
     def acquire(self, holder: str | None = None) -> Lease | None:
         """A lease, or None when the quota is full or fenced (or the backend failed,
         fail-closed). Retrying with the same ``holder`` never takes a second slot.
@@ -319,11 +324,13 @@ class LeaseStore(_LeaseCore, ABC):
             self._heartbeat_failed(exc)
             return None
 
+    @blocking
     def heartbeat(self, holder: str) -> bool:
         """Renew ``holder``; on a backend error the fail-open/closed decision."""
         state = self._beat(holder)
         return self.fail_open if state is None else state
 
+    @blocking
     def release(self, holder: str, granted_at: float | None = None) -> bool:
         try:
             self._gate()
@@ -331,6 +338,7 @@ class LeaseStore(_LeaseCore, ABC):
         except Exception as exc:  # noqa: BLE001
             return self._release_failed(exc)
 
+    @blocking
     def acquire_within(self, wait: float = 0.0, *, holder: str | None = None,
                        poll: float = DEFAULT_POLL) -> Lease:
         """A lease, retrying (one holder id, so no retry takes a second slot) for up to

@@ -36,6 +36,7 @@ from typing import Any, Final, Literal
 
 from ..core.errors import ConfigError, CorevoObsError
 from ..core.guard import absorb
+from ..core.marker import blocking
 from ..core.telemetry import Telemetry
 from .base import DEFAULT_TIMEOUT, AcquireResult, AsyncLeaseStore, LeaseStore, _number
 from .breaker import CircuitBreaker, default_breaker
@@ -351,18 +352,23 @@ class RedisLeaseStore(_RedisSetup, LeaseStore):
     def _remove(self, holder: str) -> bool:
         return bool(self.client.zrem(self.key, holder))
 
+    @blocking
     def holders(self) -> list[tuple[str, float]]:
         return _members(self.client.zrange(self.key, 0, -1, withscores=True))
 
+    @blocking
     def server_time(self) -> float:
         return _server_time(self.client.execute_command("TIME", **self._node()))
 
+    @blocking
     def declare_fresh(self) -> None:
         self._fresh_script(keys=self._fresh_keys)
 
+    @blocking
     def provision(self) -> bool:
         return bool(self._provision_script(keys=self._fresh_keys))
 
+    @blocking
     def close(self) -> None:
         if self._owned:
             self.client.close()

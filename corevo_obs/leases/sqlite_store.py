@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
+from ..core.marker import blocking
 from ..core.sqlite import BUSY_TIMEOUT_MS, open_sqlite, open_sqlite_readonly
 from .base import AcquireResult, AsyncLeaseStore, LeaseStore, _number
 
@@ -202,12 +203,15 @@ class SqliteLeaseStore(_SqliteOptions, LeaseStore):
     def _remove(self, holder: str) -> bool:
         return self._rows.remove(holder)
 
+    @blocking
     def holders(self) -> list[tuple[str, float]]:
         return self._rows.holders()
 
+    @blocking
     def server_time(self) -> float:
         return self._rows.now()
 
+    @blocking
     def close(self) -> None:
         self._rows.close()
 
