@@ -43,3 +43,54 @@ def test_the_claims_example_runs_on_the_async_store(tmp_path):
         return row.state
 
     assert asyncio.run(main()) == "completed"
+
+
+def _as_coroutine(code: str, name: str) -> str:
+    """A snippet written with top-level ``await`` as the body of ``async def name()``."""
+    body = "\n".join("    " + line for line in code.splitlines())
+    return f"async def {name}():\n{body}\n"
+
+
+def test_the_lease_examples_work_at_the_first_request_after_provisioning(redis_url):
+    """A flushed redis-server, `corevo-obs leases provision` as the deploy step, then each
+    lease example of leases-claims.md as written: a grant at once, where a quota never
+    provisioned stays fenced for its whole 30 s timeout (longer than every wait)."""
+    import subprocess
+    import sys
+
+    import redis.asyncio
+
+    from corevo_obs.leases import AsyncLeaseBuffer, AsyncShardedLeaseStore
+
+    cli = [sys.executable, "-m", "corevo_obs.cli.main", "leases", "provision", "llm",
+           "--redis", redis_url]
+    for extra in ([], ["--shards", "6"]):
+        done = subprocess.run(cli + extra, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0 and "provisioned" in done.stdout, done.stderr
+    examples = [b for b in blocks("leases-claims.md") if "call_model" in b]
+    assert len(examples) == 3
+    tokens: list[object] = []
+
+    async def call_model(*args: object, fence: object = None) -> str:
+        tokens.append(fence)
+        return "ok"
+
+    async def main() -> None:
+        cluster = redis.asyncio.Redis.from_url(redis_url, socket_timeout=1,
+                                               socket_connect_timeout=0.5)
+        for i, code in enumerate(examples):
+            code = code.replace("redis://127.0.0.1:6379/0", redis_url)
+            space: dict[str, object] = {
+                "call_model": call_model, "prompt": "hi", "cluster": cluster,
+                "AsyncShardedLeaseStore": AsyncShardedLeaseStore,
+                "AsyncLeaseBuffer": AsyncLeaseBuffer}
+            exec(compile(_as_coroutine(code, "example"), f"example {i}", "exec"), space)
+            await asyncio.wait_for(space["example"](), 15)   # type: ignore[operator]
+            for name in ("buffer", "quota", "store"):
+                closing = getattr(space.get(name), "close", None)
+                if closing is not None:
+                    await closing()
+        await cluster.aclose()
+
+    asyncio.run(main())
+    assert len(tokens) == 4 and all(t is None or int(t) > 0 for t in tokens)  # type: ignore[call-overload]

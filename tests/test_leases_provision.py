@@ -90,3 +90,32 @@ def test_declare_fresh_without_await_is_not_silent(redis_url, registry, caplog):
     assert asyncio.run(main())
     assert any("await AsyncRedisLeaseStore.declare_fresh()" in r.message
                for r in caplog.records)
+
+
+def test_a_sharded_quota_is_provisioned_whole_and_its_hint_says_so(redis_url, registry,
+                                                                  caplog):
+    import redis as redis_lib
+
+    from corevo_obs.core.errors import LeaseRejected
+    from corevo_obs.leases import ShardedLeaseStore
+
+    client = redis_lib.Redis.from_url(redis_url, socket_timeout=1, socket_connect_timeout=0.5)
+    fresh = ShardedLeaseStore("s", client, limit=6, shards=3, timeout=30, registry=registry)
+    with caplog.at_level(logging.WARNING, logger="corevo_obs"):
+        fresh.rebalance()                    # the rebalancer lease is fenced: no limits
+        with pytest.raises(LeaseRejected, match="fenced"):
+            fresh.acquire_within(0.2, key="t")
+    assert any("corevo-obs leases provision s --redis URL --shards 3" in r.message
+               for r in caplog.records)
+    fresh.close()
+    client.flushall()
+    done = _cli("provision", "s", "--redis", redis_url, "--shards", "3")
+    assert done.returncode == 0 and "provisioned" in done.stdout, done.stderr
+    quota = ShardedLeaseStore("s", client, limit=6, shards=3, timeout=30, registry=registry)
+    quota.rebalance()                        # the first round opens the quota at once
+    lease = quota.acquire_within(1.0, key="t")
+    assert lease is not None
+    lease.release()
+    quota.close()
+    client.close()
+    assert _cli("provision", "s", "--redis", redis_url, "--shards", "0").returncode == 2

@@ -45,6 +45,8 @@ def register(sub: Any) -> None:
     where.add_argument("--redis", metavar="URL", help="Redis URL of the lease store")
     where.add_argument("--sqlite", metavar="PATH", help="SQLite file of the lease store")
     v.add_argument("--key", help="Redis key (default corevo:lease:{QUOTA})")
+    v.add_argument("--shards", type=int, default=None, metavar="K",
+                   help="a sharded quota of K shards (Redis): its shards and rebalancer")
     v.set_defaults(func=provision)
 
 
@@ -132,11 +134,23 @@ def provision(args: argparse.Namespace) -> int:
     """``leases provision``: exit 0 (created, or already there), 2 with one line."""
     from ..leases import SqliteLeaseStore
 
-    if args.sqlite and args.key:
-        raise ConfigError("--key applies to --redis only", source=SOURCE)
+    where = "corevo-obs leases provision"
+    if args.sqlite and (args.key or args.shards is not None):
+        raise ConfigError("--key and --shards apply to --redis only", source=where)
+    if args.shards is not None and (args.key or not 1 <= args.shards <= 64):
+        raise ConfigError("--shards takes 1..64 and no --key", source=where)
     store: Any = None
     try:
-        if args.redis:
+        if args.redis and args.shards is not None:
+            import redis
+
+            from ..leases.sharded import ShardedLeaseStore
+
+            client = redis.Redis.from_url(args.redis, socket_timeout=2.0,
+                                          socket_connect_timeout=1.0)
+            store = ShardedLeaseStore(args.quota, client, limit=args.shards,
+                                      shards=args.shards)
+        elif args.redis:
             from ..leases.redis_store import RedisLeaseStore
 
             store = RedisLeaseStore(args.quota, args.redis, key=args.key, limit=1,
@@ -147,8 +161,7 @@ def provision(args: argparse.Namespace) -> int:
     except ConfigError:
         raise
     except Exception as exc:  # noqa: BLE001 - one clear line, not a traceback
-        raise ConfigError(f"cannot provision the quota: {exc}",
-                          source="corevo-obs leases provision") from None
+        raise ConfigError(f"cannot provision the quota: {exc}", source=where) from None
     finally:
         if store is not None:
             store.close()

@@ -44,9 +44,15 @@ class MustAwait(Generic[T]):
         warnings.warn(text, RuntimeWarning, stacklevel=2)
 
 
-def fence_hint(quota: str, store: str) -> str:
+def provision_command(quota: str, shards: int | None = None) -> str:
+    """The deploy step for a quota (``--shards`` for a sharded one)."""
+    return (f"corevo-obs leases provision {quota} --redis URL"
+            + (f" --shards {shards}" if shards is not None else ""))
+
+
+def fence_hint(quota: str, store: str, command: str) -> str:
     """The one-time log line of a fenced admission: what the fence means, what to run."""
     return (f"corevo-obs quota {quota!r} ({store}) refused a grant: restart fence for one "
             "lease timeout (its marker was missing: a quota never provisioned, or Redis "
             "lost its state). For a new quota, provision it at deploy time: "
-            f"corevo-obs leases provision {quota} --redis URL (or await store.provision())")
+            f"{command} (or store.provision())")

@@ -40,7 +40,7 @@ from ..core.marker import blocking
 from ..core.telemetry import Telemetry
 from .base import DEFAULT_TIMEOUT, AcquireResult, AsyncLeaseStore, LeaseStore, _number
 from .breaker import CircuitBreaker, default_breaker
-from .provision import fence_hint, log
+from .provision import fence_hint, log, provision_command
 
 _NOW: Final = """
 local t = redis.call('TIME')
@@ -261,6 +261,8 @@ class _RedisSetup:
         self._fresh_script = client.register_script(FRESH_LUA)
         self._provision_script = client.register_script(PROVISION_LUA)
         self._hinted = False
+        #: what the fence hint tells to run (a sharded quota names itself, not a shard)
+        self.provision_command = provision_command(quota)
 
     def _node(self) -> dict[str, Any]:
         """``target_nodes=`` for a keyless command (TIME, WAIT) on a Cluster: the quota's
@@ -284,7 +286,7 @@ class _RedisSetup:
         """A fenced admission: say once per store what it means and what to run."""
         if not self._hinted:
             self._hinted = True
-            log.warning(fence_hint(self.quota, type(self).__name__))
+            log.warning(fence_hint(self.quota, type(self).__name__, self.provision_command))
 
     def store_wait(self) -> tuple[float, str]:
         return self._wait, "Redis connect + socket timeout"

@@ -76,6 +76,7 @@ from ..core.guard import absorb
 from ..core.telemetry import HasTelemetry, Telemetry
 from .base import DEFAULT_POLL, DEFAULT_TIMEOUT, AcquireResult, AsyncHold, AsyncLease, Hold, Lease
 from .breaker import open_pause
+from .provision import provision_command
 from .redis_store import KEY_PREFIX, AsyncRedisLeaseStore, RedisLeaseStore
 
 SLOTS: Final = 16384
@@ -236,6 +237,8 @@ class _ShardCore(HasTelemetry):
         self.rebalancer = self._rebalancer_cls(f"{quota}.rebalance", client, limit=1,
                                                **store_options)
         self._leader = self.rebalancer.new_holder()
+        for member in [*self.shards, self.rebalancer]:   # a fence hint names this quota
+            member.provision_command = provision_command(quota, shards)
         self._limit_script = client.register_script(LIMIT_LUA)
         #: the shards' own (every shard is built from the same options)
         self.telemetry: Telemetry = self.shards[0].telemetry
