@@ -94,3 +94,34 @@ def test_the_lease_examples_work_at_the_first_request_after_provisioning(redis_u
 
     asyncio.run(main())
     assert len(tokens) == 4 and all(t is None or int(t) > 0 for t in tokens)  # type: ignore[call-overload]
+
+
+def test_the_cancel_example_runs_and_cancels_at_the_first_request(tmp_path):
+    """docs/cancel.md as written (its DB path moved to tmp): the owner runs a job through
+    the async job store, the gateway cancels it, the owner stops ``cancelled``."""
+    code = blocks("cancel.md")[0].replace('"/var/lib/app/corevo.db"',
+                                          repr(str(tmp_path / "corevo.db")))
+    space: dict[str, object] = {}
+    exec(compile(code, "cancel.md", "exec"), space)
+
+    async def main() -> tuple[object, object, str]:
+        jobs = AsyncSqliteJobStore(tmp_path / "corevo.db")
+        job_id = await jobs.create_job()
+        started = asyncio.Event()
+
+        async def agent_loop(run: object) -> None:
+            started.set()
+            await asyncio.sleep(60)
+
+        owner = asyncio.create_task(space["run_job"](job_id, agent_loop))  # type: ignore[operator]
+        await asyncio.wait_for(started.wait(), 10)
+        seen = await asyncio.wait_for(space["cancel_job"](job_id), 30)  # type: ignore[operator]
+        stop = await asyncio.wait_for(owner, 30)
+        row = await jobs.get(job_id)
+        await jobs.close()
+        assert row is not None
+        return stop, seen, row.state
+
+    stop, seen, state = asyncio.run(main())
+    assert getattr(stop, "state", None) == "cancelled" and state == "cancelled"
+    assert seen
