@@ -14,12 +14,13 @@ The re-check is what keeps an old command off a new generation: a command names 
 ``(job, epoch, execution)`` the gateway read, and it is applied only if the job row, the
 local execution and its lease still agree. Otherwise it is counted ``fenced``.
 
-Example::
+Example (``jobs`` an ``AsyncSqliteJobStore`` / ``AsyncPostgresJobStore``; a sync store
+works too, its calls then run in a thread)::
 
     inbox = CommandInbox(bus, jobs)
     await inbox.start()
-    won = jobs.claim(job_id)
-    started = jobs.start(won.claim)
+    won = await jobs.claim(job_id)
+    started = await jobs.start(won.claim)
     lease = await leases.acquire(execution_holder(inbox.owner, started.execution_id))
     stop = await inbox.run(won.claim, started.execution_id, lease, work, heartbeat=5)
 """

@@ -51,10 +51,12 @@ from prometheus_client import CollectorRegistry
 from ..core.errors import ConfigError, LeaseLost, LeaseRejected
 from ..core.guard import absorb
 from ..core.lifecycle import AsyncClosing, Closing
+from ..core.marker import blocking
 from ..core.telemetry import Telemetry
 from ..observer import AcquireOutcome, MetricsObserver, Observer
 from .breaker import CircuitBreaker, ShortCircuited, open_pause
 from .holder import HolderIds
+from .provision import MustAwait
 
 DEFAULT_TIMEOUT: Final = 30.0
 #: share of the timeout a holder keeps in hand: it stops this long before the backend
@@ -343,6 +345,7 @@ class LeaseStore(_LeaseCore, Closing, ABC):
     def server_time(self) -> float:
         """The backend's clock (unix seconds): what heartbeats are compared with."""
 
+    @blocking
     def declare_fresh(self) -> None:
         """Say that no holder of this quota exists anywhere, ending a restart fence now.
 
@@ -350,9 +353,18 @@ class LeaseStore(_LeaseCore, Closing, ABC):
         run, a test). Never after a restart or failover: that is what the fence is for.
         """
 
+    @blocking
+    def provision(self) -> bool:
+        """Deploy-time step: create the quota's restart-fence marker if it has none, so
+        the first request is served (``provision.py``). True when this call created it;
+        False when it existed or the backend has no fence (SQLite). Idempotent."""
+        return False
+
+    @blocking
     def close(self) -> None:
         """Release backend resources (not the leases)."""
 
+    @blocking
     def acquire(self, holder: str | None = None) -> Lease | None:
         """A lease, or None when the quota is full or fenced (or the backend failed,
         fail-closed). Retrying with the same ``holder`` never takes a second slot.
@@ -378,11 +390,13 @@ class LeaseStore(_LeaseCore, Closing, ABC):
             self._heartbeat_failed(exc)
             return None
 
+    @blocking
     def heartbeat(self, holder: str) -> bool:
         """Renew ``holder``; on a backend error the fail-open/closed decision."""
         state = self._beat(holder)
         return self.fail_open if state is None else state
 
+    @blocking
     def release(self, holder: str, granted_at: float | None = None) -> bool:
         try:
             self._gate()
@@ -390,6 +404,7 @@ class LeaseStore(_LeaseCore, Closing, ABC):
         except Exception as exc:  # noqa: BLE001
             return self._release_failed(exc)
 
+    @blocking
     def acquire_within(self, wait: float = 0.0, *, holder: str | None = None,
                        poll: float = DEFAULT_POLL) -> Lease:
         """A lease, retrying (one holder id, so no retry takes a second slot) for up to
@@ -434,8 +449,21 @@ class AsyncLeaseStore(_LeaseCore, AsyncClosing, ABC):
     @abstractmethod
     async def server_time(self) -> float: ...
 
-    async def declare_fresh(self) -> None:
-        """See ``LeaseStore.declare_fresh``: only for a quota that is provably new."""
+    def declare_fresh(self) -> MustAwait[None]:
+        """See ``LeaseStore.declare_fresh``: only for a quota that is provably new.
+        ``await`` it: dropped un-awaited it logs an error instead of doing nothing
+        silently."""
+        return MustAwait(self._declare_fresh(), f"{type(self).__name__}.declare_fresh()")
+
+    async def _declare_fresh(self) -> None:
+        """The backend's part of ``declare_fresh`` (none without a restart fence)."""
+
+    def provision(self) -> MustAwait[bool]:
+        """See ``LeaseStore.provision``; ``await`` it (like ``declare_fresh``)."""
+        return MustAwait(self._provision(), f"{type(self).__name__}.provision()")
+
+    async def _provision(self) -> bool:
+        return False
 
     async def aclose(self) -> None:
         """Release backend resources (not the leases)."""
