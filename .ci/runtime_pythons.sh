@@ -39,7 +39,7 @@ for version in 3.12 3.13; do
   echo "-- Python $version ($py, venv $venv)"
   [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check \
-    ".[redis,postgres-binary,httpx,aiohttp,pytest]" pytest-timeout opentelemetry-sdk \
+    ".[redis,postgres-binary,httpx,aiohttp,pyspy,pytest]" pytest-timeout opentelemetry-sdk \
     jsonschema pyyaml
   PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" \
     "$venv/bin/python" -m pytest -q -p no:cacheprovider "${TESTS[@]}" || status=1
