@@ -21,7 +21,7 @@ from typing import Any, Final, Literal
 from prometheus_client import REGISTRY, CollectorRegistry, start_wsgi_server
 
 from .core import promclient
-from .core.errors import ConfigError, MetricsDirError
+from .core.errors import ConfigError, MetricsDirError, MetricsPortBusy
 from .core.guard import absorb
 from .core.identity import WORKER_ENV
 
@@ -29,6 +29,9 @@ log = logging.getLogger("corevo_obs.exposition")
 
 MULTIPROC_ENV: Final = "PROMETHEUS_MULTIPROC_DIR"
 DEFAULT_HOST: Final = "127.0.0.1"
+#: named by a taken port's error: the gunicorn hooks' variable first (the usual clash is
+#: two apps on one host with the default 9430)
+PORT_SETTING: Final = "$COREVO_METRICS_PORT (gunicorn hooks) or MetricsServer(port=...)"
 PROBE_BYTES: Final = 1 << 16  # prometheus_client's initial size of one metric file
 _exit_hook_pid: int | None = None
 
@@ -181,6 +184,9 @@ class MetricsServer:
     target per worker, and ``sum()`` still counts each worker once). ``auto`` (default)
     is ``process`` in a process that called ``enable_multiprocess``, ``host`` elsewhere.
     A forked child does not inherit a running server (its socket is closed in the child).
+    A port in use raises ``MetricsPortBusy`` naming the port and ``port_setting`` (what
+    the user changes): the start ends there rather than serve somewhere Prometheus does
+    not scrape.
 
     Example::
 
@@ -197,12 +203,15 @@ class MetricsServer:
         registry: CollectorRegistry | None = None,
         compact_every: float | None = None,
         scope: Scope = "auto",
+        port_setting: str = PORT_SETTING,
     ) -> None:
         if scope not in ("auto", "host", "process"):
             raise ConfigError(f"scope must be auto, host or process, got {scope!r}",
                               source="MetricsServer")
         self._scope: Scope = scope
         self._port = port
+        #: what a user changes to move the port, named when it is taken
+        self._port_setting = port_setting
         self._compact_every = compact_every  # seconds between janitor passes (mpdir)
         self._janitor: Any = None
         self._host = host
@@ -216,6 +225,8 @@ class MetricsServer:
         try:
             httpd, thread = start_wsgi_server(self._port, self._host, registry)
         except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise MetricsPortBusy(self._host, self._port, self._port_setting) from None
             raise ConfigError(
                 f"cannot listen on {self._host}:{self._port} ({exc.strerror})",
                 source="metrics endpoint",
