@@ -89,7 +89,7 @@ def _round(tasks: int, options: dict[str, Any] | None) -> Round:
         wall, cpu = time.perf_counter() - w0, time.process_time() - c0
         wakes = _wakes(health) - before
         if health is not None:
-            await health.stop()
+            await health.aclose()
         idle.cancel()
         return Round(wall, cpu, wakes)
 

@@ -11,12 +11,7 @@ beside ``corevo_obs.claims.SqliteJobStore``. docs/api.md lists every public name
 from __future__ import annotations
 
 import importlib
-import warnings
 from typing import TYPE_CHECKING, Any, Final
-
-from ._old_paths import install as _install_old_paths
-
-_install_old_paths()  # the 0.1 module paths (corevo_obs.errors, corevo_obs.lint, ...)
 
 if TYPE_CHECKING:
     from .core.errors import ConfigError, CorevoObsError
@@ -50,23 +45,6 @@ _API: Final = {
     "ConfigError": "core.errors",
 }
 
-#: names the root exported in 0.1 that live in their own namespace now; importable from
-#: the root until 0.3, with a DeprecationWarning that names the new place
-_MOVED: Final = {
-    **dict.fromkeys(("CancelBus", "CommandGateway", "CommandInbox", "SideEffectGate",
-                     "SqliteCancelBus", "execution_holder"), "cancel"),
-    **dict.fromkeys(("CATALOG", "MetricSpec"), "core.catalog"),
-    **dict.fromkeys(("Claim", "ClaimOutcome", "JobStore", "PostgresJobStore",
-                     "SqliteJobStore", "StartOutcome"), "claims"),
-    **dict.fromkeys(("CatalogError", "MetricsDirError"), "core.errors"),
-    **dict.fromkeys(("Event", "EventHistory", "Projector"), "events"),
-    **dict.fromkeys(("AsyncLease", "AsyncLeaseStore", "AsyncSqliteLeaseStore", "Lease",
-                     "LeaseAuditor", "LeaseStore", "SqliteLeaseStore"), "leases"),
-    **dict.fromkeys(("LoopLagSampler", "StallReport", "StallWatchdog"), "loop"),
-    **dict.fromkeys(("AdapterClosed", "OffloadRejected", "QueueFull", "SlotSunk",
-                     "WaitTimeout"), "offload"),
-}
-
 __all__ = [
     "ConfigError",
     "CorevoObsError",
@@ -86,7 +64,7 @@ __all__ = [
     "mark_process_dead",
     "track_task",
     "worker_name",
-]  # the same names as _API (tests/test_api.py)
+]  # the same names as _API (tests/test_imports.py)
 
 
 def __getattr__(name: str) -> Any:
@@ -95,12 +73,6 @@ def __getattr__(name: str) -> Any:
         value = getattr(importlib.import_module(f".{module}", __name__), name)
         globals()[name] = value  # resolved once; later lookups are plain attribute reads
         return value
-    module = _MOVED.get(name)
-    if module is not None:
-        warnings.warn(
-            f"corevo_obs.{name} is deprecated: import it from corevo_obs.{module} "
-            "(the root alias is removed in 0.3)", DeprecationWarning, stacklevel=2)
-        return getattr(importlib.import_module(f".{module}", __name__), name)
     if name == "__version__":
         from importlib.metadata import PackageNotFoundError, version
 

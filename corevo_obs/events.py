@@ -32,6 +32,7 @@ from typing import Any, Final
 
 from prometheus_client import CollectorRegistry
 
+from .core.lifecycle import Closing
 from .core.sqlite import open_sqlite
 from .core.telemetry import Telemetry
 from .observer import MetricsObserver, Observer, ProjectOutcome
@@ -156,7 +157,7 @@ class Projector:
         self._streams.pop(job_id, None)
 
 
-class EventHistory:
+class EventHistory(Closing):
     """The durable log the executor appends to: one row per ``(execution_id, seq)``.
 
     Appending the same event twice stores it once, so an executor may retry freely.

@@ -24,6 +24,7 @@ from .core import promclient
 from .core.errors import ConfigError, MetricsDirError, MetricsPortBusy
 from .core.guard import absorb
 from .core.identity import WORKER_ENV
+from .core.lifecycle import renamed
 
 log = logging.getLogger("corevo_obs.exposition")
 
@@ -192,7 +193,7 @@ class MetricsServer:
 
         server = MetricsServer(port=0).start()
         server.url            # 'http://127.0.0.1:41234/metrics'
-        server.stop()         # stops the endpoint and its janitor
+        server.close()        # stops the endpoint and its janitor
     """
 
     def __init__(
@@ -258,6 +259,11 @@ class MetricsServer:
                 httpd.socket.close()  # type: ignore[attr-defined]
 
     def stop(self) -> None:
+        """Deprecated: ``close()``."""
+        renamed(self, "stop", "close")
+        self.close()
+
+    def close(self) -> None:
         """Stop serving and stop the janitor; safe to call twice."""
         if self._janitor is not None:
             self._janitor.stop()
@@ -274,4 +280,4 @@ class MetricsServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
-        self.stop()
+        self.close()

@@ -24,6 +24,7 @@ from prometheus_client import CollectorRegistry
 
 from .core import promclient
 from .core.catalog import CATALOG
+from .core.errors import ConfigError
 from .core.guard import absorb
 from .core.metrics import child
 from .core.telemetry import HasTelemetry, Telemetry
@@ -125,7 +126,7 @@ def _count(value: object, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, Real):
         raise TypeError(f"{name} must be a number, got {type(value).__name__}")
     if not 0 <= float(value) <= _MAX_COUNT:  # NaN fails both comparisons
-        raise ValueError(f"{name} must be within 0..2**53, got {value!r}")
+        raise ConfigError(f"{name} must be within 0..2**53, got {value!r}")
     return float(value)
 
 
@@ -137,7 +138,7 @@ def _seconds(value: object, name: str) -> float | None:
         raise TypeError(f"{name} must be seconds as a number, got {type(value).__name__}")
     seconds = float(value)
     if not math.isfinite(seconds) or seconds > _MAX_SECONDS:
-        raise ValueError(f"{name} must be finite seconds below 1e10, got {value!r}")
+        raise ConfigError(f"{name} must be finite seconds below 1e10, got {value!r}")
     return seconds if seconds > 0 else 0.0
 
 

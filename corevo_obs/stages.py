@@ -35,6 +35,7 @@ from prometheus_client import CollectorRegistry
 
 from .core import guard
 from .core.catalog import spec
+from .core.errors import ConfigError
 from .core.telemetry import HasTelemetry, Telemetry
 from .tracing import AttributeValue, TaskSpan, resolve_tracer
 
@@ -75,7 +76,7 @@ class BoundedValues:
 
     def __init__(self, allowed: Collection[str] | None = None, *, cap: int = DEFAULT_MAX_VALUES):
         if cap < 1:
-            raise ValueError(f"cap must be at least 1, got {cap}")
+            raise ConfigError(f"cap must be at least 1, got {cap}")
         self._admitted: dict[str, str] = {v: v for v in allowed or ()}
         self._admitted[OTHER] = OTHER
         self._open = allowed is None
@@ -207,12 +208,16 @@ def shared_recorder(
     registry: CollectorRegistry | None = None,
     telemetry: Telemetry | None = None,
 ) -> StageRecorder:
-    """The process-wide recorder for a telemetry (or worker, registry), built on first use."""
+    """The process-wide recorder for a telemetry (or worker, registry), built on first use.
+
+    Built on a task's path, so a bad ``$COREVO_WORKER`` is absorbed there (counted, logged
+    once, label ``pid<N>``) instead of failing every ``@track_task`` call.
+    """
     global _last_shared
     last = _last_shared
     if last is not None and last[0] is registry and last[1] == worker and last[2] is telemetry:
         return last[3]  # the common case: one registry, one worker, every task
-    resolved = Telemetry.resolve(worker, registry, telemetry)
+    resolved = Telemetry.resolve_on_use("stages", worker, registry, telemetry)
     with _shared_lock:
         per = _shared.setdefault(resolved.registry, {})
         found = per.get(resolved.worker)

@@ -72,7 +72,7 @@ async def lifecycle(app: web.Application):  # type: ignore[no-untyped-def]
         trace_configs=[aiohttp_trace_config(dependency="upstream")])
     yield
     await app[SESSION].close()
-    await health.stop()
+    await health.aclose()
 
 
 def make_app() -> web.Application:

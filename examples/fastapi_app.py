@@ -9,8 +9,9 @@ worker's metrics on one port), or ``uvicorn --workers N`` with
 ``$PROMETHEUS_MULTIPROC_DIR`` set and ``corevo-obs metrics serve DIR`` beside it (each
 worker takes a reusable slot name ``w0``..``wN-1``). The upstream it calls
 is ``$UPSTREAM_URL`` (default: a local fixed-latency server the tests start).
-``$EXAMPLE_BLOCKING=1`` plants a blocking ``time.sleep`` in ``GET /report``: the stall
-watchdog names that line.
+``$EXAMPLE_BLOCKING=1`` plants a blocking ``time.sleep`` in ``GET /report`` (0.4 s) and
+in ``GET /freeze`` (``$EXAMPLE_FREEZE_SECONDS``, default 45: past gunicorn's timeout):
+the stall watchdog names those lines, the second one while the loop is still frozen.
 
 The last routes are the design's validation workload (``corevo-obs loadtest``,
 docs/loadtest.md): ``GET /sdk`` runs a sync SDK call through a bounded
@@ -63,10 +64,10 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
                       if jobs_configured() else None)
     yield
     if app.state.jobs is not None:
-        await app.state.jobs.close()
+        await app.state.jobs.aclose()
     await app.state.sdk.aclose()
     await app.state.upstream.aclose()
-    await health.stop()
+    await health.aclose()
 
 
 app = FastAPI(lifespan=lifespan)
@@ -91,6 +92,15 @@ async def report() -> dict[str, str]:
     if os.environ.get("EXAMPLE_BLOCKING") == "1":
         time.sleep(0.4)  # noqa: ASYNC251 - the planted bug: a blocking call on the loop
     return {"report": "ok"}
+
+
+@app.get("/freeze")
+async def freeze() -> dict[str, str]:
+    """The long freeze (a sync call that hangs): past gunicorn's timeout by default."""
+    if os.environ.get("EXAMPLE_BLOCKING") == "1":
+        seconds = float(os.environ.get("EXAMPLE_FREEZE_SECONDS", "45"))
+        time.sleep(seconds)  # noqa: ASYNC251 - the planted bug: the loop frozen for long
+    return {"freeze": "over"}
 
 
 @app.get("/stream")

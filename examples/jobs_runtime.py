@@ -99,13 +99,13 @@ class JobRuntime:
         rt._spawn(rt._claim_loop())
         return rt
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        await self.inbox.stop()
-        await self.bus.close()
-        await self.leases.close()
+        await self.inbox.aclose()
+        await self.bus.aclose()
+        await self.leases.aclose()
         await asyncio.to_thread(self.history.close)
         await asyncio.to_thread(self.jobs.close)
 

@@ -101,13 +101,18 @@ PROMETHEUS = "/usr/bin/prometheus"
 
 
 @contextlib.contextmanager
-def prometheus(tmp: Path, targets: list[str]) -> Iterator[str]:
-    """A real Prometheus scraping ``targets`` every second; yields its base URL."""
+def prometheus(tmp: Path, targets: list[str], rules: Path | None = None) -> Iterator[str]:
+    """A real Prometheus scraping ``targets`` every second (evaluating ``rules`` every
+    second too, when given); yields its base URL."""
     import yaml
 
     web = _free_port()
-    config = {"global": {"scrape_interval": "1s", "scrape_timeout": "900ms"},
-              "scrape_configs": [{"job_name": "app", "static_configs": [{"targets": targets}]}]}
+    config: dict[str, object] = {
+        "global": {"scrape_interval": "1s", "scrape_timeout": "900ms",
+                   "evaluation_interval": "1s"},
+        "scrape_configs": [{"job_name": "app", "static_configs": [{"targets": targets}]}]}
+    if rules is not None:
+        config["rule_files"] = [str(rules)]
     (tmp / "prometheus.yml").write_text(yaml.safe_dump(config))
     proc = subprocess.Popen(
         [PROMETHEUS, f"--config.file={tmp / 'prometheus.yml'}",
@@ -147,6 +152,15 @@ def promql(base: str, expr: str) -> list[dict[str, object]]:
         body = json.loads(reply.read())
     assert body["status"] == "success", (expr, body)
     return list(body["data"]["result"])
+
+
+def firing(base: str) -> list[dict[str, str]]:
+    """The labels of every alert Prometheus has firing now."""
+    import json
+
+    with urllib.request.urlopen(f"{base}/api/v1/alerts", timeout=5) as reply:
+        body = json.loads(reply.read())
+    return [dict(a["labels"]) for a in body["data"]["alerts"] if a["state"] == "firing"]
 
 
 def scalar(base: str, expr: str) -> float | None:

@@ -35,12 +35,15 @@ def _proc_state(pid: int) -> str:
         return f.read().rsplit(")", 1)[1].split()[0]
 
 
-def test_two_processes_race_for_every_job_exactly_one_wins(backend, worker_env):  # noqa: F811
+@pytest.mark.parametrize("api", ["sync", "async"])
+def test_two_processes_race_for_every_job_exactly_one_wins(backend, worker_env, api):  # noqa: F811
+    """``async``: the racers await AsyncSqliteJobStore / AsyncPostgresJobStore claims."""
     jobs = backend.store()
     for i in range(RACE_JOBS):
         jobs.create_job(f"job-{i:05d}")
-    racers = [_spawn("claim_racer.py", backend, w, RACE_JOBS, str(BATCH), env=worker_env)
-              for w in ("ra", "rb")]
+    extra = ["async"] if api == "async" else []
+    racers = [_spawn("claim_racer.py", backend, w, RACE_JOBS, str(BATCH), *extra,
+                     env=worker_env) for w in ("ra", "rb")]
     try:
         owners = [_line(p)["owner"] for p in racers]
         for _ in range(0, RACE_JOBS, BATCH):  # release both together: every batch a race
@@ -69,12 +72,14 @@ def test_two_processes_race_for_every_job_exactly_one_wins(backend, worker_env):
     print(f"{backend.dialect} race: {len(won[0])} / {len(won[1])} of {RACE_JOBS}")
 
 
+@pytest.mark.parametrize("api", ["sync", "async"])
 def test_frozen_worker_loses_its_claims_and_its_late_start_is_fenced(
-        backend, worker_env, registry):  # noqa: F811
+        backend, worker_env, registry, api):  # noqa: F811
     jobs = backend.store(owner="rescuer")
     for i in range(FROZEN_JOBS):
         jobs.create_job(f"job-{i:05d}")
-    frozen = _spawn("claim_worker.py", backend, "wf", FROZEN_JOBS, "--pause", "2.0",
+    extra = ["--async"] if api == "async" else []
+    frozen = _spawn("claim_worker.py", backend, "wf", FROZEN_JOBS, "--pause", "2.0", *extra,
                     env=worker_env)
     try:
         claimed = _line(frozen)

@@ -345,7 +345,7 @@ def test_every_package_of_the_library_has_a_place_in_the_own_contract() -> None:
     apps = config["importlinter:contract:no-apps"]["forbidden_modules"].split()
     assert "missing_modules" not in layers  # default error: a renamed package cannot slip out
     children = {f"corevo_obs.{m.name}" for m in pkgutil.iter_modules([str(ROOT / "corevo_obs")])
-                if not m.name.startswith("_")}  # the root's own helpers (_old_paths)
+                if not m.name.startswith("_")}
     assert set(placed) | set(apps) == children
 
 

@@ -188,7 +188,7 @@ def test_a_raising_lag_listener_keeps_the_heartbeat_and_the_watchdog_alive(regis
             if len(seen) == 10:
                 await handler_sleeps(0.3)
         alive = health.watchdog.running and not health._task.done()  # type: ignore[union-attr]
-        await health.stop()
+        await health.aclose()
         return seen, alive, health.watchdog.running
 
     seen, alive_before_stop, alive_after_stop = asyncio.run(main())
@@ -214,7 +214,7 @@ def test_the_watchdog_still_names_the_planted_line_under_a_raising_listener(regi
         await asyncio.sleep(0.3)
         await handler_sleeps(0.3)
         await asyncio.sleep(0.15)
-        await health.stop()
+        await health.aclose()
         return health.reports
 
     reports = [r for r in asyncio.run(main()) if r.duration >= 0.25]  # a CI hiccup aside
@@ -268,7 +268,7 @@ def test_stop_and_the_watchdog_thread_drain_ended_stalls_exactly_once(registry):
     for i in range(planted):
         dog.beat(time.monotonic(), 0.02)
         if i % 1000 == 0:
-            dog.stop(timeout=0)          # the loop-thread side, concurrently
+            dog.close(timeout=0)         # the loop-thread side, concurrently
             dog._stop.clear()
     stop.set()
     drainer.join()

@@ -41,7 +41,7 @@ def test_findings_exit_1_in_text_format(tmp_path: Path) -> None:
     tree(tmp_path, **{"app.py": BLOCKING})
     proc = lint(tmp_path, "app.py")
     assert proc.returncode == 1
-    assert re.fullmatch(r"app\.py:4:5: COB104 time\.sleep\(\) .*handler\n", proc.stdout)
+    assert re.fullmatch(r"app\.py:4:5: COB104 time\.sleep\(\) .*handler \[high\]\n", proc.stdout)
 
 
 def test_syntax_error_is_reported_and_the_rest_still_checked(tmp_path: Path) -> None:
@@ -194,3 +194,124 @@ def test_pre_commit_hook_definition_runs_the_lint(tmp_path: Path) -> None:
 def test_the_project_passes_its_own_lint() -> None:
     proc = lint(ROOT, "corevo_obs")
     assert proc.returncode == 0, proc.stdout
+
+
+def test_a_sync_chain_3000_deep_is_followed_without_recursion(tmp_path: Path) -> None:
+    """Chain propagation is iterative: depth costs no Python stack, so a generated chain
+    g0 -> ... -> g3000 -> time.sleep is found, and the other files' findings are kept."""
+    depth = 3000
+    hops = "".join(f"def g{i}():\n    g{i + 1}()\n\n" for i in range(depth))
+    last = f"def g{depth}():\n    time.sleep(1)\n\n"
+    deep = f"import time\n\n{hops}{last}async def main():\n    g0()\n"
+    tree(tmp_path, **{"deep.py": deep, "app.py": BLOCKING})
+    for run in ("cold", "warm"):
+        proc = lint(tmp_path, ".", "--format", "json")
+        assert proc.returncode == 1, (run, proc.stderr[-500:])
+        found = {(f["path"], f["code"]): f for f in json.loads(proc.stdout)}
+        assert ("app.py", "COB104") in found, run
+        chain = found["deep.py", "COB110"]["message"]
+        assert chain.endswith(f"g{depth - 1} -> g{depth} -> time.sleep()"), (run, chain[-80:])
+
+
+# a direct call (high), a chain through a helper (medium), a first-use loader behind a
+# helper (low): one of each confidence
+GRADED = ("import importlib\nimport time\n\n"
+          "def helper():\n    time.sleep(1)\n\n"
+          "def loader(name):\n    return importlib.import_module(name)\n\n"
+          "async def direct():\n    time.sleep(1)\n\n"
+          "async def chained():\n    helper()\n\n"
+          "async def first_use():\n    loader('x')\n")
+
+
+def test_every_finding_has_a_confidence_in_each_format(tmp_path: Path) -> None:
+    tree(tmp_path, **{"app.py": GRADED})
+    rows = json.loads(lint(tmp_path, ".", "--format", "json").stdout)
+    assert {(r["line"], r["code"], r["confidence"]) for r in rows} == {
+        (11, "COB104", "high"), (14, "COB110", "medium"), (17, "COB110", "low")}
+    assert [r["via"] for r in rows if r["line"] == 14] == [["app.py"]]
+    text = lint(tmp_path, ".").stdout.splitlines()
+    assert [line.rsplit(" ", 1)[1] for line in text] == ["[high]", "[medium]", "[low]"]
+    sarif = json.loads(lint(tmp_path, ".", "--format", "sarif").stdout)
+    jsonschema.validate(sarif, json.loads(SARIF_SCHEMA.read_text()))
+    results = sarif["runs"][0]["results"]
+    assert [(r["properties"]["confidence"], r["rank"]) for r in results] == [
+        ("high", 90.0), ("medium", 60.0), ("low", 30.0)]
+
+
+@pytest.mark.parametrize(("flag", "lines"), [("low", {11, 14, 17}), ("medium", {11, 14}),
+                                             ("high", {11})])
+def test_min_confidence_flag_and_config_key(tmp_path: Path, flag: str, lines: set[int]) -> None:
+    tree(tmp_path, **{"app.py": GRADED})
+    rows = json.loads(lint(tmp_path, ".", "--format", "json", "--min-confidence", flag).stdout)
+    assert {r["line"] for r in rows} == lines
+    (tmp_path / "pyproject.toml").write_text(
+        f'[tool.corevo-obs.lint]\nmin-confidence = "{flag}"\n')
+    rows = json.loads(lint(tmp_path, ".", "--format", "json").stdout)
+    assert {r["line"] for r in rows} == lines
+
+
+def test_select_ignore_and_exit_zero_flags(tmp_path: Path) -> None:
+    tree(tmp_path, **{"app.py": GRADED})
+    (tmp_path / "pyproject.toml").write_text('[tool.corevo-obs.lint]\nignore = ["COB110"]\n')
+    assert {r["code"] for r in json.loads(lint(tmp_path, ".", "--format", "json").stdout)} \
+        == {"COB104"}
+    proc = lint(tmp_path, ".", "--format", "json", "--select", "COB11", "--ignore", "COB104")
+    assert {r["code"] for r in json.loads(proc.stdout)} == {"COB110"}  # the flags win
+    proc = lint(tmp_path, ".", "--select", "COB104,COB110", "--ignore", "COB110")
+    assert proc.returncode == 1 and proc.stdout.count("COB104") == 1
+    proc = lint(tmp_path, ".", "--exit-zero")
+    assert proc.returncode == 0 and "COB104" in proc.stdout
+
+
+def test_stdin_source_is_linted_under_the_given_name(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "corevo_obs.cli.main", "lint", "-",
+                           "--stdin-filename", "src/app/handler.py", "--format", "json"],
+                          cwd=tmp_path, input=GRADED, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    rows = json.loads(proc.stdout)
+    assert {(r["path"], r["line"]) for r in rows} == {
+        ("src/app/handler.py", 11), ("src/app/handler.py", 14), ("src/app/handler.py", 17)}
+    proc = subprocess.run([sys.executable, "-m", "corevo_obs.cli.main", "lint", "-"],
+                          cwd=tmp_path, input=CLEAN, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout == ""
+
+
+def test_github_format_annotates_each_finding(tmp_path: Path) -> None:
+    tree(tmp_path, **{"pkg__app.py": BLOCKING})
+    proc = lint(tmp_path, ".", "--format", "github")
+    assert proc.returncode == 1
+    assert proc.stdout == ("::error file=pkg/app.py,line=4,col=5,title=COB104::COB104 "
+                           "time.sleep() sleeps the whole event loop in async def handler "
+                           "[high]\n")
+
+
+@pytest.mark.parametrize("argv", [
+    ["--select", "COB9x"], ["--ignore", "COB1"], ["--min-confidence", "sure"],
+    ["--format", "gitlab"], ["--stdin-filename", "x.py"], ["-", "app.py"]])
+def test_bad_flag_values_exit_2_in_one_line(tmp_path: Path, argv: list[str]) -> None:
+    tree(tmp_path, **{"app.py": BLOCKING})
+    args = argv if "-" in argv else [*argv, "app.py"]
+    proc = lint(tmp_path, *args)
+    assert proc.returncode == 2, proc
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("corevo-obs: error:")]
+    assert len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stdout == ""
+
+
+def test_namespace_packages_and_configured_src_roots(tmp_path: Path) -> None:
+    """``src/nsp`` has no ``__init__.py`` (PEP 420) and ``plugins/`` is only on sys.path at
+    run time: both chains resolve once the roots are known (src is a default root,
+    plugins/ is named in ``src``)."""
+    tree(tmp_path, **{
+        "src__nsp__helpers__io.py": "import time\n\ndef slow():\n    time.sleep(1)\n",
+        "src__nsp__app.py": "from nsp.helpers.io import slow\n\nasync def h():\n    slow()\n",
+        "plugins__ext__tools.py": "import time\n\ndef block():\n    time.sleep(1)\n",
+        "plugins__run.py": "from ext.tools import block\n\nasync def g():\n    block()\n"})
+    found = {(r["path"], r["code"]) for r in json.loads(lint(tmp_path, ".", "--format",
+                                                              "json").stdout)}
+    assert found == {("src/nsp/app.py", "COB110")}
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.corevo-obs.lint]\nsrc = ["src", "plugins"]\n')
+    found = {(r["path"], r["code"]) for r in json.loads(lint(tmp_path, ".", "--format",
+                                                              "json").stdout)}
+    assert found == {("src/nsp/app.py", "COB110"), ("plugins/run.py", "COB110")}

@@ -29,7 +29,8 @@ from typing import Any
 import pytest
 
 from corevo_obs.loadtest.driver import plan, plan_digest
-from corevo_obs.loadtest.server import check_loopback, parse_stall_line
+from corevo_obs.loadtest.loopback import check_loopback
+from corevo_obs.loadtest.server import parse_stall_line
 from corevo_obs.loadtest.workload import WorkloadError, load_workload, parse_workload
 from tests.apps import ROOT, app_env, python, serve
 from tests.conftest import _need, free_port
@@ -223,6 +224,14 @@ def test_stall_line_parsed_with_worker_and_line() -> None:
     assert blind is not None and blind.file is None and blind.where == "no project frame"
     gc = parse_stall_line("[gc] event loop of worker w2 stalled 0.210s at /srv/a.py:9:f", 2.0)
     assert gc is not None and (gc.cause, gc.worker, gc.line) == ("gc", "w2", 9)
+    # the lines of today's watchdog: time, pid and worker first; in progress, then the end
+    now = parse_stall_line("2026-12-04T10:00:00.000Z pid=7 worker=w3 [blocking] event loop of "
+                           "worker w3 STILL STALLED, 2.014s so far, at /srv/a.py:5:g", 3.0)
+    assert now is not None and now.ongoing and (now.worker, now.duration, now.line) == (
+        "w3", 2.014, 5)
+    end = parse_stall_line("2026-12-04T10:00:09.000Z pid=7 worker=w3 [blocking] event loop of "
+                           "worker w3 stalled 9.100s at /srv/a.py:5:g", 9.0)
+    assert end is not None and not end.ongoing and end.duration == 9.1
 
 
 # --- the report in a real browser ---------------------------------------------------

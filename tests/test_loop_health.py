@@ -43,7 +43,7 @@ def test_sleep_stall_names_the_line_and_duration(registry, seconds):
         await asyncio.sleep(0.1)
         await handler_sleeps(seconds)
         await asyncio.sleep(0.15)
-        await health.stop()
+        await health.aclose()
         return health.reports
 
     reports = asyncio.run(main())
@@ -82,7 +82,7 @@ def test_blocking_fifo_read_is_caught(registry, tmp_path):
         threading.Thread(target=writer, daemon=True).start()
         data = await handler_reads_fifo(str(fifo))
         await asyncio.sleep(0.15)
-        await health.stop()
+        await health.aclose()
         return data, health.reports
 
     data, reports = asyncio.run(main())
@@ -99,7 +99,7 @@ def test_healthy_loop_reports_nothing_and_beats(registry):
         health = install_loop_health(registry=registry, worker="t2", interval=0.01)
         for _ in range(30):
             await asyncio.sleep(0.01)
-        await health.stop()
+        await health.aclose()
         return health
 
     before = time.time()
@@ -117,7 +117,7 @@ def test_stop_leaves_no_thread_task_or_warning(registry):
     async def main():
         health = install_loop_health(registry=registry, worker="t3", interval=0.01)
         await asyncio.sleep(0.05)
-        await health.stop()
+        await health.aclose()
         assert health.watchdog is not None and not health.watchdog.running
         return [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
 
@@ -149,7 +149,7 @@ def test_heartbeat_failure_is_absorbed_and_counted(registry, caplog):
                                  wall_clock=broken_clock)
         sampler.start()
         await asyncio.sleep(0.1)
-        await sampler.stop()
+        await sampler.aclose()
 
     asyncio.run(main())
     assert registry.get_sample_value(
@@ -181,7 +181,7 @@ def test_one_warning_per_stall_first_line_names_the_project_frame(registry, capl
         await asyncio.sleep(0.1)
         await handler_sleeps(0.25)  # second stall within log_interval: counted, not logged
         await asyncio.sleep(0.1)
-        await health.stop()
+        await health.aclose()
         return health
 
     with caplog.at_level("WARNING", logger="corevo_obs.stall"):
@@ -206,7 +206,7 @@ def test_report_leads_with_cause_then_project_frames_then_a_trimmed_stack(
         await asyncio.sleep(0.1)
         await handler_sleeps(0.3)
         await asyncio.sleep(0.15)
-        await health.stop()
+        await health.aclose()
         return health.reports
 
     (r,) = asyncio.run(main())

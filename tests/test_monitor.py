@@ -72,7 +72,10 @@ class TelnetClient:
             if left <= 0:
                 raise AssertionError(f"no {pattern!r} in monitor output:\n{clean}")
             self.sock.settimeout(left)
-            self._feed(self.sock.recv(65536))
+            try:
+                self._feed(self.sock.recv(65536))
+            except TimeoutError:
+                raise AssertionError(f"no {pattern!r} in monitor output:\n{clean}") from None
 
     def run(self, command: str, until: str) -> str:
         self.sock.sendall(command.encode() + b"\r")
@@ -162,7 +165,7 @@ def command(proc: subprocess.Popen[str], line: str) -> object:
 
 def test_lag_answers_while_the_loop_is_frozen(worker):
     proc, client = worker
-    assert command(proc, "freeze 3") == {"freezing": True}
+    assert command(proc, "freeze 6") == {"freezing": True}
     time.sleep(0.4)
     t0 = time.monotonic()
     out = client.run("lag", r"report\(s\)\)")
@@ -171,6 +174,10 @@ def test_lag_answers_while_the_loop_is_frozen(worker):
     assert frozen and float(frozen[1]) >= 0.3, out
     out = client.run("stalls -n 1", r"innermost project frame|no stalls")
     assert "last 1 of 1 stall(s)" in out  # the running freeze is not a report yet
+    time.sleep(max(0.0, 1.3 - (time.monotonic() - t0)))  # past ongoing_after (1 s)
+    out = client.run("stalls -n 1", r"(?s)in progress now: .*innermost project frame")
+    assert re.search(rf"in progress now: \[blocking\] event loop of worker m0 STILL STALLED, "
+                     rf"[\d.]+s so far, at .*:{SLOW_LINE}:slow_handler", out), out
 
 
 def test_non_loopback_host_is_refused_and_busy_port_is_an_error(registry):
@@ -186,7 +193,7 @@ def test_non_loopback_host_is_refused_and_busy_port_is_an_error(registry):
                 with pytest.raises(MonitorError, match=f"cannot bind 127.0.0.1:{taken} \\(port\\)"):
                     start_monitor(health, port=taken, webui_port=free_port())
         finally:
-            await health.stop()
+            await health.aclose()
 
     asyncio.run(main())
 

@@ -70,3 +70,34 @@ def test_hook_entries_are_the_installed_console_script() -> None:
     text = (ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8")
     assert text.count("entry: corevo-obs ") == 2
     assert os.access(shutil.which("corevo-obs") or "", os.X_OK)
+
+
+def _version() -> str:
+    import tomllib
+
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        return str(tomllib.load(f)["project"]["version"])
+
+
+@pytest.mark.parametrize("page", ["lint.md", "contracts.md"])
+def test_the_docs_config_snippet_is_valid_for_a_users_repository(page: str, tmp_path: Path,
+                                                                 pre_commit_home: Path) -> None:
+    """A user pastes the snippet: pre-commit accepts it, it names hooks this repository
+    defines and the tag of this release (not a tag that never existed)."""
+    import yaml
+
+    text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+    (snippet,) = [b for b in text.split("```yaml\n")[1:] if b.startswith("repos:")]
+    snippet = snippet.split("```", 1)[0]
+    config = tmp_path / ".pre-commit-config.yaml"
+    config.write_text(snippet, encoding="utf-8")
+    exe = Path(sys.executable).with_name("pre-commit")
+    done = subprocess.run([str(exe) if exe.exists() else "pre-commit", "validate-config",
+                           str(config)], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PRE_COMMIT_HOME": str(pre_commit_home)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    (repo,) = yaml.safe_load(snippet)["repos"]
+    assert repo["rev"] == "v" + _version()
+    defined = {h["id"] for h in yaml.safe_load(
+        (ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))}
+    assert {h["id"] for h in repo["hooks"]} <= defined

@@ -171,8 +171,8 @@ def _run_stalls(registry, capture: NativeStallCapture, *stalls: float) -> Native
             await asyncio.sleep(0.1)
             _blocking_handler(seconds)  # noqa: COB110 - the stall under test
         await asyncio.sleep(0.2)
-        await health.stop()
-        capture.stop()
+        await health.aclose()
+        capture.close()
 
     asyncio.run(main())
     return capture
@@ -223,7 +223,7 @@ def test_a_capture_that_outlives_its_stall_is_still_paired_with_it(registry, tmp
     slow.chmod(0o755)
     capture = NativeStallCapture(min_stall=0.1, timeout=10, executable=str(slow))
     _run_stalls(registry, capture, 0.3)
-    capture.stop()
+    capture.close()
     if capture.disabled and "ptrace" in capture.disabled:
         _not_verified("native stall capture", capture.disabled)
         return

@@ -204,8 +204,8 @@ def test_capture_thread_counts_a_bad_pyspy_variable_and_keeps_the_host_running(
             await asyncio.sleep(0.1)
             time.sleep(0.3)  # noqa: ASYNC251, COB104 - the stall that triggers py-spy
         await asyncio.sleep(0.2)
-        await health.stop()
-        capture.stop()
+        await health.aclose()
+        capture.close()
         return 7
 
     with caplog.at_level(logging.DEBUG, logger="corevo_obs"):

@@ -15,6 +15,7 @@ import contextlib
 import errno
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -118,7 +119,10 @@ def test_blocking_sleep_names_the_line() -> None:
     # the log line a person reads: short, the cause and the line first, no import noise
     first = next(t for t in result["stderr"].split("WARNING:corevo_obs.stall:")[1:])
     lines = first.strip().splitlines()
-    assert lines[0].startswith("[blocking]") and f":{line}:handler_sleeps" in lines[0]
+    # it stands alone in any log: UTC time, pid and worker lead, then the cause
+    assert re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z pid=\d+ worker=c0 \[blocking\] ",
+                    lines[0]), lines[0]
+    assert f":{line}:handler_sleeps" in lines[0]
     assert len(lines) <= 20, first
     assert "library frames …" in first
 

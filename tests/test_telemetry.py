@@ -28,6 +28,29 @@ def test_environment_then_pid_then_global_registry(monkeypatch):
     assert Telemetry.resolve().worker == f"pid{os.getpid()}"
 
 
+def test_a_bad_environment_on_a_task_path_is_absorbed_not_raised(monkeypatch, registry):
+    """``@track_task`` builds its recorder on the first call: a bad ``$COREVO_WORKER``
+    must not fail the host's task (counted, label ``pid<N>``); a bad argument still raises."""
+    from corevo_obs.stages import track_task
+
+    monkeypatch.setenv("COREVO_WORKER", "worker/1")
+    with pytest.raises(ConfigError, match="COREVO_WORKER"):
+        Telemetry.resolve(registry=registry)  # start-up paths (install_loop_health) raise
+
+    @track_task("job", registry=registry)
+    async def job() -> int:
+        return 7
+
+    assert [asyncio.run(job()) for _ in range(3)] == [7, 7, 7]
+    pid = f"pid{os.getpid()}"
+    assert registry.get_sample_value("corevo_task_total_seconds_count", {
+        "worker": pid, "kind": "job", "outcome": "completed"}) == 3
+    assert registry.get_sample_value("corevo_instrumentation_errors_total", {
+        "worker": pid, "component": "stages"}) == 1
+    with pytest.raises(ConfigError, match="worker argument"):
+        Telemetry.resolve_on_use("stages", worker="worker/1", registry=registry)
+
+
 def test_an_explicit_telemetry_wins_over_the_environment(monkeypatch, registry):
     telemetry = Telemetry("w0", registry)
     monkeypatch.setenv("COREVO_WORKER", "from-env")

@@ -16,6 +16,8 @@ from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
 from typing import Any, Final, Literal
 
+from ..core.lifecycle import AsyncClosing
+
 CommandKind = Literal["cancel", "input"]
 DEFAULT_MARKER_TTL: Final = 3600.0
 
@@ -43,7 +45,7 @@ class Command:
         return cls(**data)
 
 
-class Subscription(ABC):
+class Subscription(AsyncClosing, ABC):
     """The owner's end of the wake-up channel; ``get`` raises when the channel breaks."""
 
     @abstractmethod
@@ -51,11 +53,11 @@ class Subscription(ABC):
         """The next command (waits)."""
 
     @abstractmethod
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         """Stop receiving; a command sent meanwhile is lost (the marker is not)."""
 
 
-class CancelBus(ABC):
+class CancelBus(AsyncClosing, ABC):
     """Marker store + owner channel. Every method may raise a backend error: callers decide."""
 
     @abstractmethod
@@ -83,5 +85,5 @@ class CancelBus(ABC):
         """Start receiving the commands addressed to ``owner``."""
 
     @abstractmethod
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         """Release backend resources."""

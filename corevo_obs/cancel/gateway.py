@@ -21,8 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from ..claims import JobStore
+from ..claims import AsyncJobStore, JobStore
 from ..claims.model import TERMINAL
+from ..claims.store import JobsOnLoop
 from ..leases import AsyncLeaseStore
 from ..observer import CancelPath, Observer
 from .bus import DEFAULT_MARKER_TTL, CancelBus, Command, CommandKind
@@ -64,7 +65,7 @@ class CommandGateway:
     def __init__(
         self,
         bus: CancelBus,
-        jobs: JobStore,
+        jobs: JobStore | AsyncJobStore,
         *,
         observer: Observer | None = None,
         marker_ttl: float = DEFAULT_MARKER_TTL,
@@ -72,13 +73,14 @@ class CommandGateway:
     ) -> None:
         self.bus = bus
         self.jobs = jobs
+        self._jobs = JobsOnLoop(jobs)
         self.observer = observer or jobs.observer
         self.marker_ttl = marker_ttl
         self.clock = clock
 
     async def lookup(self, job_id: str) -> Target | None:
         """The current owner and generation, or None when nobody owns a live execution."""
-        job = await asyncio.to_thread(self.jobs.get, job_id)
+        job = await self._jobs.get(job_id)
         if job is None or job.owner is None or job.state in TERMINAL:
             return None
         return Target(job.id, job.owner, job.epoch, job.execution_id)
@@ -111,9 +113,9 @@ class CommandGateway:
 
     async def cancel(self, job_id: str) -> Routed:
         """Cancel a job: a queued one in the table, a running one through its owner."""
-        job = await asyncio.to_thread(self.jobs.get, job_id)
+        job = await self._jobs.get(job_id)
         if job is not None and job.state == "queued":
-            if await asyncio.to_thread(self.jobs.cancel_queued, job_id):
+            if await self._jobs.cancel_queued(job_id):
                 self.observer.cancel_requested()
                 return Routed("cancelled_queued")
         return await self.route(await self.lookup(job_id), "cancel")  # started meanwhile
@@ -131,14 +133,14 @@ class CommandGateway:
         holder = execution_holder(command.owner, command.execution_id)
         deadline = time.monotonic() + within
         while time.monotonic() < deadline:
-            job = await asyncio.to_thread(self.jobs.get, command.job_id)
+            job = await self._jobs.get(command.job_id)
             if job is None or job.state in TERMINAL:
                 return Stopped(job.state if job else "gone")
             beat = dict(await leases.holders()).get(holder)
             # heartbeats carry the backend's clock: judge their age by it, not by ours
             if beat is None or await leases.server_time() - beat > leases.timeout:
                 now = self.clock()
-                job = await asyncio.to_thread(self.jobs.get, command.job_id)
+                job = await self._jobs.get(command.job_id)
                 if job is None or job.state in TERMINAL:  # it finished and released meanwhile
                     return Stopped(job.state if job else "gone")
                 latency = now - command.sent_at

@@ -33,8 +33,10 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from ..claims import Claim, JobStore
+from ..claims import AsyncJobStore, Claim, JobStore
+from ..claims.store import JobsOnLoop
 from ..core.guard import absorb
+from ..core.lifecycle import renamed
 from ..leases import AsyncLease
 from ..observer import CancelPath, CommandOutcome, Observer
 from .bus import DEFAULT_MARKER_TTL, CancelBus, Command, Subscription
@@ -43,7 +45,8 @@ StopState = Literal["completed", "failed", "cancelled", "lost"]
 DEFAULT_RECONNECT: Final = 1.0
 
 
-def absorbed(component: str, exc: BaseException, observer: Observer, jobs: JobStore) -> None:
+def absorbed(component: str, exc: BaseException, observer: Observer,
+             jobs: JobStore | AsyncJobStore) -> None:
     """Count a transport failure under the observer's telemetry (a custom observer has none:
     then the job store's), so it lands beside the series of the same component."""
     absorb(component, exc, telemetry=getattr(observer, "telemetry", None) or jobs.telemetry)
@@ -95,7 +98,7 @@ class CommandInbox:
     def __init__(
         self,
         bus: CancelBus,
-        jobs: JobStore,
+        jobs: JobStore | AsyncJobStore,
         *,
         observer: Observer | None = None,
         reconnect: float = DEFAULT_RECONNECT,
@@ -103,6 +106,7 @@ class CommandInbox:
     ) -> None:
         self.bus = bus
         self.jobs = jobs
+        self._jobs = JobsOnLoop(jobs)
         self.owner = jobs.owner
         self.observer = observer or jobs.observer
         self.reconnect = reconnect
@@ -124,7 +128,7 @@ class CommandInbox:
                 await self._listener
             self._listener = None
         if self._sub is not None:
-            await self._sub.close()
+            await self._sub.aclose()
             self._sub = None
 
     async def drop(self, pause: float) -> None:
@@ -132,8 +136,22 @@ class CommandInbox:
         await self._close_sub()
         self._listener = asyncio.get_running_loop().create_task(self._listen(pause))
 
-    async def stop(self) -> None:
+    async def aclose(self) -> None:
+        """Stop listening and close the channel; safe to call twice."""
         await self._close_sub()
+
+    async def stop(self) -> None:
+        """Deprecated: ``await aclose()``."""
+        renamed(self, "stop", "aclose")
+        await self.aclose()
+
+    async def __aenter__(self) -> CommandInbox:
+        """Subscribes and listens (``start()``) until the block ends."""
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     async def _listen(self, delay: float) -> None:
         await asyncio.sleep(delay)
@@ -149,7 +167,7 @@ class CommandInbox:
                 command = await self._sub.get()
             except Exception as exc:  # noqa: BLE001 - a broken channel is an expected event
                 absorbed("cancel-channel", exc, self.observer, self.jobs)
-                await self._sub.close()
+                await self._sub.aclose()
                 self._sub = None
                 await asyncio.sleep(self.reconnect)
                 continue
@@ -183,7 +201,7 @@ class CommandInbox:
         if not await run.lease.heartbeat():
             run.request_stop("lost")
             return False
-        job = await asyncio.to_thread(self.jobs.get, command.job_id)
+        job = await self._jobs.get(command.job_id)
         return (job is not None and job.state == "running" and job.owner == self.owner
                 and job.epoch == command.epoch and job.execution_id == run.execution_id)
 
@@ -216,7 +234,7 @@ class CommandInbox:
             task.cancel()
             self._runs.pop(claim.job_id, None)
         try:
-            await asyncio.to_thread(self.jobs.finish, claim, execution_id, stop.state)
+            await self._jobs.finish(claim, execution_id, stop.state)
         finally:
             await lease.release()
         return stop

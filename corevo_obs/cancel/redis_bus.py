@@ -71,7 +71,7 @@ class _RedisSubscription(Subscription):
             if msg is not None and msg.get("type") in ("message", "smessage"):
                 return Command.decode(msg["data"])
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         try:
             await self._pubsub.aclose()
         except Exception:  # noqa: BLE001 - closing a broken connection may fail; it is gone
@@ -154,7 +154,7 @@ class RedisCancelBus(CancelBus):
             raise
         return _RedisSubscription(pubsub, cluster=_is_cluster(self._sub_client))
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         if self._owned:
             await self.client.aclose()
             await self._sub_client.aclose()

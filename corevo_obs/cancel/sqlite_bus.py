@@ -59,7 +59,7 @@ class _DatagramSubscription(Subscription):
         raw = await asyncio.get_running_loop().sock_recv(self._sock, MAX_DATAGRAM)
         return Command.decode(raw)
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         self._sock.close()
 
 
@@ -127,7 +127,7 @@ class SqliteCancelBus(CancelBus):
             raise
         return _DatagramSubscription(sock)
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         self._out.close()
         # closing the last WAL connection checkpoints into the main file: disk I/O
         await asyncio.to_thread(self._close_db)

@@ -33,24 +33,25 @@ Example::
 
 from __future__ import annotations
 
+import asyncio
 import math
 import os
 import select
 import socket
 import threading
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from ..core.errors import BackendUnavailable, ConfigError
 from . import sql
-from .store import Database, JobStore, Rows
+from .store import AsyncDatabase, AsyncJobStore, Database, JobStore, Rows
 
 if TYPE_CHECKING:
     import psycopg
-    from psycopg_pool import ConnectionPool
+    from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 BACKEND: Final = "postgresql"
 SOURCE: Final = "PostgresJobStore"
@@ -89,6 +90,13 @@ class PostgresOptions:
                               f"not {self.connect_timeout!r}", source=SOURCE)
         if not isinstance(self.pool_size, int) or self.pool_size < 1:
             raise ConfigError(f"pool_size must be >= 1, not {self.pool_size!r}", source=SOURCE)
+
+    @classmethod
+    def take(cls, options: dict[str, Any]) -> PostgresOptions:
+        """The bounds among a store's keyword options (removed from them; the rest are
+        ``JobStore``'s)."""
+        names = [f.name for f in fields(cls)]
+        return cls(**{n: options.pop(n) for n in names if n in options})
 
     @property
     def deadline(self) -> float:
@@ -173,7 +181,7 @@ def _shutdown(fd: int) -> None:
         os.close(fd)
 
 
-def _stale(conn: psycopg.Connection[Any]) -> bool:
+def _stale(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> bool:
     """Did the server close this idle connection? (a readable idle socket means EOF)."""
     if conn.closed or conn.broken:
         return True
@@ -192,7 +200,66 @@ def _server_options(conninfo: str, opts: PostgresOptions) -> str:
                          connect_timeout=opts.connect_timeout)
 
 
-class PostgresDatabase(Database):
+def _check_autocommit(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> None:
+    # Each statement must commit on its own: an open transaction would keep the
+    # claimed row locked across the caller's remote work.
+    if not conn.autocommit:
+        raise ConfigError("the psycopg connection must be in autocommit mode", source=SOURCE)
+
+
+def _busy(started: float, wait: float) -> BackendUnavailable:
+    return BackendUnavailable("the connection stayed busy", backend=BACKEND,
+                              waited=time.monotonic() - started, bound=wait)
+
+
+C = TypeVar("C", "psycopg.Connection[Any]", "psycopg.AsyncConnection[Any]")
+
+
+def _usable(conn: C, started: float) -> C:
+    """The caller's single connection, unless it is closed (it cannot be replaced)."""
+    if conn.closed or conn.broken:
+        raise BackendUnavailable(
+            "the caller's connection is closed (pass a DSN or a pool to reconnect)",
+            backend=BACKEND, waited=time.monotonic() - started)
+    return conn
+
+
+class _Converted:
+    """``:name`` statements rewritten for psycopg once each (both shells share it)."""
+
+    def __init__(self) -> None:
+        self._sql: dict[str, str] = {}
+
+    def _convert(self, statement: str) -> str:
+        converted = self._sql.get(statement)
+        if converted is None:
+            converted = self._sql[statement] = sql.to_pyformat(statement)
+        return converted
+
+
+def _unreachable(exc: Exception, started: float, opts: PostgresOptions,
+                 fired: bool) -> BackendUnavailable | None:
+    """The ``BackendUnavailable`` a psycopg error means, or None (an error of the
+    statement itself, raised as it is). ``fired``: the client deadline cut the socket.
+    """
+    import psycopg
+
+    waited = time.monotonic() - started
+    if isinstance(exc, psycopg.errors.QueryCanceled):  # the server's statement_timeout
+        return BackendUnavailable(str(exc).strip(), backend=BACKEND, waited=waited,
+                                  bound=opts.statement_timeout)
+    if not isinstance(exc, psycopg.OperationalError):
+        return None
+    if exc.sqlstate and not exc.sqlstate.startswith(_LOST):
+        return None   # the server answered: an error of the statement, not of reach
+    return BackendUnavailable(
+        f"no reply within {opts.deadline:.2f}s" if fired
+        else str(exc).strip() or type(exc).__name__,
+        backend=BACKEND, waited=waited, bound=opts.deadline if fired else None,
+        maybe_committed=True)
+
+
+class PostgresDatabase(_Converted, Database):
     """Statements on a pool (own or the caller's) or on the caller's single connection."""
 
     def __init__(self, conninfo: Any, *, options: PostgresOptions | None = None) -> None:
@@ -212,22 +279,14 @@ class PostgresDatabase(Database):
         elif isinstance(conninfo, ConnectionPool):
             self._pool = conninfo
         elif isinstance(conninfo, psycopg.Connection):
-            self._check_autocommit(conninfo)
+            _check_autocommit(conninfo)
             self._conn = conninfo
         else:
             raise ConfigError("expected a DSN, a psycopg connection or a psycopg_pool "
                               f"ConnectionPool, not {type(conninfo).__name__}", source=SOURCE)
         self._lock = threading.Lock()   # serializes the single caller connection only
         self._deadlines = _Deadlines(opts.deadline)
-        self._sql: dict[str, str] = {}
-
-    @staticmethod
-    def _check_autocommit(conn: psycopg.Connection[Any]) -> None:
-        # Each statement must commit on its own: an open transaction would keep the
-        # claimed row locked across the caller's remote work.
-        if not conn.autocommit:
-            raise ConfigError("the psycopg connection must be in autocommit mode",
-                              source=SOURCE)
+        _Converted.__init__(self)
 
     @contextmanager
     def _connection(self, started: float) -> Iterator[psycopg.Connection[Any]]:
@@ -238,14 +297,9 @@ class PostgresDatabase(Database):
         if self._pool is None:
             assert self._conn is not None
             if not self._lock.acquire(timeout=wait):
-                raise BackendUnavailable("the connection stayed busy", backend=BACKEND,
-                                         waited=time.monotonic() - started, bound=wait)
+                raise _busy(started, wait)
             try:
-                if self._conn.closed or self._conn.broken:
-                    raise BackendUnavailable(
-                        "the caller's connection is closed (pass a DSN or a pool to "
-                        "reconnect)", backend=BACKEND, waited=time.monotonic() - started)
-                yield self._conn
+                yield _usable(self._conn, started)
             finally:
                 self._lock.release()
             return
@@ -262,17 +316,13 @@ class PostgresDatabase(Database):
             conn.close()        # the pool discards it and opens a fresh one
             pool.putconn(conn)
         try:
-            self._check_autocommit(conn)
+            _check_autocommit(conn)
             yield conn
         finally:
             pool.putconn(conn)
 
     def run(self, statement: str, params: Mapping[str, Any]) -> tuple[Rows, int]:
-        import psycopg
-
-        converted = self._sql.get(statement)
-        if converted is None:
-            converted = self._sql[statement] = sql.to_pyformat(statement)
+        converted = self._convert(statement)
         started = time.monotonic()
         with self._connection(started) as conn:
             key = -1
@@ -281,21 +331,13 @@ class PostgresDatabase(Database):
                 cur = conn.execute(converted, params)
                 rows = cur.fetchall() if cur.description is not None else []
                 return rows, cur.rowcount
-            except psycopg.errors.QueryCanceled as exc:  # the server's statement_timeout
-                raise BackendUnavailable(str(exc).strip(), backend=BACKEND,
-                                         waited=time.monotonic() - started,
-                                         bound=self.options.statement_timeout) from exc
-            except psycopg.OperationalError as exc:
-                if exc.sqlstate and not exc.sqlstate.startswith(_LOST):
-                    raise   # the server answered: an error of the statement, not of reach
-                fired = self._deadlines.disarm(key)
+            except Exception as exc:
+                fired = key >= 0 and self._deadlines.disarm(key)
                 key = -1
-                raise BackendUnavailable(
-                    f"no reply within {self.options.deadline:.2f}s" if fired
-                    else str(exc).strip() or type(exc).__name__,
-                    backend=BACKEND, waited=time.monotonic() - started,
-                    bound=self.options.deadline if fired else None,
-                    maybe_committed=True) from exc
+                translated = _unreachable(exc, started, self.options, fired)
+                if translated is None:
+                    raise
+                raise translated from exc
             finally:
                 if key >= 0:
                     self._deadlines.disarm(key)
@@ -310,25 +352,154 @@ class PostgresDatabase(Database):
 
 class PostgresJobStore(JobStore):
     """A ``JobStore`` on PostgreSQL: a DSN (pooled, reconnecting), a ``ConnectionPool`` or
-    an open autocommit psycopg connection. The timeouts are described in the module doc;
-    other options are those of ``JobStore``.
+    an open autocommit psycopg connection. The bounds (``connect_timeout``,
+    ``statement_timeout``, ``pool_timeout``, ``reconnect_timeout``, ``pool_size``: the
+    fields of ``PostgresOptions``) are described in the module doc; other options are
+    those of ``JobStore``.
     """
 
-    def __init__(
-        self,
-        dsn: Any,
-        *,
-        connect_timeout: int = CONNECT_TIMEOUT,
-        statement_timeout: float = STATEMENT_TIMEOUT,
-        pool_timeout: float = POOL_TIMEOUT,
-        reconnect_timeout: float = RECONNECT_TIMEOUT,
-        pool_size: int = POOL_SIZE,
-        **options: Any,
-    ) -> None:
-        db = PostgresDatabase(dsn, options=PostgresOptions(
-            connect_timeout, statement_timeout, pool_timeout, reconnect_timeout, pool_size))
+    def __init__(self, dsn: Any, **options: Any) -> None:
+        db = PostgresDatabase(dsn, options=PostgresOptions.take(options))
         try:
             super().__init__(db, **options)
         except BaseException:
             db.close()
             raise
+
+
+class _Cut:
+    """The async client deadline: a loop timer that shuts the statement's socket down.
+
+    Like ``_Deadlines`` it acts on a duplicate of the fd, so it cannot hit a connection
+    that reused the number. Cancelling the task instead would make psycopg try a
+    server-side cancel and wait for it (up to 10 s more) on a server that may be frozen.
+    """
+
+    def __init__(self, fd: int, seconds: float) -> None:
+        self.fired = False
+        self._dup = os.dup(fd)
+        self._timer = asyncio.get_running_loop().call_later(seconds, self._fire)
+
+    def _fire(self) -> None:
+        self.fired = True
+        dup, self._dup = self._dup, -1
+        _shutdown(dup)
+
+    def disarm(self) -> bool:
+        """Stop the timer; True when the deadline had already fired."""
+        self._timer.cancel()
+        if self._dup >= 0:
+            os.close(self._dup)
+            self._dup = -1
+        return self.fired
+
+
+class AsyncPostgresDatabase(_Converted, AsyncDatabase):
+    """``PostgresDatabase`` for an event loop: psycopg's ``AsyncConnectionPool`` (own or the
+    caller's) or the caller's single ``AsyncConnection``, with the same bounds and the
+    same failure translation; nothing blocks the loop.
+    """
+
+    def __init__(self, conninfo: Any, *, options: PostgresOptions | None = None) -> None:
+        import psycopg
+        from psycopg_pool import AsyncConnectionPool
+
+        self.options = opts = options or PostgresOptions()
+        self._pool: AsyncConnectionPool[Any] | None = None
+        self._conn: psycopg.AsyncConnection[Any] | None = None
+        self._owned = isinstance(conninfo, str)
+        self._opened = not self._owned   # an owned pool opens at the first call, on the loop
+        if isinstance(conninfo, str):
+            self._pool = AsyncConnectionPool(
+                _server_options(conninfo, opts), kwargs={"autocommit": True},
+                min_size=1, max_size=opts.pool_size, timeout=opts.pool_timeout,
+                reconnect_timeout=opts.reconnect_timeout, name="corevo-jobs-async",
+                open=False)
+        elif isinstance(conninfo, AsyncConnectionPool):
+            self._pool = conninfo
+        elif isinstance(conninfo, psycopg.AsyncConnection):
+            _check_autocommit(conninfo)
+            self._conn = conninfo
+        else:
+            raise ConfigError("expected a DSN, a psycopg AsyncConnection or a psycopg_pool "
+                              f"AsyncConnectionPool, not {type(conninfo).__name__}",
+                              source=SOURCE)
+        self._lock: asyncio.Lock | None = None   # serializes the single caller connection
+        _Converted.__init__(self)
+
+    @asynccontextmanager
+    async def _connection(self, started: float) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """A live connection within ``pool_timeout``, or ``BackendUnavailable``."""
+        from psycopg_pool import PoolTimeout
+
+        wait = self.options.pool_timeout
+        if self._pool is None:
+            assert self._conn is not None
+            if self._lock is None:
+                self._lock = asyncio.Lock()
+            try:
+                async with asyncio.timeout(wait):
+                    await self._lock.acquire()
+            except TimeoutError:
+                raise _busy(started, wait) from None
+            try:
+                yield _usable(self._conn, started)
+            finally:
+                self._lock.release()
+            return
+        pool = self._pool
+        if not self._opened:
+            self._opened = True
+            await pool.open(wait=False)
+        while True:
+            try:
+                conn = await pool.getconn(
+                    timeout=max(0.0, started + wait - time.monotonic()))
+            except PoolTimeout as exc:
+                raise BackendUnavailable(f"no connection: {exc}", backend=BACKEND,
+                                         waited=time.monotonic() - started,
+                                         bound=wait) from exc
+            if not _stale(conn):
+                break
+            await conn.close()      # the pool discards it and opens a fresh one
+            await pool.putconn(conn)
+        try:
+            _check_autocommit(conn)
+            yield conn
+        finally:
+            await pool.putconn(conn)
+
+    async def run(self, statement: str, params: Mapping[str, Any]) -> tuple[Rows, int]:
+        converted = self._convert(statement)
+        started = time.monotonic()
+        async with self._connection(started) as conn:
+            cut = _Cut(conn.pgconn.socket, self.options.deadline)
+            try:
+                cur = await conn.execute(converted, params)
+                rows = await cur.fetchall() if cur.description is not None else []
+                return rows, cur.rowcount
+            except Exception as exc:
+                translated = _unreachable(exc, started, self.options, cut.disarm())
+                if translated is None:
+                    raise
+                raise translated from exc
+            finally:
+                cut.disarm()
+
+    async def aclose(self) -> None:
+        if self._owned and self._pool is not None:
+            if self._opened:
+                await self._pool.close()
+        elif self._conn is not None:
+            await self._conn.close()
+
+
+class AsyncPostgresJobStore(AsyncJobStore):
+    """``PostgresJobStore`` for an event loop (psycopg's async pool): a DSN (pooled,
+    reconnecting), an ``AsyncConnectionPool`` or an open autocommit ``AsyncConnection``.
+    Same timeouts and options as ``PostgresJobStore``.
+    """
+
+    def __init__(self, dsn: Any, **options: Any) -> None:
+        super().__init__(AsyncPostgresDatabase(dsn, options=PostgresOptions.take(options)),
+                         **options)

@@ -10,16 +10,21 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..tooling.lint import lint_paths, load_catalog, load_config
+from ..core.errors import ConfigError
+from ..tooling.lint import LintConfig, lint_paths, load_catalog, load_config
 from ..tooling.lint.baseline import apply_baseline, load_baseline, write_baseline
 from ..tooling.lint.cache import ENV, LintCache
-from ..tooling.lint.formats import as_json, as_sarif, as_text
-from ..tooling.lint.model import Finding
+from ..tooling.lint.config import FIELDS, FieldError
+from ..tooling.lint.formats import as_github, as_json, as_sarif, as_text
+from ..tooling.lint.model import CONFIDENCE, Finding
 from ..tooling.lint.rules import message, meta
-from ..tooling.lint.runner import max_jobs
+from ..tooling.lint.runner import LintResult, max_jobs
 
 
 def _jobs(value: str) -> int:
@@ -30,6 +35,16 @@ def _jobs(value: str) -> int:
     if n < 1:
         raise argparse.ArgumentTypeError("must be at least 1")
     return n
+
+
+def _codes(key: str) -> Any:
+    """``--select COB1,COB104``: validated like the config key of the same name."""
+    def parse(value: str) -> tuple[str, ...]:
+        try:
+            return tuple(FIELDS[key][1].parse([v.strip() for v in value.split(",") if v.strip()]))
+        except FieldError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return parse
 
 
 def _cache(args: argparse.Namespace) -> LintCache | None:
@@ -45,8 +60,20 @@ def _cache(args: argparse.Namespace) -> LintCache | None:
 
 def register(sub: Any) -> None:
     p = sub.add_parser("lint", help="flag blocking calls inside async def")
-    p.add_argument("paths", nargs="+", metavar="PATH", help="files or directories")
-    p.add_argument("--format", choices=("text", "json", "sarif"), default="text")
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="files or directories; - reads one file from stdin (--stdin-filename)")
+    p.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text",
+                   help="github: workflow annotations (::error file=...,line=...::msg)")
+    p.add_argument("--select", type=_codes("select"), metavar="CODES",
+                   help="comma-separated codes or prefixes reported (overrides the config)")
+    p.add_argument("--ignore", type=_codes("ignore"), metavar="CODES",
+                   help="comma-separated codes not reported (overrides the config)")
+    p.add_argument("--min-confidence", choices=CONFIDENCE,
+                   help="report findings at least this sure (default: config, else low)")
+    p.add_argument("--exit-zero", action="store_true",
+                   help="exit 0 even when there are findings (2 still means a usage error)")
+    p.add_argument("--stdin-filename", metavar="PATH",
+                   help="with PATH '-': the name the source read from stdin is reported under")
     p.add_argument("--baseline", metavar="FILE",
                    help="hide legacy findings listed in FILE (default: config 'baseline')")
     p.add_argument("--write-baseline", action="store_true",
@@ -63,17 +90,47 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def _config(args: argparse.Namespace) -> LintConfig:
+    """The config file's values, with the command line's overrides."""
     config = load_config(args.config)
+    over = {k: v for k, v in (("select", args.select), ("ignore", args.ignore),
+                              ("min_confidence", args.min_confidence)) if v is not None}
+    return replace(config, **over) if over else config
+
+
+def _stdin(args: argparse.Namespace, config: LintConfig) -> LintResult:
+    """``-``: the source on stdin, linted as one file reported as ``--stdin-filename``
+    (chains into other files of the project are not seen: only this file is read)."""
+    if args.paths != ["-"]:
+        raise ConfigError("'-' (stdin) must be the only path", source="lint")
+    name = args.stdin_filename or "stdin.py"
+    source = sys.stdin.buffer.read()
+    with tempfile.TemporaryDirectory(prefix="corevo-lint-stdin-") as tmp:
+        path = Path(tmp, Path(name).name if name.endswith(".py") else "stdin.py")
+        path.write_bytes(source)
+        result = lint_paths([str(path)], config, jobs=1)
+    result.findings = [replace(f, path=name) for f in result.findings]
+    result.errors = [replace(f, path=name) for f in result.errors]
+    return result
+
+
+def run(args: argparse.Namespace) -> int:
+    config = _config(args)
     catalog = load_catalog(config)
     if args.jobs is not None and args.jobs > max_jobs():
         print(f"corevo-obs: note: --jobs {args.jobs} capped at {max_jobs()} (the CPUs "
               "available)", file=sys.stderr)
-    cache = _cache(args)
-    result = lint_paths(args.paths, config, jobs=args.jobs, catalog=catalog, cache=cache)
+    if args.stdin_filename is not None and args.paths != ["-"]:
+        raise ConfigError("--stdin-filename needs the path '-'", source="lint")
+    cache = None if "-" in args.paths else _cache(args)
+    if "-" in args.paths:
+        result = _stdin(args, config)
+    else:
+        result = lint_paths(args.paths, config, jobs=args.jobs, catalog=catalog, cache=cache)
     if cache is not None and cache.note:
         print(f"corevo-obs: note: {cache.note}", file=sys.stderr)
-    findings = result.findings
+    least = CONFIDENCE.index(config.min_confidence)
+    findings = [f for f in result.findings if CONFIDENCE.index(f.confidence) >= least]
     baseline_path = args.baseline or config.baseline
     if args.write_baseline:
         if not baseline_path:
@@ -96,6 +153,8 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(as_json(shown))
     elif args.format == "sarif":
         sys.stdout.write(as_sarif(shown, __version__))
+    elif args.format == "github":
+        sys.stdout.write(as_github(shown))
     else:
         sys.stdout.write(as_text(shown))
         cached = ""
@@ -106,4 +165,4 @@ def run(args: argparse.Namespace) -> int:
               f"{result.files} file(s) checked{cached}", file=sys.stderr)
     if result.errors:
         return 2
-    return 1 if findings else 0
+    return 1 if findings and not args.exit_zero else 0

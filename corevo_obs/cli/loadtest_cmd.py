@@ -79,8 +79,8 @@ def run(args: argparse.Namespace) -> int:
     except ImportError:
         raise ConfigError("needs aiohttp: pip install 'corevo-obs[aiohttp]'",
                           source="corevo-obs loadtest") from None
+    from ..loadtest.loopback import check_loopback
     from ..loadtest.run import run_loadtest
-    from ..loadtest.server import check_loopback
 
     if "://" in args.app:
         check_loopback(args.app, "APP")  # refused before anything starts

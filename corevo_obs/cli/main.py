@@ -62,16 +62,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.print_help(sys.stderr)
             return 2
         return int(func(args) or 0)
-    except CorevoObsError as exc:
-        return _fail(str(exc), exc.exit_code)
     except KeyboardInterrupt:
         print("corevo-obs: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0
-    except OSError as exc:  # a path a command did not anticipate: still one line, named
+    except OSError as exc:  # a path a command did not anticipate (or UnsafeEntry): one line
         where = f"{exc.filename}: " if exc.filename else ""
         return _fail(f"{where}{exc.strerror or exc}", 2)
+    except CorevoObsError as exc:
+        return _fail(str(exc), exc.exit_code)
     except Exception as exc:  # noqa: BLE001 - a bug of ours: one line, the trace on request
         if os.environ.get(DEBUG_ENV) == "1":
             raise

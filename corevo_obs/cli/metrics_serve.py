@@ -67,5 +67,5 @@ def run_serve(args: argparse.Namespace) -> int:
         print(f"corevo-obs: serving {directory} at {server.url}", file=sys.stderr, flush=True)
         stop.wait()
     finally:
-        server.stop()
+        server.close()
     return 0

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
+from .errors import CatalogError
+
 Kind = Literal["counter", "gauge", "histogram"]
 GaugeMode = Literal[
     "all", "liveall", "min", "livemin", "max", "livemax", "sum", "livesum",
@@ -55,14 +57,14 @@ class MetricSpec:
 
     def __post_init__(self) -> None:
         if not self.name.startswith("corevo_"):
-            raise ValueError(f"{self.name}: catalog names start with 'corevo_'")
+            raise CatalogError(f"{self.name}: catalog names start with 'corevo_'")
         if self.kind == "counter" and not self.name.endswith("_total"):
-            raise ValueError(f"{self.name}: counters end with '_total'")
+            raise CatalogError(f"{self.name}: counters end with '_total'")
         if (self.kind == "histogram") != (self.buckets is not None):
-            raise ValueError(f"{self.name}: buckets go with histograms, and only with them")
+            raise CatalogError(f"{self.name}: buckets go with histograms, and only with them")
         for label in self.values:
             if label not in self.labels:
-                raise ValueError(f"{self.name}: values given for unknown label {label!r}")
+                raise CatalogError(f"{self.name}: values given for unknown label {label!r}")
         object.__setattr__(self, "values", MappingProxyType(dict(self.values)))
 
     @property
@@ -410,7 +412,7 @@ _SPECS: tuple[MetricSpec, ...] = (
 
 CATALOG: Mapping[str, MetricSpec] = MappingProxyType({s.name: s for s in _SPECS})
 if len(CATALOG) != len(_SPECS):  # pragma: no cover - guards editing mistakes
-    raise RuntimeError("duplicate metric name in catalog")
+    raise CatalogError("duplicate metric name in catalog")
 
 
 def spec(name: str) -> MetricSpec:

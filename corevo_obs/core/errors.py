@@ -1,6 +1,8 @@
 """One root exception so hosts can catch everything the suite raises in one place.
 
-Library code raises these; only the CLI turns them into messages and exit codes.
+Library code raises these; only the CLI turns them into messages and exit codes. An
+argument of the wrong type raises ``TypeError``, as Python's own functions do: that is a
+bug in the caller, not a condition to handle.
 """
 
 from __future__ import annotations
@@ -12,8 +14,11 @@ class CorevoObsError(Exception):
     exit_code: int = 2
 
 
-class ConfigError(CorevoObsError):
-    """A configuration value is missing or wrong; ``source`` says where it came from."""
+class ConfigError(CorevoObsError, ValueError):
+    """A configuration value is missing or wrong; ``source`` says where it came from.
+
+    A ``ValueError`` too: a bad argument to a constructor is one, and callers catch it so.
+    """
 
     def __init__(self, message: str, *, source: str | None = None) -> None:
         self.source = source
@@ -44,8 +49,8 @@ class MetricsPortBusy(ConfigError, RuntimeError):
                          source="metrics endpoint")
 
 
-class CatalogError(CorevoObsError):
-    """A metric name or label set does not match the catalog."""
+class CatalogError(CorevoObsError, ValueError):
+    """A metric name, kind or label set does not match the catalog."""
 
 
 class LeaseLost(CorevoObsError):

@@ -8,11 +8,13 @@ series share the worker label and the registry, and failures they absorb are cou
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client import REGISTRY, CollectorRegistry
 
+from . import guard
 from .errors import ConfigError
 from .identity import worker_name
 from .metrics import child
@@ -71,6 +73,29 @@ class Telemetry:
             raise ConfigError(f"telemetry={telemetry!r} and {' and '.join(conflicts)}: "
                               "pass one or the other")
         return telemetry
+
+    @classmethod
+    def resolve_on_use(
+        cls,
+        component: str,
+        worker: str | None = None,
+        registry: CollectorRegistry | None = None,
+        telemetry: Telemetry | None = None,
+    ) -> Telemetry:
+        """``resolve`` for a component built on a request's or task's path, not at start.
+
+        There a bad ``$COREVO_WORKER`` would fail every request instead of the start, so
+        it is absorbed (counted under ``component``, logged once) and the default label
+        ``pid<N>`` is used. The host's own arguments still raise: that is its code.
+        """
+        try:
+            return cls.resolve(worker, registry, telemetry)
+        except ConfigError as exc:
+            if worker is not None or telemetry is not None:
+                raise
+            fallback = cls(f"pid{os.getpid()}", REGISTRY if registry is None else registry)
+            guard.absorb(component, exc, telemetry=fallback)
+            return fallback
 
     def child(self, name: str, **labels: str) -> Any:
         """``core.metrics.child`` of a per-worker series: this registry, this worker label."""

@@ -56,5 +56,5 @@ async def run_holder(ns: argparse.Namespace, stop: asyncio.Event,
     try:
         await asyncio.gather(*tasks)
     finally:
-        await store.close()
+        await store.aclose()
         await asyncio.to_thread(counter.close)

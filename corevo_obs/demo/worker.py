@@ -77,7 +77,7 @@ async def run_frozen(ns: argparse.Namespace) -> dict[str, object]:
     for t in background:
         t.cancel()
     await asyncio.gather(*background, return_exceptions=True)
-    await health.stop()
+    await health.aclose()
     return {
         "worker": ns.worker,
         "pid": os.getpid(),
@@ -126,7 +126,7 @@ async def run_role(ns: argparse.Namespace, role: Role, parent: int) -> None:
         await role(ns, stop, announce)
     finally:
         watch.cancel()
-        await health.stop()
+        await health.aclose()
 
 
 def _roles() -> dict[str, Role]:

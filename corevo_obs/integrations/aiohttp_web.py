@@ -5,13 +5,17 @@ streamed one while the handler runs, so marks cannot come from the middleware's 
 alone (that is how an ``on_response_prepare`` hook ends up marking after the end). Here:
 
 - the middleware starts the task (kind = the resource's canonical template, e.g.
-  ``GET /items/{id}``; unmatched requests are one kind; ``/metrics`` excluded) and keeps
+  ``GET /items/{id}``; unmatched requests, 405s and methods outside the standard set are
+  one kind; ``/metrics`` excluded) and keeps
   it current, so handlers and the client hooks in ``http_clients`` reach it;
 - an ``on_response_prepare`` hook arms the response: the first ``write`` of a
   ``StreamResponse`` and the first ``send_*`` of a ``WebSocketResponse`` mark the first
   event (the wrappers are removed after that first call, so later writes cost nothing);
 - a plain response is sent by the middleware itself (``prepare`` + ``write_eof``, which
-  aiohttp treats as already done), so its first event and total are the real send.
+  aiohttp treats as already done), so its first event and total are the real send. A
+  response class whose own ``prepare`` sends (``FileResponse``, ``add_static``) is told
+  it has been sent, so aiohttp's second ``prepare`` does not send it again;
+- a client gone mid-response (``ConnectionError``) is ``cancelled``, as on ASGI.
 
 Example::
 
@@ -27,10 +31,10 @@ from typing import Any, Final
 from prometheus_client import CollectorRegistry
 
 from ..core.telemetry import Telemetry
-from ..stages import StageRecorder, TaskStages
+from ..stages import StageRecorder, TaskStages, outcome_of
 from .asgi import DEFAULT_EXCLUDE, DEFAULT_MAX_KINDS
 from .request_start import DEFAULT_MAX_AGE, HEADER, parse_request_start
-from .routes import UNMATCHED
+from .routes import STANDARD_METHODS, UNMATCHED
 
 __all__ = [
     "setup_stages",
@@ -54,9 +58,14 @@ def setup_stages(
     request_start_header: str | None = HEADER,
     max_request_start_age: float = DEFAULT_MAX_AGE,
 ) -> StageRecorder:
-    """Install the middleware (first) and the prepare hook on ``app``; the recorder."""
+    """Install the middleware (first) and the prepare hook on ``app``; the recorder.
+
+    A bad ``$COREVO_WORKER`` is counted and logged once and ``pid<N>`` is used: a worker's
+    app factory must not fail on the instrumentation's environment.
+    """
     rec = recorder if recorder is not None else StageRecorder(
-        worker=worker, registry=registry, telemetry=telemetry, max_kinds=DEFAULT_MAX_KINDS)
+        telemetry=Telemetry.resolve_on_use("stages", worker, registry, telemetry),
+        max_kinds=DEFAULT_MAX_KINDS)
     app.middlewares.insert(0, stages_middleware(
         rec, exclude=exclude, kind_format=kind_format,
         request_start_header=request_start_header, max_request_start_age=max_request_start_age,
@@ -85,7 +94,8 @@ def stages_middleware(
             return await handler(request)
         websocket = request.headers.get("Upgrade", "").lower() == "websocket"
         method = "WS" if websocket else request.method
-        kind = UNMATCHED if route is None else kind_format.format(method=method, route=route)
+        kind = (UNMATCHED if route is None or not (websocket or method in STANDARD_METHODS)
+                else kind_format.format(method=method, route=route))
         accepted = None
         if request_start_header is not None:
             accepted = parse_request_start(request.headers.get(request_start_header),
@@ -101,7 +111,7 @@ def stages_middleware(
                 stages.finish("failed" if exc.status >= 500 else "completed")
                 raise
             except BaseException as exc:
-                stages.finish_from(exc)
+                stages.finish(_outcome(exc))
                 raise
         await _send(request, response, stages, web)
         return response
@@ -118,13 +128,26 @@ async def _send(request: Any, response: Any, stages: TaskStages, web: Any) -> No
     try:
         if not response.prepared:
             await response.prepare(request)
+            if type(response).prepare is not web.StreamResponse.prepare:
+                response.prepare = _sent  # aiohttp prepares it again after the middleware
         await response.write_eof()
     except BaseException as exc:
-        stages.finish("cancelled" if isinstance(exc, ConnectionError) else "failed")
+        stages.finish(_outcome(exc))
         raise
     if not _first_done(response):
         stages.first_event()
     stages.finish("failed" if response.status >= 500 else "completed")
+
+
+async def _sent(request: Any) -> None:
+    """``prepare`` of a response the middleware has sent: nothing left to send."""
+    return None
+
+
+def _outcome(exc: BaseException) -> str:
+    """A client gone mid-response is ``cancelled`` (the ASGI middleware sees it as a
+    disconnect); otherwise what the exception implies."""
+    return "cancelled" if isinstance(exc, ConnectionError) else outcome_of(exc)
 
 
 def _template(request: Any) -> str | None:

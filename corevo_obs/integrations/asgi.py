@@ -1,7 +1,8 @@
 """ASGI middleware: the four stages of every HTTP request and WebSocket, no handler code.
 
 - **kind**: the route template (``GET /items/{item_id}``, ``WS /ws``); paths no route
-  serves are one kind, ``unmatched``; excluded paths (``/metrics`` by default) are not
+  serves, methods it refuses (405) and methods outside the standard set are one kind,
+  ``unmatched``; excluded paths (``/metrics`` by default) are not
   tracked at all. Bounded by construction: never a raw path.
 - **dispatch**: accepted -> the middleware runs on the worker's loop. Accepted is the
   front proxy's ``X-Request-Start`` when present (see ``request_start``), otherwise the
@@ -33,10 +34,12 @@ from typing import Any, Final
 
 from prometheus_client import CollectorRegistry
 
+from ..core import guard
+from ..core.identity import worker_name
 from ..core.telemetry import Telemetry
 from ..stages import StageRecorder, TaskStages
 from .request_start import DEFAULT_MAX_AGE, HEADER, parse_request_start
-from .routes import UNMATCHED, RouteCache, starlette_route
+from .routes import STANDARD_METHODS, UNMATCHED, RouteCache, starlette_route
 
 __all__ = [
     "StagesMiddleware",
@@ -65,7 +68,10 @@ class StagesMiddleware:
 
     ``telemetry`` (a ``core.telemetry.Telemetry``) fixes the worker label and the
     registry; without it ``worker`` / ``registry`` are resolved in each process on its
-    first request, so a pre-forked server's children get their own worker names.
+    first request, so a pre-forked server's children get their own worker names. A bad
+    ``$COREVO_WORKER`` found then is counted and logged once and ``pid<N>`` is used; if
+    the recorder cannot be built at all, requests are served untracked (counted): the
+    middleware never fails a request of its own.
     """
 
     def __init__(
@@ -91,6 +97,8 @@ class StagesMiddleware:
         self._worker, self._registry = worker, registry
         self._telemetry = (None if telemetry is None
                            else Telemetry.resolve(worker, registry, telemetry))
+        if telemetry is None and worker is not None:
+            worker_name(worker)  # the host's own argument: wrong at start, not per request
         self._max_kinds = max_kinds
         self._exact = frozenset(e for e in exclude if not e.endswith("*"))
         self._prefixes = tuple(e[:-1] for e in exclude if e.endswith("*"))
@@ -109,9 +117,9 @@ class StagesMiddleware:
         rec = self._recorder
         if rec is None or (self._given is None and self._pid != os.getpid()):
             self._pid = os.getpid()
-            rec = self._recorder = StageRecorder(
-                worker=self._worker, registry=self._registry, telemetry=self._telemetry,
-                max_kinds=self._max_kinds)
+            telemetry = self._telemetry or Telemetry.resolve_on_use(
+                "stages", self._worker, self._registry)
+            rec = self._recorder = StageRecorder(telemetry=telemetry, max_kinds=self._max_kinds)
         return rec
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -129,7 +137,12 @@ class StagesMiddleware:
                 if name == self._header:
                     accepted = parse_request_start(value, max_age=self._max_age)
                     break
-        rec = self.recorder
+        try:
+            rec = self.recorder
+        except Exception as exc:  # noqa: BLE001 - instrumentation must not fail the request
+            guard.absorb("stages", exc, worker="unknown", registry=self._registry)
+            await self.app(scope, receive, send)
+            return
         stages = rec.task(kind, accepted_at=accepted, attributes=(
             None if rec.tracer is None else {"http.route": kind,
                                              "http.request.method": scope.get("method", "WS")}))
@@ -143,18 +156,19 @@ class StagesMiddleware:
         """The bounded kind for this request, or None when it is excluded."""
         path = scope.get("path", "")
         method = scope.get("method", "WS") if scope["type"] == "http" else "WS"
-        key = (scope["type"], method, path)
+        known = method == "WS" or method in STANDARD_METHODS
+        key = (scope["type"], method if known else "", path)
         found = self._cache.get(key)
         if found is not None:
             return found or None
-        route = self._route(scope)
+        route = self._route(scope) if known else None
         if path in self._exact or route in self._exact or (
                 self._prefixes and path.startswith(self._prefixes)):
             self._cache.put(key, "")
             return None
         if route is None:
-            route = UNMATCHED if self._group else path
-            kind = route if self._group else self._format.format(method=method, route=route)
+            kind = (UNMATCHED if self._group or not known
+                    else self._format.format(method=method, route=path))
         else:
             kind = self._format.format(method=method, route=route)
         self._cache.put(key, kind)

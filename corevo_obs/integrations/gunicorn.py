@@ -3,10 +3,13 @@ workers marked and compacted.
 
 The master serves the multiprocess aggregate of every worker on one port (scrape that
 one target per host: a per-worker port would make Prometheus' ``sum()`` count every
-worker once per target). Each worker takes a slot name ``w0``..``wN-1`` that the worker
-started in place of a dead one reuses, so labels stay bounded across restarts. When a
-worker exits the master marks it dead (its live gauges go) and the janitor folds its
-files into the accumulators (its counters stay).
+worker once per target). A worker that gunicorn kills for its ``timeout`` (a loop frozen
+that long) is logged by the master with the stall its watchdog reported while frozen,
+and counted in ``corevo_worker_killed_total{reason="timeout"}``
+(:mod:`corevo_obs.integrations.frozen_kills`). Each worker takes a slot name
+``w0``..``wN-1`` that the worker started in place of a dead one reuses, so labels stay
+bounded across restarts. When a worker exits the master marks it dead (its live gauges
+go) and the janitor folds its files into the accumulators (its counters stay).
 
 In ``gunicorn.conf.py``::
 
@@ -36,9 +39,12 @@ from ..exposition import (
     MetricsServer,
     check_metrics_dir,
     enable_multiprocess,
+    exposition_registry,
     mark_process_dead,
+    multiprocess_dir,
 )
 from ..mpdir.hooks import ENV_PREFIX, ExitSettings
+from .frozen_kills import KillCounter, keep_ongoing, report_kill
 
 __all__ = [
     "GunicornSettings",
@@ -55,6 +61,8 @@ DEFAULT_COMPACT_EVERY: Final = 30.0
 #: ``corevo_instrumentation_errors_total{component=...}`` of a bad setting in these hooks
 CONFIG_COMPONENT: Final = "gunicorn-config"
 _server: dict[str, MetricsServer] = {}
+#: the master's count of the workers it killed, served beside the workers' aggregate
+KILLS: Final = KillCounter()
 
 
 @dataclass(frozen=True)
@@ -99,7 +107,10 @@ def when_ready(server: Any) -> None:
                           source="corevo gunicorn hooks")
     check_metrics_dir(directory)
     cfg = _resolved["master"] = master_settings()
+    registry = exposition_registry("host")
+    registry.register(KILLS)
     _server["master"] = MetricsServer(port=cfg.metrics_port, host=cfg.metrics_host,
+                                      registry=registry,
                                       compact_every=cfg.compact_every or None).start()
     server.log.info("corevo-obs metrics for all workers at %s", _server["master"].url)
 
@@ -117,10 +128,16 @@ def post_fork(server: Any, worker: Any) -> None:
     """Worker, right after the fork: its name, then multiprocess mode."""
     _server.clear()  # the master's server thread did not survive the fork
     os.environ[WORKER_ENV] = f"w{getattr(worker, 'corevo_slot', worker.age)}"
-    enable_multiprocess(compact_at_exit=_settings().compact_at_exit)
+    directory = enable_multiprocess(compact_at_exit=_settings().compact_at_exit)
+    keep_ongoing(directory)  # the stall it is frozen in, for child_exit to name
 
 
 def child_exit(server: Any, worker: Any) -> None:
     """Master, after a worker exited (however): its live gauges go now; its counters
-    are folded by the janitor's next pass."""
+    are folded by the janitor's next pass. A worker gunicorn aborted for its timeout is
+    logged with the stall it was frozen in, and counted."""
     mark_process_dead(worker.pid)
+    if getattr(worker, "aborted", False):
+        name = f"w{getattr(worker, 'corevo_slot', worker.age)}"
+        timeout = getattr(getattr(server, "cfg", None), "timeout", None)
+        report_kill(server.log, multiprocess_dir(), name, worker.pid, timeout, KILLS)

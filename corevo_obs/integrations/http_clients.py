@@ -11,6 +11,7 @@ a response is recorded by ``CorevoTransport`` only)::
 
     client = httpx.AsyncClient(event_hooks=httpx_async_hooks(dependency="model"))
     client = httpx.Client(event_hooks=httpx_hooks())
+    client = httpx.AsyncClient(transport=CorevoTransport(httpx.AsyncHTTPTransport()))
 
 aiohttp (request start -> end or exception)::
 
@@ -20,9 +21,12 @@ aiohttp (request start -> end or exception)::
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..stages import ExternalWait, current_stages
+
+if TYPE_CHECKING:
+    from .httpx_transport import CorevoTransport
 
 __all__ = [
     "CorevoTransport",
@@ -103,39 +107,12 @@ def aiohttp_trace_config(dependency: Dependency = None) -> Any:
     return config
 
 
-class CorevoTransport:
-    """An httpx transport wrapper that also times calls ending in an error.
+def __getattr__(name: str) -> Any:
+    """``CorevoTransport`` subclasses httpx's transports: httpx loads on first use only,
+    so the aiohttp helpers above work where httpx is not installed."""
+    if name == "CorevoTransport":
+        from .httpx_transport import CorevoTransport
 
-    ``httpx.AsyncClient(transport=CorevoTransport(httpx.AsyncHTTPTransport()))``; works
-    for sync transports too (``handle_request``).
-    """
-
-    def __init__(self, inner: Any, dependency: Dependency = None) -> None:
-        self._inner = inner
-        self._dependency = dependency
-
-    async def handle_async_request(self, request: Any) -> Any:
-        wait = _begin(self._dependency, request.url)
-        try:
-            response = await self._inner.handle_async_request(request)
-        except BaseException as exc:
-            _end(wait, exc)
-            raise
-        _end(wait)
-        return response
-
-    def handle_request(self, request: Any) -> Any:
-        wait = _begin(self._dependency, request.url)
-        try:
-            response = self._inner.handle_request(request)
-        except BaseException as exc:
-            _end(wait, exc)
-            raise
-        _end(wait)
-        return response
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    def close(self) -> None:
-        self._inner.close()
+        globals()[name] = CorevoTransport
+        return CorevoTransport
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -219,9 +219,12 @@ def _fmt_lag(health: LoopHealth, recent: RecentLag) -> str:
 
 def _fmt_stalls(health: LoopHealth, native: NativeStallCapture | None, count: int) -> str:
     reports = health.reports[-count:] if count > 0 else []
+    ongoing = health.watchdog.ongoing if health.watchdog is not None else None
+    now = [f"in progress now: {ongoing.format()}"] if ongoing is not None else []
     if not reports:
-        return f"worker {health.worker}: no stalls recorded"
-    out = [f"worker {health.worker}: last {len(reports)} of {len(health.reports)} stall(s)"]
+        return "\n".join([f"worker {health.worker}: no stalls recorded", *now])
+    out = [f"worker {health.worker}: last {len(reports)} of {len(health.reports)} stall(s)",
+           *now]
     for r in reports:
         ago = time.time() - r.ended_at
         out.append(f"[{ago:.1f}s ago] {r.format()}")

@@ -36,6 +36,7 @@ from prometheus_client import CollectorRegistry
 
 from ..core.errors import ConfigError, CorevoObsError
 from ..core.guard import absorb
+from ..core.lifecycle import renamed
 from ..core.settings import option, resolve
 from ..loop.stacks import FrameInfo, innermost_project_frame
 from ..loop.watchdog import StallReport, StallWatchdog
@@ -45,7 +46,6 @@ log = logging.getLogger("corevo_obs.integrations.pyspy")
 ENV_PREFIX: Final = "COREVO"  # PySpySettings: $COREVO_PYSPY
 CAPTURE_PREFIX: Final = "COREVO_PYSPY"  # CaptureSettings: $COREVO_PYSPY_MIN_STALL
 PYSPY_ENV: Final = "COREVO_PYSPY"
-MIN_STALL_ENV: Final = "COREVO_PYSPY_MIN_STALL"
 DEFAULT_TIMEOUT: Final = 5.0
 _LOOP_FUNCTIONS: Final = ("run_forever", "_run_once", "run_until_complete")
 
@@ -419,6 +419,18 @@ class NativeStallCapture:
         return self
 
     def stop(self, timeout: float | None = None) -> None:
+        """Deprecated: ``close()``."""
+        renamed(self, "stop", "close")
+        self.close(timeout)
+
+    def __enter__(self) -> NativeStallCapture:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self, timeout: float | None = None) -> None:
+        """Stop capturing and join the capture thread; safe to call twice."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(self.timeout + 1 if timeout is None else timeout)

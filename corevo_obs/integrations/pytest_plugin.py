@@ -24,13 +24,15 @@ from typing import Any, Final
 
 import pytest
 
+from ..core.errors import ConfigError, CorevoObsError
+
 DEFAULT_BUDGET: Final = 0.1
 GUARD_HELP: Final = "make calls to @blocking functions raise on an event loop's thread"
 BUDGET_HELP: Final = f"loop_probe budget in seconds (default {DEFAULT_BUDGET})"
 MODULES_HELP: Final = "modules imported before the guard whose @blocking functions it wraps"
 
 
-class LoopBlocked(AssertionError):
+class LoopBlocked(CorevoObsError, AssertionError):
     """The loop under a probe was blocked longer than the budget; carries the reports."""
 
     def __init__(self, message: str, reports: list[Any]) -> None:
@@ -54,7 +56,7 @@ class LoopProbe:
         project_roots: Iterable[str] = (),
     ) -> None:
         if not 0.002 <= budget <= 60:
-            raise ValueError(f"loop probe budget must be within 2 ms..60 s, got {budget}")
+            raise ConfigError(f"loop probe budget must be within 2 ms..60 s, got {budget}")
         self.budget = budget
         self.interval = min(interval, budget / 4)
         self.project_roots = tuple(project_roots)
@@ -84,7 +86,7 @@ class LoopProbe:
         import asyncio
         # A stall that ended just now is known only after the heartbeat ticks again.
         await asyncio.sleep(self.interval * 3)
-        await self._health.stop()
+        await self._health.aclose()
         self.reports = [r for r in self._health.reports if r.duration > self.budget]
         if self.reports and exc_type is None:
             raise LoopBlocked(self.describe(), self.reports)

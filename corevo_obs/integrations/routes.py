@@ -14,6 +14,7 @@ from collections.abc import Iterable, MutableMapping
 from typing import Any, Final
 
 __all__ = [
+    "STANDARD_METHODS",
     "UNMATCHED",
     "RouteCache",
     "starlette_route",
@@ -21,27 +22,27 @@ __all__ = [
 
 
 UNMATCHED: Final = "unmatched"
-_FULL, _PARTIAL = 2, 1  # starlette.routing.Match values; compared by value to stay import-free
+#: RFC 9110's methods and PATCH. Any other method a client sends is one kind, ``unmatched``:
+#: a method is client input, and ``X0``..``X129`` on a real route must not fill the kinds.
+STANDARD_METHODS: Final = frozenset(
+    ("GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"))
+_FULL: Final = 2  # starlette.routing.Match.FULL; compared by value to stay import-free
 
 
 def starlette_route(scope: MutableMapping[str, Any], routes: Iterable[Any]) -> str | None:
     """The template of the route that serves ``scope``, or None when none does.
 
-    A path whose method no route accepts (the router's 405) is named by the route whose
-    path matched, as the router names it.
+    A path whose method no route accepts (the router's 405, a partial match) is served by
+    no route: None, so methods a client makes up on a real path stay in one kind.
     """
-    partial: str | None = None
     for route in routes:
         try:
             match, child = route.matches(scope)
         except Exception:  # noqa: BLE001 - an exotic route must not break the request
             continue
-        value = getattr(match, "value", match)
-        if value == _FULL:
+        if getattr(match, "value", match) == _FULL:
             return _with_children(route, scope, child)
-        if value == _PARTIAL and partial is None:
-            partial = _with_children(route, scope, child)
-    return partial
+    return None
 
 
 def _with_children(

@@ -50,6 +50,7 @@ from prometheus_client import CollectorRegistry
 
 from ..core.errors import ConfigError, LeaseLost, LeaseRejected
 from ..core.guard import absorb
+from ..core.lifecycle import AsyncClosing, Closing
 from ..core.telemetry import Telemetry
 from ..observer import AcquireOutcome, MetricsObserver, Observer
 from .breaker import CircuitBreaker, ShortCircuited, open_pause
@@ -312,7 +313,7 @@ class _LeaseCore:
         return pause
 
 
-class LeaseStore(_LeaseCore, ABC):
+class LeaseStore(_LeaseCore, Closing, ABC):
     """A blocking lease store; every call is one short round trip or transaction."""
 
     @abstractmethod
@@ -405,7 +406,7 @@ class LeaseStore(_LeaseCore, ABC):
         return Hold(self, holder, wait, poll)
 
 
-class AsyncLeaseStore(_LeaseCore, ABC):
+class AsyncLeaseStore(_LeaseCore, AsyncClosing, ABC):
     """The same store for asyncio: primitives are coroutines."""
 
     @abstractmethod
@@ -426,7 +427,7 @@ class AsyncLeaseStore(_LeaseCore, ABC):
     async def declare_fresh(self) -> None:
         """See ``LeaseStore.declare_fresh``: only for a quota that is provably new."""
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         """Release backend resources (not the leases)."""
 
     async def acquire(self, holder: str | None = None) -> AsyncLease | None:

@@ -47,6 +47,7 @@ from typing import Any, Final
 
 from ..core.errors import ConfigError
 from ..core.guard import absorb
+from ..core.lifecycle import AsyncClosing, Closing
 from ..core.telemetry import Telemetry
 from .base import DEFAULT_POLL, AsyncHold, AsyncLease, Hold, Lease, _number
 from .sharded import _Keyed  # what a hold calls: acquire_within with the key bound
@@ -198,7 +199,7 @@ class _BufferCore:
         return {} if key is None else {"key": key}
 
 
-class LeaseBuffer(_BufferCore):
+class LeaseBuffer(_BufferCore, Closing):
     """The buffer on a blocking store (``ShardedLeaseStore`` or any ``LeaseStore``).
 
     Handles are the store's own ``Lease``; give them back with ``release(lease)`` (or use
@@ -285,7 +286,7 @@ class LeaseBuffer(_BufferCore):
             lease.release()
 
 
-class AsyncLeaseBuffer(_BufferCore):
+class AsyncLeaseBuffer(_BufferCore, AsyncClosing):
     """The buffer on an asyncio store (``AsyncShardedLeaseStore`` or any
     ``AsyncLeaseStore``); the same rules, coroutines for I/O, the sweeper a task."""
 
@@ -349,7 +350,7 @@ class AsyncLeaseBuffer(_BufferCore):
         if self._sweeper is None or self._sweeper.done():
             self._sweeper = asyncio.get_running_loop().create_task(loop())
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         if self._sweeper is not None:
             self._sweeper.cancel()
             self._sweeper = None

@@ -416,6 +416,6 @@ class AsyncRedisLeaseStore(_RedisSetup, AsyncLeaseStore):
     async def declare_fresh(self) -> None:
         await self._fresh_script(keys=self._fresh_keys)
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         if self._owned:
             await self.client.aclose()

@@ -73,6 +73,7 @@ from typing import Any, Final, TypeVar
 
 from ..core.errors import ConfigError, LeaseRejected
 from ..core.guard import absorb
+from ..core.lifecycle import AsyncClosing, Closing
 from ..core.telemetry import HasTelemetry, Telemetry
 from .base import (
     DEFAULT_POLL,
@@ -424,7 +425,7 @@ class _Keyed:
         return self.store.acquire_within(wait, key=self.key, holder=holder, poll=poll)
 
 
-class ShardedLeaseStore(_ShardCore):
+class ShardedLeaseStore(_ShardCore, Closing):
     """A sharded quota on a blocking client (``RedisCluster`` or plain ``Redis``).
 
     ``client`` is shared by the shards; ``store_options`` (``timeout``,
@@ -513,7 +514,7 @@ class ShardedLeaseStore(_ShardCore):
             s.close()
 
 
-class AsyncShardedLeaseStore(_ShardCore):
+class AsyncShardedLeaseStore(_ShardCore, AsyncClosing):
     """The sharded quota on an asyncio client (``redis.asyncio.cluster.RedisCluster`` or
     ``redis.asyncio.Redis``); the same options, coroutines for I/O."""
 
@@ -585,11 +586,11 @@ class AsyncShardedLeaseStore(_ShardCore):
         for s in [*self.shards, self.rebalancer]:
             await s.declare_fresh()
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         if self._task is not None:
             self._task.cancel()
             self._task = None
         for s in [*self.shards, self.rebalancer]:
-            await s.close()
+            await s.aclose()
 
 

@@ -241,5 +241,5 @@ class AsyncSqliteLeaseStore(_SqliteOptions, AsyncLeaseStore):
     async def server_time(self) -> float:
         return await asyncio.to_thread(self._rows.now)
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         await asyncio.to_thread(self._rows.close)

@@ -5,7 +5,8 @@ it) is drawn from the workload's seed before anything is sent, one random stream
 mix entry so adding an entry does not move the others; its digest is in the report, so
 two runs of one file and seed are the same plan. Probes (the unrelated heartbeat and the
 first-event request) run on their own connections at a fixed rate, first alone for the
-idle baseline, then beside the load.
+idle baseline, then beside the load. A redirect off loopback is never followed
+(``loopback``): the request's outcome is ``redirect_refused``, judged as an error.
 """
 
 from __future__ import annotations
@@ -14,12 +15,12 @@ import asyncio
 import hashlib
 import json
 import random
-import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from .loopback import OffLoopback, loopback_only
 from .workload import MixEntry, ProbeSpec, Workload
 
 DEFAULT_TIMEOUT: Final = 30.0
@@ -133,10 +134,11 @@ class Driver:
         import aiohttp
 
         r = self.result
-        async with aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=self.w.max_in_flight)) as mix, \
-                aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=1)) as hb, \
-                aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=1)) as fe:
+        def session(limit: int) -> aiohttp.ClientSession:
+            return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=limit),
+                                         middlewares=(loopback_only,))
+
+        async with session(self.w.max_in_flight) as mix, session(1) as hb, session(1) as fe:
             stop = asyncio.Event()
             probes = [asyncio.create_task(self._probe(hb, self.w.heartbeat, r.heartbeat, stop))]
             if self.w.first_event is not None:
@@ -243,6 +245,8 @@ class Driver:
         except asyncio.CancelledError:
             out.outcome = "unfinished"
             raise
+        except OffLoopback:
+            out.outcome = "redirect_refused"
         except (aiohttp.ClientError, OSError, RuntimeError) as exc:
             out.outcome = "connection_error"
             out.status = None
@@ -310,10 +314,3 @@ async def _slow_body(size: int, seconds: float) -> Any:
         sent += piece
         if sent < size and seconds > 0:
             await asyncio.sleep(seconds / steps)
-
-
-def run_driver(workload: Workload, base_url: str, *, clock: Callable[[], float] = time.monotonic,
-               kill: Callable[[], Awaitable[dict[str, Any]]] | None = None,
-               on_phase: Callable[[str], Awaitable[None]] | None = None) -> DriverResult:
-    return asyncio.run(Driver(workload, base_url, clock=clock, kill=kill,
-                              on_phase=on_phase).run())

@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 import threading
 import time
-import urllib.request
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from typing import Any, Final
 from prometheus_client.parser import text_string_to_metric_families
 
 from ..core.catalog import CATALOG
+from .loopback import urlopen
 
 Labels = tuple[tuple[str, str], ...]
 Samples = dict[tuple[str, Labels], float]
@@ -72,7 +72,7 @@ class Scraper:
     def scrape(self) -> Snapshot | None:
         at = self.clock()
         try:
-            with urllib.request.urlopen(self.url, timeout=2) as reply:
+            with urlopen(self.url, timeout=2) as reply:
                 text = reply.read().decode("utf-8", errors="replace")
             return Snapshot(at, parse(text))
         except (OSError, ValueError) as exc:
@@ -115,7 +115,7 @@ def parse(text: str) -> Samples:
 
 
 def fetch(url: str) -> Samples:
-    with urllib.request.urlopen(url, timeout=5) as reply:
+    with urlopen(url, timeout=5) as reply:
         return parse(reply.read().decode("utf-8", errors="replace"))
 
 

@@ -20,8 +20,9 @@ from typing import Any
 
 from . import observe
 from .driver import Driver
+from .loopback import check_loopback
 from .report import write_report
-from .server import LogTail, Target, check_loopback, serve_app
+from .server import LogTail, Target, serve_app
 from .upstream import start_upstream
 from .verdicts import Observations, Verdict, judge
 from .workload import Workload, WorkloadError
@@ -99,7 +100,8 @@ def run_loadtest(app: str, workload: Workload, *, workers: int, out_dir: Path,
         if not target.served and target.log is not None:
             time.sleep(0.3)  # the last lines the app wrote
             target.log.join()
-        stalls = list(target.log.stalls) if target.log else []
+        # a stall still going on when the run ends counts with its age so far
+        stalls = [*target.log.stalls, *target.log.ongoing.values()] if target.log else []
         load_stalls = [s for s in stalls if s.at >= result.load_start - 0.5]
         obs = _observations(scraper, result, load_stalls, upstream.stats(),
                             stalls_logged=target.log is not None)

@@ -8,13 +8,12 @@ aiohttp worker with the suite's hooks. Worker output is kept in ``server.log`` a
 while it is written, for the watchdog's stall lines ("event loop of worker w1 stalled
 0.401s at app.py:70:report"), which carry the blocking line the metrics cannot.
 
-A URL must name a loopback host: the tool never sends load anywhere else.
+A URL must name a loopback host: the tool never sends load anywhere else (``loopback``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import os
 import re
 import signal
@@ -24,18 +23,19 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.parse
-import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from .loopback import urlopen
 from .workload import WorkloadError
 
 _STALL = re.compile(
     r"(?:\[(?P<cause>\w+)\] )?"
-    r"event loop of worker (?P<worker>\S+) stalled (?P<duration>[0-9.]+)s at (?P<where>.+?)"
+    r"event loop of worker (?P<worker>\S+) "
+    r"(?:stalled (?P<duration>[0-9.]+)s|(?P<ongoing>STILL STALLED), (?P<so_far>[0-9.]+)s so far,)"
+    r" at (?P<where>.+?)"
     r"(?: \((?P<more>\d+) more since the last report\))?\s*$")
 _DETECT = r"""
 import importlib, inspect, os, sys
@@ -74,6 +74,7 @@ class StallLine:
     function: str | None
     suppressed: int = 0
     cause: str | None = None
+    ongoing: bool = False  # an in-progress report: the stall had lasted ``duration`` so far
 
     @property
     def where(self) -> str:
@@ -85,7 +86,8 @@ class StallLine:
         return {"at_seconds": round(self.at, 3), "worker": self.worker,
                 "duration_seconds": self.duration, "file": self.file, "line": self.line,
                 "function": self.function, "where": self.where,
-                "suppressed_before": self.suppressed, "cause": self.cause}
+                "suppressed_before": self.suppressed, "cause": self.cause,
+                "ongoing": self.ongoing}
 
 
 def parse_stall_line(text: str, at: float) -> StallLine | None:
@@ -97,8 +99,8 @@ def parse_stall_line(text: str, at: float) -> StallLine | None:
     parts = where.rsplit(":", 2)
     if len(parts) == 3 and parts[1].isdigit():
         file, line, function = parts[0], int(parts[1]), parts[2]
-    return StallLine(at, m["worker"], float(m["duration"]), file, line, function,
-                     int(m["more"] or 0), m["cause"])
+    return StallLine(at, m["worker"], float(m["duration"] or m["so_far"]), file, line, function,
+                     int(m["more"] or 0), m["cause"], ongoing=m["ongoing"] is not None)
 
 
 def _short(path: str) -> str:
@@ -106,24 +108,6 @@ def _short(path: str) -> str:
     with contextlib.suppress(ValueError):
         return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
     return path
-
-
-def check_loopback(url: str, what: str) -> str:
-    """The URL without a trailing slash; anything but a loopback host is refused."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise WorkloadError(f"not an http(s) URL: {url!r}", source=what)
-    host = parts.hostname
-    if host != "localhost":
-        try:
-            loopback = ipaddress.ip_address(host).is_loopback
-        except ValueError:
-            loopback = False
-        if not loopback:
-            raise WorkloadError(f"refusing non-loopback host {host!r}: the load test only "
-                                "drives apps on this machine (127.0.0.0/8, ::1, localhost)",
-                                source=what)
-    return url.rstrip("/")
 
 
 def _free_port() -> int:
@@ -143,6 +127,8 @@ class LogTail:
                  follow: bool = False) -> None:
         self.path = path
         self.stalls: list[StallLine] = []
+        #: per worker, a stall reported in progress that has not ended (yet)
+        self.ongoing: dict[str, StallLine] = {}
         self.tail: list[str] = []
         self._clock = clock
         self._stream = stream
@@ -168,8 +154,12 @@ class LogTail:
                 text = raw.decode(errors="replace").rstrip("\n")
                 self.tail = (self.tail + [text])[-40:]
                 found = parse_stall_line(text, self._clock())
-                if found is not None and len(self.stalls) < 10_000:
-                    self.stalls.append(found)
+                if found is not None and found.ongoing:
+                    self.ongoing[found.worker] = found  # the latest word on it
+                elif found is not None:
+                    self.ongoing.pop(found.worker, None)
+                    if len(self.stalls) < 10_000:
+                        self.stalls.append(found)
 
     def join(self, timeout: float = 5.0) -> None:
         self._done.set()
@@ -348,7 +338,7 @@ def _wait_ready(target: Target, timeout: float) -> None:
                 raise WorkloadError(f"the server exited with {proc.returncode} before it was "
                                     f"ready: {' | '.join(said) or 'no output'}", source="APP")
         if len(workers_reporting(target.metrics_url)) >= target.workers:
-            with contextlib.suppress(OSError), urllib.request.urlopen(
+            with contextlib.suppress(OSError), urlopen(
                     target.base_url + "/", timeout=2):
                 pass
             return
@@ -361,7 +351,7 @@ def _wait_ready(target: Target, timeout: float) -> None:
 def workers_reporting(metrics_url: str) -> set[str]:
     """Workers whose heartbeat gauge the endpoint serves (empty when it does not answer)."""
     try:
-        with urllib.request.urlopen(metrics_url, timeout=2) as reply:
+        with urlopen(metrics_url, timeout=2) as reply:
             text = reply.read().decode(errors="replace")
     except OSError:
         return set()

@@ -20,11 +20,11 @@ import selectors
 import signal
 import subprocess
 import sys
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .loopback import urlopen
 from .workload import UpstreamSpec
 
 STATS_PATH = "/_corevo/stats"
@@ -47,7 +47,7 @@ class Upstream:
 
     def stats(self) -> dict[str, int]:
         try:
-            with urllib.request.urlopen(self.url.rstrip("/") + STATS_PATH, timeout=5) as r:
+            with urlopen(self.url.rstrip("/") + STATS_PATH, timeout=5) as r:
                 return {k: int(v) for k, v in json.loads(r.read()).items()}
         except (OSError, ValueError):
             return {}

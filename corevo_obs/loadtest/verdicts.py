@@ -234,7 +234,7 @@ def _upstream(w: Workload, o: Observations) -> Verdict:
     lo, hi = kill.get("at", -1.0), kill.get("replaced_at") or kill.get("at", -1.0) + 2.0
     mine = [x for x in o.driver.outcomes if x.entry in entries]
     judged = [x for x in mine if x.outcome in ("ok", "error_5xx", "error_4xx",
-                                               "connection_error")]
+                                               "connection_error", "redirect_refused")]
     killed = [x for x in judged if x.outcome == "connection_error" and lo <= x.started <= hi]
     judged = [x for x in judged if x not in killed]
     errors = sum(1 for x in judged if x.outcome != "ok")

@@ -22,14 +22,12 @@ cause, in this order:
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
 from . import schedstat
 from .cgroup import CgroupProbe, throttled
-from .gcwatch import GcWatch
 from .stacks import FrameFilter, FrameInfo, capture_thread
 
 CAUSES: Final = ("blocking", "import", "gc", "gil", "starved", "throttled", "unknown")
@@ -46,11 +44,6 @@ read would release it, and under a busy thread getting it back costs a switch in
 Sched = tuple[float, bytes | None, tuple[bytes | None, ...]]
 """Taken by the watchdog thread at each of its wakes: (monotonic time, the loop thread's
 schedstat, the cgroup cpu.stat files)."""
-
-
-def beat_reading(now: float, gc_watch: GcWatch) -> Beat:
-    """About 0.6 µs: two clock calls and an attribute read."""
-    return (now, time.thread_time_ns(), time.process_time_ns(), gc_watch.total)
 
 
 class Probe:

@@ -11,6 +11,7 @@ from typing import Any, Final
 from prometheus_client import CollectorRegistry
 
 from ..core.identity import worker_name
+from ..core.lifecycle import renamed
 from ..core.settings import option, resolve
 from ..core.telemetry import HasTelemetry, Telemetry
 from .lag import DEFAULT_INTERVAL, LoopLagSampler
@@ -18,8 +19,10 @@ from .watchdog import (
     DEFAULT_CHECK_INTERVAL,
     DEFAULT_LOG_INTERVAL,
     DEFAULT_MAX_REPORTS,
+    DEFAULT_ONGOING_AFTER,
     DEFAULT_STACK_FRAMES,
     DEFAULT_THRESHOLD,
+    LOG_FORMATS,
     StallReport,
     StallWatchdog,
 )
@@ -33,7 +36,9 @@ class LoopHealthConfig:
 
     ``watchdog=False`` keeps only the sampler and heartbeat (no side thread);
     ``stack_frames`` is how many innermost frames a stall report prints as they are
-    (above them only the host's frames, library runs folded). ``worker`` comes from the
+    (above them only the host's frames, library runs folded). A stall still going on
+    after ``ongoing_after`` seconds is logged at once and again at doubling ages;
+    ``log_format="json"`` makes each stall record one JSON line. ``worker`` comes from the
     argument or ``$COREVO_WORKER`` (``core.identity.worker_name``), never from
     ``$COREVO_LOOP_WORKER``. A bad value is a ``ConfigError`` naming its source; the
     config is immutable (``dataclasses.replace`` makes a changed copy).
@@ -57,6 +62,8 @@ class LoopHealthConfig:
     watchdog: bool = option(True)
     stack_frames: int = option(DEFAULT_STACK_FRAMES, minimum=0, maximum=1000)
     project_roots: tuple[str, ...] = option(())
+    ongoing_after: float = option(DEFAULT_ONGOING_AFTER, minimum=0, maximum=3600)
+    log_format: str = option("text", choices=LOG_FORMATS)
 
     @classmethod
     def resolve(cls, *, caller: str = "install_loop_health",
@@ -99,6 +106,8 @@ class LoopHealth(HasTelemetry):
                 log_interval=config.log_interval,
                 project_roots=config.project_roots,
                 stack_frames=config.stack_frames,
+                ongoing_after=config.ongoing_after,
+                log_format="json" if config.log_format == "json" else "text",
             )
             self.sampler.add_listener(self.watchdog.beat)
         self._task: asyncio.Task[None] | None = None
@@ -120,18 +129,24 @@ class LoopHealth(HasTelemetry):
         # The loop is shutting down (or someone cancelled the sampler): a watchdog with
         # no beats would report one endless stall, so it goes too.
         if self.watchdog is not None:
-            self.watchdog.request_stop()
+            self.watchdog._request_stop()
 
-    async def stop(self) -> None:
-        await self.sampler.stop()
+    async def aclose(self) -> None:
+        """Stop the sampler and the watchdog; safe to call twice."""
+        await self.sampler.aclose()
         if self.watchdog is not None:
             await self.watchdog.aclose()
+
+    async def stop(self) -> None:
+        """Deprecated: ``await aclose()``."""
+        renamed(self, "stop", "aclose")
+        await self.aclose()
 
     async def __aenter__(self) -> LoopHealth:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
+        await self.aclose()
 
 
 def install_loop_health(

@@ -16,6 +16,8 @@ from typing import Any, Final
 from prometheus_client import CollectorRegistry
 
 from ..core import guard
+from ..core.errors import ConfigError
+from ..core.lifecycle import renamed
 from ..core.telemetry import HasTelemetry, Telemetry
 
 DEFAULT_INTERVAL: Final = 0.02
@@ -32,7 +34,7 @@ class LoopLagSampler(HasTelemetry):
 
         sampler = LoopLagSampler(worker="w0")
         task = sampler.start()
-        await sampler.stop()
+        await sampler.aclose()
     """
 
     def __init__(
@@ -45,7 +47,7 @@ class LoopLagSampler(HasTelemetry):
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
         if not 0.001 <= interval <= 60:
-            raise ValueError(f"lag sampler interval must be within 1 ms..60 s, got {interval}")
+            raise ConfigError(f"lag sampler interval must be within 1 ms..60 s, got {interval}")
         self.interval = interval
         self.telemetry = Telemetry.resolve(worker, registry, telemetry)
         self._wall = wall_clock
@@ -70,6 +72,21 @@ class LoopLagSampler(HasTelemetry):
         return self._task
 
     async def stop(self) -> None:
+        """Deprecated: ``await aclose()``."""
+        renamed(self, "stop", "aclose")
+        await self.aclose()
+
+    async def __aenter__(self) -> LoopLagSampler:
+        """Starts sampling the running loop (unless already started)."""
+        if self._task is None or self._task.done():
+            self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Stop sampling; safe to call twice."""
         task, self._task = self._task, None
         if task is None:
             return

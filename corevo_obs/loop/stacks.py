@@ -249,11 +249,6 @@ def frame_filter(project_roots: tuple[str, ...] = ()) -> FrameFilter:
     return FrameFilter.resolved(project_roots)
 
 
-def is_library_file(filename: str) -> bool:
-    """True for the stdlib, installed packages, frozen modules and the suite's own code."""
-    return not frame_filter().is_project(filename)
-
-
 def innermost_project_frame(
     frames: Sequence[FrameInfo], project_roots: Iterable[str] = ()
 ) -> FrameInfo | None:

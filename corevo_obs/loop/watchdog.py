@@ -2,8 +2,12 @@
 
 The loop thread only stamps a beat (cheap). The watchdog thread notices when no beat has
 arrived for longer than the threshold, grabs the loop thread's stack while the stall is
-still going on (so the innermost frame is the blocking call), and, when the loop comes
-back, records the stall's duration, keeps a bounded history and logs one warning.
+still going on (so the innermost frame is the blocking call), and reports it while it
+lasts: a stall past ``ongoing_after`` is logged at once and again at doubling intervals,
+and the ``corevo_event_loop_stall_in_progress_seconds`` gauge carries its age, because a
+worker frozen for good may be killed (gunicorn's timeout, a liveness probe) before it
+comes back. When the loop comes back the stall's duration is recorded, a bounded history
+kept and one final warning logged.
 
 A stall that holds the GIL in C code cannot be caught in the act; it is still counted
 when it ends, with ``captured=False``.
@@ -13,17 +17,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
+import os
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Literal, Self
 
 from prometheus_client import CollectorRegistry
 
 from ..core import guard
+from ..core.errors import ConfigError
+from ..core.lifecycle import renamed
 from ..core.telemetry import HasTelemetry, Telemetry
 from . import schedstat
 from .causes import (
@@ -48,6 +56,9 @@ DEFAULT_CHECK_INTERVAL: Final = 0.05
 DEFAULT_MAX_REPORTS: Final = 50
 DEFAULT_LOG_INTERVAL: Final = 5.0
 DEFAULT_STACK_FRAMES: Final = 6
+DEFAULT_ONGOING_AFTER: Final = 1.0
+LogFormat = Literal["text", "json"]
+LOG_FORMATS: Final = ("text", "json")
 _MIN_WAIT: Final = 0.002
 _MAX_WAIT: Final = 1.0
 _MAX_SAMPLES: Final = 8  # stacks kept per stall (the first and later changes)
@@ -82,6 +93,13 @@ class StallReport:
     idle: bool = False
     blocker: BusyThread | None = None
     measures: Mapping[str, float] = field(default_factory=dict, compare=False)
+    ongoing: bool = False
+    pid: int = field(default_factory=os.getpid, compare=False)
+
+    @property
+    def started_at(self) -> float:
+        """Unix time the stall began (``ended_at`` is the report's time while ``ongoing``)."""
+        return self.ended_at - self.duration
 
     @property
     def where(self) -> str:
@@ -94,6 +112,9 @@ class StallReport:
     def headline(self) -> str:
         """``[cause] event loop of worker W stalled Ds at file:line:function``: the cause
         leads, and the line still ends with where (what log parsers read)."""
+        if self.ongoing:
+            return (f"[{self.cause}] event loop of worker {self.worker} STILL STALLED, "
+                    f"{self.duration:.3f}s so far, at {self.where}")
         return (f"[{self.cause}] event loop of worker {self.worker} stalled "
                 f"{self.duration:.3f}s at {self.where}")
 
@@ -114,10 +135,23 @@ class StallReport:
             lines.extend(f"    {f}" for f in self.blocker.frames[-_BLOCKER_LINES:])
         return "\n".join(lines)
 
+    def log_line(self, log_format: LogFormat = "text") -> str:
+        """The report as one log record that stands alone in any host's log: time (UTC),
+        pid and worker lead the text form; ``json`` is one line for log pipelines."""
+        when = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(self.ended_at)) + (
+            f".{int(self.ended_at % 1 * 1000):03d}Z")
+        if log_format == "json":
+            return json.dumps({"event": "stall", "time": when, "headline": self.headline(),
+                               **self.as_dict()}, separators=(",", ":"))
+        return f"{when} pid={self.pid} worker={self.worker} {self.format()}"
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "worker": self.worker,
+            "pid": self.pid,
+            "ongoing": self.ongoing,
             "duration_seconds": round(self.duration, 6),
+            "started_at": self.started_at,
             "ended_at": self.ended_at,
             "captured": self.captured,
             "cause": self.cause,
@@ -160,13 +194,26 @@ class StallWatchdog(HasTelemetry):
         log_interval: float = DEFAULT_LOG_INTERVAL,
         project_roots: Iterable[str] = (),
         stack_frames: int = DEFAULT_STACK_FRAMES,
+        ongoing_after: float = DEFAULT_ONGOING_AFTER,
+        log_format: LogFormat = "text",
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
-        if threshold <= 0 or check_interval <= 0:
-            raise ValueError("stall threshold and check interval must be positive")
+        problems = [f"{name}={value!r} must be positive" for name, value in
+                    (("threshold", threshold), ("check_interval", check_interval))
+                    if not value > 0]
         if stack_frames < 0:
-            raise ValueError(f"stack_frames must be 0 or more, got {stack_frames}")
+            problems.append(f"stack_frames={stack_frames!r} must be 0 or more")
+        if not ongoing_after >= 0:
+            problems.append(f"ongoing_after={ongoing_after!r} must be 0 or more")
+        if log_format not in LOG_FORMATS:
+            problems.append(f"log_format={log_format!r} must be one of {LOG_FORMATS}")
+        if problems:
+            raise ConfigError("; ".join(problems), source="StallWatchdog")
+        self.ongoing_after = ongoing_after
+        self.log_format: LogFormat = log_format
+        #: the stall going on now as last reported (None when the loop runs)
+        self.ongoing: StallReport | None = None
         self.threshold = threshold
         self.check_interval = check_interval
         self.beat_interval = beat_interval
@@ -184,6 +231,8 @@ class StallWatchdog(HasTelemetry):
         self._suppressed = 0
         self._stalls = self.telemetry.child("corevo_event_loop_stalls_total")
         self._stall_seconds = self.telemetry.child("corevo_event_loop_stall_seconds")
+        self._in_progress = self.telemetry.child("corevo_event_loop_stall_in_progress_seconds")
+        self._in_progress_value = 0.0
         self._by_cause = {
             c: self.telemetry.child("corevo_event_loop_stalls_by_cause_total", cause=c)
             for c in CAUSES
@@ -238,20 +287,21 @@ class StallWatchdog(HasTelemetry):
         self._stop.clear()
         self._exited = False
         self._gc.install()
+        self._set_in_progress(0.0, force=True)
         self._thread = threading.Thread(
             target=self._run, name=f"corevo-stall-watchdog[{self.worker}]", daemon=True
         )
         self._thread.start()
         return self
 
-    def request_stop(self) -> None:
+    def _request_stop(self) -> None:
         """Ask the thread to finish (it records what is left, then ends); never blocks."""
         self._stop.set()
         self._gc.uninstall()
 
-    def stop(self, timeout: float = 2.0) -> None:
+    def close(self, timeout: float = 2.0) -> None:
         """Stop and wait up to ``timeout`` for the thread (use :meth:`aclose` on a loop)."""
-        self.request_stop()
+        self._request_stop()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
@@ -266,7 +316,7 @@ class StallWatchdog(HasTelemetry):
             alive = self._thread is not None and not self._exited
             if alive:
                 self._on_exit = lambda: loop.call_soon_threadsafe(_settle, ended)
-        self.request_stop()
+        self._request_stop()
         if alive:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(_CLOSE_TIMEOUT):
@@ -277,6 +327,23 @@ class StallWatchdog(HasTelemetry):
                     break
                 await asyncio.sleep(0.001)
         self._finish()
+
+    def stop(self, timeout: float = 2.0) -> None:
+        """Deprecated: :meth:`close` (the sync verb) or :meth:`aclose` on a loop."""
+        renamed(self, "stop", "close")
+        self.close(timeout)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     def _finish(self) -> None:
         thread = self._thread
@@ -376,7 +443,69 @@ class StallWatchdog(HasTelemetry):
                 self._sample(pending)
             if self._pending is None and self.stalled_for >= self.threshold:
                 self._catch()
+            ongoing = self._progress()
+        if ongoing is not None:
+            self._announce(ongoing)
         self._record_all(reports)
+
+    def _progress(self) -> StallReport | None:
+        """The in-progress gauge follows the stall; past ``ongoing_after`` and then at
+        doubling ages, a report of it as it is now. The caller holds _state."""
+        pending = self._pending
+        if pending is None or self._last_beat > pending.at or self._ended:
+            self.ongoing = None
+            self._set_in_progress(0.0)
+            return None
+        age = self.stalled_for
+        self._set_in_progress(age)
+        if age < max(self.ongoing_after, pending.next_report):
+            return None
+        pending.next_report = 2 * age
+        pending.announced = True
+        self.ongoing = self._ongoing_report(pending, age)
+        return self.ongoing
+
+    def _ongoing_report(self, pending: _Pending, age: float) -> StallReport:
+        """What is known now, from the stack as it is (the call it is stuck in)."""
+        assert self._loop_thread is not None
+        frames = capture_thread(self._loop_thread) or pending.samples[-1]
+        native = self._loop_native
+        caught = Caught(samples=(frames,),
+                        syscall=schedstat.syscall(native) if native else pending.syscall,
+                        state=schedstat.state(native) if native else pending.state)
+        why = attribute(age, None, caught, self.frame_filter, pending.blocker)
+        return StallReport(
+            worker=self.worker, duration=age, ended_at=self._wall(), frames=frames,
+            culprit=why.culprit, captured=True,
+            detected_after=pending.at - (self._last_beat + self.beat_interval),
+            cause=why.cause, summary=why.summary, evidence=why.evidence,
+            project_frames=self.frame_filter.project_frames(frames),
+            stack=tuple(self.frame_filter.trimmed(frames, self.stack_frames, why.culprit)),
+            idle=self.frame_filter.is_idle(frames), blocker=why.blocker, ongoing=True,
+        )
+
+    def _announce(self, report: StallReport) -> None:
+        """Log an in-progress report now: never throttled (at most log2 of the stall's
+        age of them), and for the ongoing listeners (a host's file, the gunicorn master)."""
+        try:
+            log.warning("%s", report.log_line(self.log_format),
+                        extra={"corevo_stall": report.as_dict()})
+        except Exception as exc:  # noqa: BLE001 - a broken log handler is the host's
+            guard.absorb("stall_log", exc, telemetry=self.telemetry)
+        for listener in _ongoing_listeners:
+            try:
+                listener(report)
+            except Exception as exc:  # noqa: BLE001
+                guard.absorb("stall_listener", exc, telemetry=self.telemetry)
+
+    def _set_in_progress(self, age: float, *, force: bool = False) -> None:
+        if age == self._in_progress_value and not force:
+            return
+        self._in_progress_value = age
+        try:
+            self._in_progress.set(age)
+        except Exception as exc:  # noqa: BLE001 - a full metrics dir: counted, not raised
+            guard.absorb("stall_metrics", exc, telemetry=self.telemetry)
 
     def _catch(self) -> None:
         """The loop is stalled now: take its stack, state and syscall; caller holds _state."""
@@ -399,13 +528,14 @@ class StallWatchdog(HasTelemetry):
         if frames is not None and frames != pending.samples[-1]:
             pending.samples.append(frames)
 
-    def _drain_ended(self, find_blocker: _BlockerFinder | None = None) -> list[StallReport]:
+    def _drain_ended(self, find_blocker: _BlockerFinder | None = None
+                     ) -> list[tuple[StallReport, bool]]:
         """Pair each ended stall with what was caught during it; the caller holds _state.
 
         The watchdog thread passes ``find_blocker`` (it reads /proc for a busy thread's
         stack); the loop thread's final drain passes None and touches no file.
         """
-        reports: list[StallReport] = []
+        reports: list[tuple[StallReport, bool]] = []
         found: list[BusyThread | None] = []
 
         def once() -> BusyThread | None:  # one look per batch: CPU since the last look
@@ -418,8 +548,9 @@ class StallWatchdog(HasTelemetry):
             pending, self._pending = self._pending, None
             if pending is not None and pending.at > woke:
                 self._pending, pending = pending, None  # belongs to a later stall
-            reports.append(self._report(woke, lag, before, after, pending,
-                                        once if find_blocker is not None else None))
+            report = self._report(woke, lag, before, after, pending,
+                                  once if find_blocker is not None else None)
+            reports.append((report, pending is not None and pending.announced))
         return reports
 
     def _find_blocker(self) -> BusyThread | None:
@@ -481,12 +612,19 @@ class StallWatchdog(HasTelemetry):
             measures=window.measures() if window is not None else {},
         )
 
-    def _record_all(self, reports: list[StallReport]) -> None:
+    def _record_all(self, reports: list[tuple[StallReport, bool]]) -> None:
         """Outside _state: a slow listener (a py-spy capture) must not hold up stop()."""
-        for report in reports:
-            self._record(report)
+        if reports:
+            self._set_in_progress(0.0)
+            for listener in _ongoing_listeners:  # the stall is over: nothing in progress
+                try:
+                    listener(None)
+                except Exception as exc:  # noqa: BLE001
+                    guard.absorb("stall_listener", exc, telemetry=self.telemetry)
+        for report, announced in reports:
+            self._record(report, announced)
 
-    def _record(self, report: StallReport) -> None:
+    def _record(self, report: StallReport, announced: bool = False) -> None:
         self.reports.append(report)
         try:
             self._stalls.inc()
@@ -495,7 +633,7 @@ class StallWatchdog(HasTelemetry):
         except Exception as exc:  # noqa: BLE001
             guard.absorb("stall_metrics", exc, telemetry=self.telemetry)
         try:
-            self._log(report)
+            self._log(report, announced)
         except Exception as exc:  # noqa: BLE001 - a broken log handler is the host's
             guard.absorb("stall_log", exc, telemetry=self.telemetry)
         for listener in self._listeners:
@@ -504,16 +642,18 @@ class StallWatchdog(HasTelemetry):
             except Exception as exc:  # noqa: BLE001
                 guard.absorb("stall_listener", exc, telemetry=self.telemetry)
 
-    def _log(self, report: StallReport) -> None:
+    def _log(self, report: StallReport, announced: bool = False) -> None:
+        """Throttled to one report per ``log_interval`` (the rest counted into the next),
+        except the end of a stall that was announced while it lasted."""
         with self._state:
             now = self._clock()
-            if now - self._last_log < self._log_interval:
+            if now - self._last_log < self._log_interval and not announced:
                 self._suppressed += 1
                 return
             self._last_log = now
             suppressed, self._suppressed = self._suppressed, 0
-        text = report.format()
-        if suppressed:
+        text = report.log_line(self.log_format)
+        if suppressed and self.log_format == "text":
             first, _, rest = text.partition("\n")
             text = f"{first} ({suppressed} more since the last report)" + (
                 f"\n{rest}" if rest else "")
@@ -530,6 +670,20 @@ class _Pending:
     state: str | None
     syscall: str | None
     blocker: BusyThread | None = None
+    next_report: float = 0.0  # the age at which the next in-progress report is due
+    announced: bool = False
+
+
+OngoingListener = Callable[["StallReport | None"], None]
+#: process-wide: called on a watchdog thread with each in-progress report, and with None
+#: when that stall ends (the gunicorn hooks keep the last one where the master reads it)
+_ongoing_listeners: list[OngoingListener] = []
+
+
+def add_ongoing_listener(listener: OngoingListener) -> None:
+    """Hear every watchdog's in-progress reports in this process (and None at the end)."""
+    if listener not in _ongoing_listeners:
+        _ongoing_listeners.append(listener)
 
 
 def _settle(future: asyncio.Future[None]) -> None:

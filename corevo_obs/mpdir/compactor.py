@@ -80,15 +80,6 @@ class CompactionResult:
         self.reasons[path] = reason
 
 
-def read_entries(path: Path, *, accumulator: bool = False) -> Entries:
-    """All (key -> value, timestamp) of one file; raises on a corrupt or unsafe file."""
-    fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        return read_db(fd, path.name, str(path), accumulator=accumulator)
-    finally:
-        os.close(fd)
-
-
 def _why(exc: BaseException) -> str:
     if isinstance(exc, OSError):
         return exc.strerror or str(exc)

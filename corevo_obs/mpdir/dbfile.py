@@ -20,6 +20,7 @@ import struct
 from functools import lru_cache
 from typing import Final
 
+from ..core.errors import CorevoObsError
 from .safe import open_regular, pread_all
 
 Entries = dict[str, tuple[float, float]]  # key -> (value, timestamp)
@@ -29,7 +30,7 @@ _HEADER: Final = 8
 _FIRST_READ: Final = 4096
 
 
-class CorruptFile(ValueError):
+class CorruptFile(CorevoObsError, ValueError):
     """The bytes are not a prometheus_client metric file."""
 
 

@@ -22,7 +22,6 @@ from .status import scan
 from .writers import record_writer
 
 ENV_PREFIX: Final = "COREVO"
-THRESHOLD_ENV: Final = "COREVO_COMPACT_AT_EXIT"
 DEFAULT_THRESHOLD: Final = 16
 #: an exiting worker gives up on compacting after this long behind a lock holder
 EXIT_COMMIT_WAIT: Final = 1.0

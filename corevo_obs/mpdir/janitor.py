@@ -12,6 +12,7 @@ import threading
 from pathlib import Path
 from typing import Final
 
+from ..core.errors import ConfigError
 from ..core.guard import absorb
 from .compactor import CompactionResult, compact_backlog
 from .lock import LockBusy
@@ -40,7 +41,7 @@ class Janitor:
         min_dead: int = 1,
     ) -> None:
         if interval <= 0:
-            raise ValueError("interval must be positive")
+            raise ConfigError("interval must be positive")
         self.directory = Path(directory)
         self.interval = interval
         self.min_dead = min_dead

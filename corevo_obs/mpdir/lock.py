@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Final
 
+from ..core.errors import CorevoObsError
 from .layout import COMPACT_LOCK_FILE, LOCK_FILE, STATE_DIR
 from .safe import DirFds, check_regular
 
@@ -38,7 +39,7 @@ COMPACT_WAIT: Final = 60.0
 _POLL_MAX: Final = 0.002  # short: a waiter must catch the gaps between shared holders
 
 
-class LockBusy(Exception):
+class LockBusy(CorevoObsError):
     """The lock stayed taken until the deadline (another compaction, a stopped holder)."""
 
 

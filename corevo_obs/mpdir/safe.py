@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Final
 
+from ..core.errors import CorevoObsError
 from ..core.guard import absorb
 from .layout import STATE_DIR
 
@@ -26,7 +27,7 @@ _READ_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 MAX_FILE_BYTES: Final = 512 << 20
 
 
-class UnsafeEntry(OSError):
+class UnsafeEntry(CorevoObsError, OSError):
     """A name in the directory is not what the suite writes there (a link, a FIFO, ...).
 
     An ``OSError`` so that callers that already turn file-system refusals into one line

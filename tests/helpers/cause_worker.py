@@ -121,7 +121,7 @@ async def main(ns: argparse.Namespace) -> dict[str, Any]:
     windows: Windows = []
     await inject(ns, windows)
     await asyncio.sleep(0.3)
-    await health.stop()
+    await health.aclose()
     if ns.mode == "gc":
         del graph
     by_cause = {

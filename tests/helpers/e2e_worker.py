@@ -256,7 +256,7 @@ async def main(ns: argparse.Namespace) -> None:
     if cancelling is not None:
         cancelling.cancel()
     await work.blob.aclose()
-    await health.stop()
+    await health.aclose()
     server.stop()
 
 

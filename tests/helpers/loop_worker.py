@@ -23,7 +23,7 @@ async def main(ns: argparse.Namespace) -> None:
     if ns.stall_for > 0:
         time.sleep(ns.stall_for)  # noqa: ASYNC251 - the injected freeze: sync call inside async def
     await asyncio.sleep(max(0.0, ns.run_for - ns.stall_after - ns.stall_for))
-    await health.stop()
+    await health.aclose()
     if server:
         server.stop()
     print(json.dumps({"reports": [r.as_dict() for r in health.reports]}), flush=True)

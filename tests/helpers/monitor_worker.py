@@ -90,7 +90,7 @@ async def main(port: int, webui_port: int, lease_db: str) -> None:
     gate.set()
     await adapter.aclose()
     await lease.release()
-    await health.stop()
+    await health.aclose()
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ async def queries(p: str, q: str, fd: int) -> None:
     os.path.getatime(p)  # error: ASYNC240
     os.path.getctime(p)  # error: ASYNC240
     os.path.samefile(p, q)  # error: ASYNC240
-    os.path.sameopenfile(fd, fd)  # error: ASYNC240
+    os.path.sameopenfile(fd, fd)  # descriptors, not paths: fstat, no lookup ([descriptors])
     osp.isdir(p)  # error: ASYNC240
     exists(p)  # error: ASYNC240
     getsize(p)  # error: ASYNC240

@@ -63,4 +63,4 @@ def backend(name: str):  # the usual shape: a cache in front of the import
 
 
 async def cached_first_use(name: str) -> None:
-    backend(name)  # import_module is flagged on the loop, not followed inside helpers
+    backend(name)  # error: COB110 (low confidence: import_module blocks on first use only)

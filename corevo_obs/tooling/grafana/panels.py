@@ -27,7 +27,6 @@ DATASOURCE: Final = "${datasource}"
 QUANTILES: Final = (0.5, 0.95, 0.99)
 WIDTH: Final = 12
 HEIGHT: Final = 8
-UNITS: Final = {"seconds": "s", "timestamp_seconds": "dateTimeAsIso"}
 
 Query = tuple[str, str]  # (PromQL, legend)
 

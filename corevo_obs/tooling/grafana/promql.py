@@ -15,6 +15,7 @@ import re
 from typing import Final
 
 from ...core.catalog import MetricSpec
+from ...core.errors import CatalogError
 
 __all__ = [
     "PROMQL_BUILTIN_METRICS",
@@ -49,7 +50,7 @@ def _by(labels: tuple[str, ...]) -> str:
 def quantile(s: MetricSpec, q: float, *, by: tuple[str, ...] = ("worker",)) -> str:
     """Per-``by`` quantile of a histogram over the rate interval."""
     if s.kind != "histogram":
-        raise ValueError(f"{s.name} is a {s.kind}, not a histogram")
+        raise CatalogError(f"{s.name} is a {s.kind}, not a histogram")
     keep = tuple(lb for lb in by if lb in s.labels)
     inner = f"rate({selector(s, f'{s.name}_bucket')}[{RATE}])"
     return f"histogram_quantile({q}, sum by ({_by(('le', *keep))}) ({inner}))"
@@ -58,7 +59,7 @@ def quantile(s: MetricSpec, q: float, *, by: tuple[str, ...] = ("worker",)) -> s
 def counter_rate(s: MetricSpec, *, by: tuple[str, ...] | None = None, **match: str) -> str:
     """Per-second rate of a counter (or a histogram's ``_count``), split by its labels."""
     if s.kind == "gauge":
-        raise ValueError(f"{s.name} is a gauge; rate() needs a counter")
+        raise CatalogError(f"{s.name} is a gauge; rate() needs a counter")
     sample = f"{s.name}_count" if s.kind == "histogram" else s.name
     keep = s.labels if by is None else by
     inner = f"rate({selector(s, sample, **match)}[{RATE}])"
@@ -68,7 +69,7 @@ def counter_rate(s: MetricSpec, *, by: tuple[str, ...] | None = None, **match: s
 def gauge(s: MetricSpec, *, agg: str = "max") -> str:
     """A gauge per label set, aggregated with ``max`` (never ``avg``) across targets."""
     if s.kind != "gauge":
-        raise ValueError(f"{s.name} is a {s.kind}, not a gauge")
+        raise CatalogError(f"{s.name} is a {s.kind}, not a gauge")
     return f"{agg} by ({_by(s.labels)}) ({selector(s)})" if s.labels else f"{agg}({selector(s)})"
 
 

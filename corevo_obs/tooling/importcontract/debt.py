@@ -7,7 +7,7 @@ number of new violations, which would defeat a list that may only shrink.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,8 +84,3 @@ def render_debt(lines_by_entry: Mapping[DebtEntry, Sequence[int]]) -> str:
         for entry, lines in sorted(lines_by_entry.items())
     ]
     return HEADER + "".join(f"{line}\n" for line in body)
-
-
-def entries_text(entries: Iterable[DebtEntry]) -> list[str]:
-    """Sorted display strings, for messages and summaries."""
-    return [str(e) for e in sorted(entries)]

@@ -43,7 +43,7 @@ from .call_catalog import Catalog
 from .model import CallSite, Edge, FileResult, Finding, FuncFacts, Pending
 from .narrowing import OPS, Args, Atom, Guard, Kind, Value, instance
 
-FORMAT = 4
+FORMAT = 5
 ENV = "COREVO_LINT_CACHE_DIR"
 DEFAULT_PARTS = (".corevo-cache", "lint")  # under the project root
 MAX_ENTRY = 16 << 20
@@ -264,13 +264,15 @@ def encode(result: FileResult) -> dict[str, object]:
 
 
 def _enc_finding(f: Finding) -> list[object]:
-    return [f.line, f.col, f.code, f.message, f.context, f.snippet]
+    return [f.line, f.col, f.code, f.message, f.context, f.snippet, f.confidence, list(f.via),
+            f.source]
 
 
 def _dec_finding(x: object, path: str) -> Finding:
-    line, col, code, msg, context, snippet = _list(x, 6)
+    line, col, code, msg, context, snippet, confidence, via, source = _list(x, 9)
     return Finding(path, _int(line), _int(col), _str(code), _str(msg), _str(context),
-                   _str(snippet))
+                   _str(snippet), _str(confidence), tuple(_str(v) for v in _list(via)),
+                   _str(source))
 
 
 def decode(x: object, path: str, module: str) -> FileResult:
@@ -431,10 +433,8 @@ class LintCache:
         if entry is None:
             return None
         try:
-            findings = [Finding(_str(p), _int(ln), _int(c), _str(code), _str(m), _str(ctx),
-                                _str(snip))
-                        for p, ln, c, code, m, ctx, snip in
-                        (_list(f, 7) for f in _list(entry["findings"]))]
+            findings = [_dec_finding(f[1:], _str(f[0]))
+                        for f in (_list(f, 10) for f in _list(entry["findings"]))]
         except Exception:  # noqa: BLE001 - a malformed entry is a miss
             self.stats.rejected += 1
             return None
@@ -442,9 +442,8 @@ class LintCache:
         return findings
 
     def store_tree(self, key: str, findings: Iterable[Finding]) -> None:
-        self._put(key, {"tree": True, "findings": [
-            [f.path, f.line, f.col, f.code, f.message, f.context, f.snippet]
-            for f in findings]})
+        self._put(key, {"tree": True, "findings": [[f.path, *_enc_finding(f)]
+                                                    for f in findings]})
 
     def _entry(self, key: str, expect: dict[str, object]) -> dict[str, Any] | None:
         """The verified JSON object of entry ``key`` whose fields include ``expect``."""

@@ -23,12 +23,15 @@ MARKERS = ("corevo_obs.blocking", "corevo_obs.core.marker.blocking")
 
 @dataclass(frozen=True)
 class ObjectRule:
-    """Methods of one type that block; ``methods=None`` means all but ``except_``."""
+    """Methods of one type that block; ``methods=None`` means all but ``except_``.
+    ``why``: the ``{why}`` of a COB111 (declared-blocking) message, e.g. what to await
+    instead."""
 
     type: str
     code: str
     methods: frozenset[str] | None
     except_: frozenset[str] = frozenset()
+    why: str = ""
 
     def blocks(self, method: str) -> bool:
         if self.methods is None:
@@ -49,7 +52,13 @@ class Catalog:
     in_memory_args: dict[str, tuple[int | str, ...]] = field(default_factory=dict)
     in_memory_types: frozenset[str] = frozenset()
     data_urls: dict[str, tuple[int | str, ...]] = field(default_factory=dict)
-    direct_only: frozenset[str] = frozenset()  # flagged on the loop, not inside helpers
+    first_use: frozenset[str] = frozenset()  # block on first use only: low confidence
+    zero_timeout: dict[str, tuple[int | str, ...]] = field(default_factory=dict)
+    # call -> positions of its file argument (None: takes descriptors only); see [descriptors]
+    fd_args: dict[str, tuple[int | str, ...] | None] = field(default_factory=dict)
+    fd_factories: frozenset[str] = frozenset()
+    pipes: frozenset[str] = frozenset()
+    pipe_writes: frozenset[str] = frozenset()
 
     @functools.cached_property
     def after_methods(self) -> frozenset[str]:
@@ -88,13 +97,25 @@ class Catalog:
             in_memory_args=self.in_memory_args,
             in_memory_types=self.in_memory_types,
             data_urls=self.data_urls,
-            direct_only=self.direct_only,
+            first_use=self.first_use,
+            zero_timeout=self.zero_timeout,
+            fd_args=self.fd_args,
+            fd_factories=self.fd_factories,
+            pipes=self.pipes,
+            pipe_writes=self.pipe_writes,
             blocking=frozenset(config.blocking),
             non_blocking=frozenset(exact),
             non_blocking_prefixes=prefixes,
             markers=frozenset(MARKERS) | frozenset(config.markers),
             selection=Selection.of(select=config.select, ignore=config.ignore),
         )
+
+
+def _spots(value: Any) -> tuple[int | str, ...]:
+    """Argument positions (ints) and keywords (strings) of a catalog entry."""
+    if not isinstance(value, list):
+        raise TypeError(f"expected a list of positions and keywords, got {value!r}")
+    return tuple(a if isinstance(a, int) else str(a) for a in value)
 
 
 def _parse(data: dict[str, Any], source: str) -> Catalog:
@@ -110,6 +131,7 @@ def _parse(data: dict[str, Any], source: str) -> Catalog:
                 str(spec["code"]),
                 None if methods == "*" else frozenset(methods),
                 frozenset(spec.get("except", ())),
+                str(spec.get("why", "")),
             )
             factories.update(dict.fromkeys(spec.get("factories", ()), type_name))
             aliases.update(dict.fromkeys(spec.get("annotations", ()), type_name))
@@ -129,17 +151,29 @@ def _parse(data: dict[str, Any], source: str) -> Catalog:
             str(k): tuple(a if isinstance(a, int) else str(a) for a in v)
             for k, v in memory.get("arguments", {}).items()}
         data_urls: dict[str, tuple[int | str, ...]] = {
-            str(k): tuple(a if isinstance(a, int) else str(a) for a in v)
-            for k, v in memory.get("data-urls", {}).items()}
+            str(k): _spots(v) for k, v in memory.get("data-urls", {}).items()}
+        zero_timeout = {str(k): _spots(v) for k, v in data.get("zero-timeout", {}).items()}
+        fds = data.get("descriptors", {})
+        fd_args = {str(k): None if v == "*" else _spots(v)
+                   for k, v in fds.get("arguments", {}).items()}
+        fd_sets = [frozenset(map(str, fds.get(k, ()))) for k in
+                   ("factories", "pipes", "pipe-writes")]
+        lazy = {f for t, spec in data.get("objects", {}).items() if spec.get("lazy")
+                for f in spec.get("factories", ())} & set(calls)
     except (KeyError, TypeError, ValueError) as exc:
         raise ConfigError(f"malformed catalog: {exc!r}", source=source) from None
+    if lazy:
+        raise ConfigError(f"lazy constructors listed as blocking calls: {sorted(lazy)}",
+                          source=source)
     unknown = sorted({c for c in calls.values() if c not in RULES}
                      | {o.code for o in objects.values() if o.code not in RULES})
     if unknown:
         raise ConfigError(f"codes no rule family registers: {unknown}", source=source)
-    direct_only = frozenset(map(str, data.get("direct-only", {}).get("calls", ())))
+    first_use = frozenset(map(str, data.get("first-use", {}).get("calls", ())))
     return Catalog(calls, objects, factories, offload, offload_methods, disarming, aliases,
-                   after, in_memory_args, in_memory_types, direct_only=direct_only,
+                   after, in_memory_args, in_memory_types, first_use=first_use,
+                   zero_timeout=zero_timeout, fd_args=fd_args, fd_factories=fd_sets[0],
+                   pipes=fd_sets[1], pipe_writes=fd_sets[2],
                    data_urls=data_urls)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,8 @@ class LintConfig:
         ignore = ["COB100"]
         exclude = ["migrations/*"]
         baseline = "lint-baseline.json"
+        min-confidence = "medium"                     # low (default) / medium / high
+        src = ["src", "plugins"]                      # import roots besides the paths given
     """
 
     blocking: tuple[str, ...] = ()
@@ -51,7 +53,10 @@ class LintConfig:
     exclude: tuple[str, ...] = ()
     bare_noqa: bool = False
     baseline: str | None = None
+    min_confidence: str = "low"  # findings less sure than this are not reported
+    src: tuple[str, ...] = ()  # import roots (like ruff's ``src``), relative to ``root``
     source: str = "defaults"
+    root: str = ""  # the config file's directory ('' = the current directory)
 
 
 class FieldError(ValueError):
@@ -130,6 +135,16 @@ class PathField(Field):
         return value
 
 
+@dataclass(frozen=True)
+class ChoiceField(Field):
+    choices: tuple[str, ...] = ()
+
+    def parse(self, value: Any) -> str:
+        if value not in self.choices:
+            raise FieldError(f"expected one of {', '.join(self.choices)}, got {value!r}")
+        return str(value)
+
+
 NAMES = StringsField()
 CODES = StringsField(_CODE, "rule code (COBnnn)")
 FIELDS: dict[str, tuple[str, Field]] = {  # key -> (LintConfig attribute, field)
@@ -144,6 +159,9 @@ FIELDS: dict[str, tuple[str, Field]] = {  # key -> (LintConfig attribute, field)
     "exclude": ("exclude", StringsField(re.compile(".*"), expected="a list of glob patterns")),
     "bare-noqa": ("bare_noqa", BoolField()),
     "baseline": ("baseline", PathField()),
+    "min-confidence": ("min_confidence", ChoiceField(("low", "medium", "high"))),
+    "src": ("src", StringsField(re.compile(r"^[^\x00]+$"), "directory",
+                                 "a list of directories")),
 }
 
 
@@ -181,8 +199,9 @@ def load_config(path: str | Path | None = None) -> LintConfig:
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"cannot read: {exc}", source=str(file)) from None
     table = data.get("tool", {}).get("corevo-obs", {}).get("lint")
+    root = str(file.resolve().parent)
     if table is None:
-        return LintConfig(source=str(file))
+        return LintConfig(source=str(file), root=root)
     if not isinstance(table, dict):
         raise ConfigError("must be a table", source=f"{file} {TABLE}")
-    return config_from_table(table, f"{file} {TABLE}")
+    return replace(config_from_table(table, f"{file} {TABLE}"), root=root)

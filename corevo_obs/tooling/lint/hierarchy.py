@@ -5,8 +5,10 @@ The per-file pass records each class's bases as the file names them (``FileResul
 and the names its body binds to anything but a sync method (``FileResult.shadows``: an
 ``async def save`` or ``save = None`` hides the base's ``save``). The run walks them after
 the per-file pass, like ``returns.py``, so a summary stays keyed by its file's bytes.
-The walk is depth first from the left, not Python's C3 order: a diamond may pick the
-other base's method.
+The walk follows Python's C3 method resolution order, so in a diamond
+``D(B, C)``, ``B(A)``, ``C(A)`` an ``async def m`` on ``C`` hides ``A.m`` from ``D`` as it does
+at run time. A base outside the run (a library class) ends its own line of the order; a
+hierarchy C3 rejects (Python raises ``TypeError`` at class creation) resolves to nothing.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ class Hierarchy:
         return name
 
     def inherited(self, name: str) -> Iterator[str]:
-        """``B.m`` -> ``A.m`` for the bases of ``B`` and theirs, nearest first, up to a
+        """``B.m`` -> ``A.m`` for the classes after ``B`` in its MRO, nearest first, up to a
         class whose body binds ``m`` otherwise (an ``async def``); nothing for a
         non-class or a class that binds ``m`` itself."""
         owner, _, attr = name.rpartition(".")
@@ -58,14 +60,48 @@ class Hierarchy:
         owner = self.defining(owner)
         if attr in self.shadows.get(owner, ()):
             return
-        seen = {owner}
-        stack = list(reversed(self.bases.get(owner, ())))
-        while stack and len(seen) <= MAX_BASES:
-            base = self.defining(stack.pop())
-            if base in seen:
-                continue
-            seen.add(base)
+        for base in self.mro(owner)[1:]:
             if attr in self.shadows.get(base, ()):
                 return
             yield f"{base}.{attr}"
-            stack.extend(reversed(self.bases.get(base, ())))
+
+    def mro(self, cls: str) -> list[str]:
+        """C3 linearisation of ``cls`` (itself first), at most ``MAX_BASES`` classes past it;
+        ``[cls]`` alone when the bases form a cycle or admit no C3 order. Iterative: each
+        class's order is built once its bases' are, so no depth of hierarchy recurses."""
+        done: dict[str, list[str]] = {}
+        stack: list[tuple[str, tuple[str, ...]]] = [(cls, self._bases(cls))]
+        on_stack = {cls}
+        while stack:
+            top, bases = stack[-1]
+            pending = next((b for b in bases if b not in done), None)
+            if pending is not None:
+                if pending in on_stack or len(on_stack) > MAX_BASES:  # a cycle / too deep
+                    return [cls]
+                stack.append((pending, self._bases(pending)))
+                on_stack.add(pending)
+                continue
+            stack.pop()
+            on_stack.discard(top)
+            merged = _c3([done[b] for b in bases] + [list(bases)])
+            if merged is None:
+                return [cls]
+            done[top] = [top, *merged][:MAX_BASES + 1]
+        return done[cls]
+
+    def _bases(self, cls: str) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(self.defining(b) for b in self.bases.get(cls, ())))
+
+
+def _c3(orders: list[list[str]]) -> list[str] | None:
+    """The C3 merge of the bases' orders and the bases list, or None when none exists."""
+    orders = [list(o) for o in orders if o]
+    merged: list[str] = []
+    while orders:
+        head = next((o[0] for o in orders
+                     if not any(o[0] in rest[1:] for rest in orders)), None)
+        if head is None:
+            return None
+        merged.append(head)
+        orders = [rest for o in orders if (rest := o[1:] if o[0] == head else o)]
+    return merged

@@ -17,6 +17,14 @@ class Finding:
     message: str
     context: str = ""  # qualified name of the enclosing function (baseline fingerprint)
     snippet: str = ""  # the stripped source line (baseline fingerprint)
+    confidence: str = "high"  # high / medium / low (``CONFIDENCE``, docs/lint.md)
+    via: tuple[str, ...] = ()  # files a chain passes through (pre-commit: staged helpers)
+    source: str = ""  # where the blocking fact came from when not the catalog (a stall)
+
+
+FIRST_USE = " [first use]"  # marks a block by a first-use loader (catalog [first-use])
+# how sure a finding is, weakest first: ``--min-confidence`` keeps those at or above it
+CONFIDENCE = ("low", "medium", "high")
 
 
 @dataclass(frozen=True)
@@ -56,9 +64,11 @@ class FuncFacts:
 
     @property
     def blocking(self) -> str | None:
-        """The first call that blocks whatever the arguments (and whatever types resolve)."""
+        """The first call that blocks on every call whatever the arguments (and whatever
+        types resolve); a first-use loader does not count."""
         return next((call for i, (call, guard) in enumerate(self.blocks)
-                     if not guard and i not in self.unless), None)
+                     if not guard and i not in self.unless and not call.endswith(FIRST_USE)),
+                    None)
 
 
 @dataclass(frozen=True)

@@ -96,21 +96,52 @@ def _package_of(directory: Path) -> str:
     return f"{parent}.{directory.name}" if parent else directory.name
 
 
-def module_name(path: str) -> tuple[str, bool]:
-    """Dotted module name of ``path``, and whether it is a package's ``__init__``."""
+def module_name(path: str, roots: Sequence[Path] = ()) -> tuple[str, bool]:
+    """Dotted module name of ``path``, and whether it is a package's ``__init__``.
+
+    The ``__init__.py`` chain names the regular packages; the directories between the
+    deepest import root holding them and the topmost one are namespace packages (PEP 420:
+    ``root/ns/pkg/mod.py`` is ``ns.pkg.mod`` though ``ns`` has no ``__init__.py``)."""
     p = Path(os.path.abspath(path))
     package = _package_of(p.parent)
+    top = p.parent
+    for _ in range(package.count(".") + 1 if package else 0):
+        top = top.parent
+    space = _namespace(top, tuple(roots))
+    package = ".".join(x for x in (space, package) if x)
     if p.name == "__init__.py":
         return package or p.parent.name, True
     return (f"{package}.{p.stem}" if package else p.stem), False
 
 
+@functools.lru_cache(maxsize=4096)
+def _namespace(directory: Path, roots: tuple[Path, ...]) -> str:
+    """``a.b`` for ``directory`` = ``root/a/b`` under the deepest import root, else ''."""
+    holding = [r for r in roots if directory.is_relative_to(r)]
+    if not holding:
+        return ""
+    parts = directory.relative_to(max(holding, key=lambda r: len(r.parts))).parts
+    return ".".join(parts) if all(x.isidentifier() for x in parts) else ""
+
+
+def import_roots(config: LintConfig) -> tuple[Path, ...]:
+    """Where imports start: the config's ``src`` directories, else the project directory
+    and its ``src/`` (ruff's default), relative to the config file (or the current one)."""
+    base = Path(config.root or os.getcwd()).resolve()
+    return tuple(base / d for d in (config.src or (".", "src")))
+
+
 _WORKER: tuple[Catalog, bool, LintCache | None] | None = None
 
 
-def _init_worker(catalog: Catalog, bare_noqa: bool, cache: LintCache | None) -> None:
-    global _WORKER
+_ROOTS: tuple[Path, ...] = ()
+
+
+def _init_worker(catalog: Catalog, bare_noqa: bool, cache: LintCache | None,
+                 roots: tuple[Path, ...] = ()) -> None:
+    global _WORKER, _ROOTS
     _WORKER = (catalog, bare_noqa, cache)
+    _ROOTS = roots
 
 
 def _scan_path(task: tuple[str, bool], *, scan: bool = True) -> FileResult | None:
@@ -126,7 +157,7 @@ def _scan_path(task: tuple[str, bool], *, scan: bool = True) -> FileResult | Non
         result.error = Finding(path, 1, 1, meta.PARSE,
                                message(meta.PARSE, error=str(exc.strerror or exc)))
         return result
-    module, is_package = module_name(path)
+    module, is_package = module_name(path, _ROOTS)
     content = digest(source) if cache is not None else ""
     if not full and b"async" not in source:  # cannot hold a finding; parsed if a chain needs it
         return FileResult(path=path, module=module, deferred=True, content=content)
@@ -161,13 +192,13 @@ class _Pool:
     """
 
     def __init__(self, catalog: Catalog, bare_noqa: bool, jobs: int, files: int,
-                 cache: LintCache | None = None) -> None:
+                 cache: LintCache | None = None, roots: tuple[Path, ...] = ()) -> None:
         self._pool: Any = None
         self._jobs = jobs
         self._cache = cache
-        self._args = (catalog, bare_noqa, cache)
+        self._args = (catalog, bare_noqa, cache, roots)
         self._parallel = jobs > 1 and files >= PARALLEL_MIN_FILES
-        _init_worker(catalog, bare_noqa, cache)  # small batches run in this process
+        _init_worker(*self._args)  # small batches run in this process
 
     def scan(self, files: Sequence[str], *, full: bool) -> list[FileResult]:
         tasks = [(f, full) for f in files]
@@ -205,9 +236,10 @@ def _owner_module(name: str, modules: dict[str, list[str]]) -> str | None:
 
 
 def _scan_tree(files: list[str], catalog: Catalog, bare_noqa: bool,
-               jobs: int, cache: LintCache | None = None) -> list[FileResult]:
+               jobs: int, cache: LintCache | None = None,
+               roots: tuple[Path, ...] = ()) -> list[FileResult]:
     """Visit files with async code, then only the deferred modules a call chain reaches."""
-    pool = _Pool(catalog, bare_noqa, jobs, len(files), cache)
+    pool = _Pool(catalog, bare_noqa, jobs, len(files), cache, roots)
     try:
         results = pool.scan(files, full=False)
         deferred: dict[str, list[str]] = {}
@@ -303,17 +335,18 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
     workers = min(jobs, max_jobs()) if jobs is not None else max_jobs()
     tree: dict[str, str] | None = None
     tree_key = ""
+    roots = import_roots(config)
     if cache is not None:
         cache.fingerprint = fingerprint(catalog, config.bare_noqa)
         tree = _contents(files)
         if tree is not None and not unreadable:
-            tree_key = cache.tree_key((f, *module_name(f), tree[f]) for f in files)
+            tree_key = cache.tree_key((f, *module_name(f, roots), tree[f]) for f in files)
             findings = cache.load_tree(tree_key)
             if findings is not None:
                 cache.close()
                 return LintResult(findings=findings, files=len(files))
     try:
-        results = _scan_tree(files, catalog, config.bare_noqa, max(1, workers), cache)
+        results = _scan_tree(files, catalog, config.bare_noqa, max(1, workers), cache, roots)
         if cache is not None:
             cache.prune()
     finally:
@@ -345,12 +378,13 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
             hit = index.classify(site)
             if hit is None:
                 continue
-            code, fields = hit
+            code, fields, confidence, via = hit
             if (not catalog.selection.enabled(code)
                     or is_silenced(code, site.noqa, bare_noqa=config.bare_noqa)):
                 continue
             out.findings.append(Finding(site.path, site.line, site.col, code,
-                                        message(code, **fields), site.context, site.snippet))
+                                        message(code, **fields), site.context, site.snippet,
+                                        confidence, tuple(dict.fromkeys(via))))
     out.findings.sort()
     out.errors.sort()
     if (cache is not None and tree is not None and tree_key and not out.errors

@@ -12,13 +12,14 @@ from __future__ import annotations
 import ast
 import copy
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from .call_catalog import Catalog
 from .imports import AMBIGUOUS, GETTER, PROPERTY_DECORATORS, ImportTracker, Ref
-from .model import CallSite, Edge, FileResult, Finding, FuncFacts, Pending
+from .model import FIRST_USE, CallSite, Edge, FileResult, Finding, FuncFacts, Pending
 from .narrowing import OPAQUE, SELF, UNKNOWN, Args, Atom, Guard, Kind, Value, atoms
 from .newer import parse_with_newer
 from .noqa import is_silenced, noqa_codes
@@ -60,6 +61,7 @@ class _Ctx:
     walrus: bool = True  # the file may bind names inside expressions (``:=``)
     returned: list[str | None] = field(default_factory=list)  # types of ``return x``
     generator: bool = False  # a ``yield`` in the body: calling it returns a generator
+    fds: dict[str, str] | None = None  # names bound once to a descriptor or pipe end
 
     def _scan_stores(self) -> None:
         facts, node = self.facts, self.node
@@ -377,14 +379,15 @@ class FileScanner(ast.NodeVisitor):
         return codes
 
     def _report(self, code: str, node: ast.expr, ctx: _Ctx, call: str,
-                extra: dict[str, str], unless: tuple[str, ...] = ()) -> None:
+                extra: dict[str, str], unless: tuple[str, ...] = (),
+                confidence: str = "high") -> None:
         """A finding; with ``unless`` it waits for the run to resolve those types."""
         if (not self.catalog.selection.enabled(code)
                 or is_silenced(code, self._noqa(node), bare_noqa=self.bare_noqa)):
             return
         text = message(code, call=call, func=ctx.display, **extra)
         finding = Finding(self.result.path, node.lineno, node.col_offset + 1, code, text,
-                          ctx.qualname, self.line(node.lineno).strip())
+                          ctx.qualname, self.line(node.lineno).strip(), confidence)
         if unless:
             self.result.pending.append(Pending(finding, unless))
         else:
@@ -827,6 +830,35 @@ class FileScanner(ast.NodeVisitor):
         self._awaited.add(id(node.value))
         self.generic_visit(node)
 
+    def _fds(self, ctx: _Ctx) -> dict[str, str]:
+        """Names the function binds once to a descriptor (``fd = os.dup(x)``,
+        ``fd = sock.fileno()``) or a pipe end (``r, w = os.pipe()``), for ``[descriptors]``."""
+        if ctx.fds is not None:
+            return ctx.fds
+        ctx.fds = {}
+        if ctx.node is None:
+            return ctx.fds
+        args = ctx.node.args
+        stores = Counter(a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs])
+        stores.update(n.id for n in ast.walk(ctx.node)
+                      if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load))
+        for stmt in ast.walk(ctx.node):
+            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+                    and isinstance(stmt.value, ast.Call)):
+                continue
+            target, value = stmt.targets[0], stmt.value
+            ref = self.tracker.resolve(value.func)
+            name = ref.name if ref is not None else ""
+            if isinstance(target, ast.Tuple) and name in self.catalog.pipes:
+                bound = {e.id: catalogued.PIPE for e in target.elts if isinstance(e, ast.Name)}
+            elif isinstance(target, ast.Name) and (
+                    name in self.catalog.fd_factories or catalogued.is_descriptor(value, {})):
+                bound = {target.id: catalogued.FD}
+            else:
+                continue
+            ctx.fds.update((k, v) for k, v in bound.items() if stores[k] == 1)
+        return ctx.fds
+
     def visit_Call(self, node: ast.Call) -> None:
         ref = self.tracker.resolve(node.func)
         self._mark_offloaded(node, ref)
@@ -837,25 +869,30 @@ class FileScanner(ast.NodeVisitor):
             self._classify(node, ref, ctx)
         elif (ctx is not None and ctx.on_loop and self._urllib3 and id(node) not in self._awaited
               and (display := catalogued.likely_http(node, ref)) is not None):
-            self._report(catalogued.HTTP, node, ctx, display, catalogued.NO_FIELDS)
+            self._report(catalogued.HTTP, node, ctx, display, catalogued.NO_FIELDS,
+                         confidence="low")  # a receiver of unknown type
         self.generic_visit(node)
 
     def _classify(self, node: ast.Call, ref: Ref, ctx: _Ctx) -> None:
         hit = declared.configured(ref, self.catalog) or catalogued.classify(ref, self.catalog)
         if hit is not None and catalogued.returns_at_once(
                 node, ref, self.catalog, self.tracker, ctx.seen,
-                [a for a in ctx.guard if a.param in ctx.stable_params()]):
+                [a for a in ctx.guard if a.param in ctx.stable_params()],
+                self._fds(ctx) if ref.name in self.catalog.fd_args
+                or ref.name in self.catalog.pipe_writes else None):
             return
         if hit is not None:
             code, display, extra = hit
             if ctx.on_loop:
                 self._report(code, node, ctx, display, extra,
-                             catalogued.deferred_buffers(node, ref, self.catalog, self.tracker))
-            elif (ctx.facts is not None and ctx.facts.blocking is None
-                  and ref.name not in self.catalog.direct_only):
+                             catalogued.deferred_buffers(node, ref, self.catalog, self.tracker),
+                             "low" if ref.name in self.catalog.first_use else "high")
+            elif ctx.facts is not None and ctx.facts.blocking is None:
                 unless = catalogued.deferred_buffers(node, ref, self.catalog, self.tracker)
                 if unless:
                     ctx.facts.unless[len(ctx.facts.blocks)] = unless
+                if ref.name in self.catalog.first_use:  # a chain to it is low confidence
+                    display += FIRST_USE
                 ctx.facts.blocks.append((display, tuple(ctx.guard)))
             return
         if ref.kind not in ("def", "class", "import", "method"):

@@ -10,13 +10,15 @@ A call returns at once, and is not a hit, when its arguments name a disarming fl
 catalog (``os.waitpid(pid, os.WNOHANG)``, ``sock.recv(n, socket.MSG_DONTWAIT)``), when its
 file argument is an in-memory buffer (``zipfile.ZipFile(io.BytesIO(data))``,
 ``tarfile.open(fileobj=buf)``), or when the same receiver already did the work
-(``proc.wait()`` after ``proc.communicate()`` reaped the child).
+(``proc.wait()`` after ``proc.communicate()`` reaped the child), when a readiness wait
+has a constant zero timeout (``select.select(r, w, x, 0)``), or when its file argument is an
+open descriptor rather than a path (``open(0, closefd=False)``; ``[descriptors]``).
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from ..imports import ImportTracker, Ref
@@ -64,7 +66,8 @@ def classify(ref: Ref, catalog: Catalog) -> tuple[str, str, dict[str, str]] | No
     if ref.kind == "method" and ref.type is not None and ref.attr is not None:
         rule = catalog.objects.get(ref.type)
         if rule is not None and rule.blocks(ref.attr):
-            return rule.code, f"{ref.type.rpartition('.')[2]}.{ref.attr}()", NO_FIELDS
+            fields = {"why": rule.why} if rule.why else NO_FIELDS
+            return rule.code, f"{ref.type.rpartition('.')[2]}.{ref.attr}()", fields
         return None
     code = catalog.calls.get(ref.name)
     if code is None:
@@ -74,10 +77,49 @@ def classify(ref: Ref, catalog: Catalog) -> tuple[str, str, dict[str, str]] | No
 
 
 def returns_at_once(call: ast.Call, ref: Ref, catalog: Catalog, tracker: ImportTracker,
-                    seen: set[str], guard: Iterable[Atom] = ()) -> bool:
+                    seen: set[str], guard: Iterable[Atom] = (),
+                    fds: Mapping[str, str] | None = None) -> bool:
     """True when this catalogued call cannot wait here (see the module docstring)."""
     return (disarmed(call, ref, catalog, tracker) or in_memory(call, ref, catalog, tracker)
-            or already_done(call, ref, catalog, seen) or data_url(call, ref, catalog, guard))
+            or already_done(call, ref, catalog, seen) or data_url(call, ref, catalog, guard)
+            or zero_timeout(call, ref, catalog) or descriptor(call, ref, catalog, fds or {}))
+
+
+def zero_timeout(call: ast.Call, ref: Ref, catalog: Catalog) -> bool:
+    """``select.select(r, w, x, 0)``, ``poller.poll(0)``: a readiness check, no wait."""
+    where = catalog.zero_timeout.get(ref.name)
+    arg = _argument(call, where) if where else None
+    return (isinstance(arg, ast.Constant) and type(arg.value) in (int, float)
+            and arg.value == 0)
+
+
+PIPE, FD = "pipe", "fd"  # what a name bound in the function holds (``fds``)
+
+
+def descriptor(call: ast.Call, ref: Ref, catalog: Catalog, fds: Mapping[str, str]) -> bool:
+    """True when the call's file argument is an open descriptor, so no path is resolved
+    (``open(0, closefd=False)``, ``os.path.sameopenfile(a, b)``), or it writes into a pipe
+    end the same function made (``r, w = os.pipe(); os.write(w, b"x")``)."""
+    if ref.name in catalog.pipe_writes:
+        arg = _argument(call, (0, "fd"))
+        return isinstance(arg, ast.Name) and fds.get(arg.id) == PIPE
+    if ref.name not in catalog.fd_args:
+        return False
+    where = catalog.fd_args[ref.name]
+    if where is None:  # the API takes descriptors only
+        return True
+    arg = _argument(call, where)
+    return arg is not None and is_descriptor(arg, fds)
+
+
+def is_descriptor(node: ast.expr, fds: Mapping[str, str]) -> bool:
+    """An int constant, ``x.fileno()``, or a name bound to a descriptor (``fds``)."""
+    if isinstance(node, ast.Constant):
+        return type(node.value) is int
+    if isinstance(node, ast.Call):
+        return (isinstance(node.func, ast.Attribute) and node.func.attr == "fileno"
+                and not node.args and not node.keywords)
+    return isinstance(node, ast.Name) and node.id in fds
 
 
 DATA = "data:"

@@ -11,11 +11,12 @@ instead.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Generator, Iterable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..imports import Ref
-from ..model import CallSite, FuncFacts
+from ..model import FIRST_USE, CallSite, FuncFacts
 from ..narrowing import SELF, UNKNOWN, Args, Kind, Value, bind, instance, resolver, ruled_out
 from ..returns import ReturnTypes, follow_reexport
 from . import catalogued, declared
@@ -29,6 +30,24 @@ CODE = "COB110"
 MAX_REEXPORT_HOPS = 4
 NOT_NONE = Kind("builtins.object")  # an instance: not None, nothing else known
 MAX_ARG_DEPTH = 16  # call depth past which arguments are no longer read (sound: all paths)
+# the next hop of a chain: callee, its arguments, the caller's environment, depth, quiet hints
+Hop = tuple[str, Args | None, Mapping[str, Value] | None, int, frozenset[str]]
+# what a call on the loop amounts to: code, message fields, confidence, files on its chain
+Verdict = tuple[str, dict[str, str], str, tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class Chain:
+    """A blocking chain: the hops' names ending in the call that blocks, the files the hops
+    are written in, and whether a hop was only inferred (a receiver typed by what some
+    helper returns) or the end blocks only on first use: then the finding is ``low``."""
+
+    names: tuple[str, ...]
+    paths: tuple[str, ...] = ()
+    low: bool = False
+
+    def after(self, name: str, path: str) -> Chain:
+        return Chain((name, *self.names), (path, *self.paths), self.low)
 
 
 @register
@@ -64,7 +83,7 @@ class ChainIndex:
             self.funcs[qualname] = facts
         for qualname in dup:
             del self.funcs[qualname]
-        self._memo: dict[tuple[str, tuple[tuple[str, Value], ...]], list[str] | None] = {}
+        self._memo: dict[tuple[str, tuple[tuple[str, Value], ...]], Chain | None] = {}
 
     def _resolve(self, value: Value) -> object:
         """A Value's constant; an object built by calling a class of the tree is at least
@@ -119,23 +138,43 @@ class ChainIndex:
         hit = declared.configured(ref, self.catalog) or catalogued.classify(ref, self.catalog)
         if hit is None or catalogued.quieted(target, quiet, self.catalog):
             return None
-        if not direct and target in self.catalog.direct_only:
-            return None
+        if not direct and target in self.catalog.first_use:
+            return hit[0], hit[1] + FIRST_USE, hit[2]
         return hit
 
     def chain(self, qualname: str, args: Args | None = None,
               outer: Mapping[str, Value] | None = None, depth: int = 0,
-              quiet: frozenset[str] = frozenset()) -> list[str] | None:
-        """``[name, ..., "open()"]`` when calling ``qualname`` with ``args`` blocks, else None."""
+              quiet: frozenset[str] = frozenset()) -> Chain | None:
+        """``(name, ..., "open()")`` when calling ``qualname`` with ``args`` blocks, else None.
+
+        Driven as a trampoline over ``_step`` generators, one per hop, so a sync chain of any
+        depth (``g0 -> ... -> g3000 -> time.sleep``) needs no Python stack per hop."""
+        stack = [self._step(qualname, args, outer, depth, quiet)]
+        value: Chain | None = None
+        while stack:
+            try:
+                hop = stack[-1].send(value)
+            except StopIteration as done:
+                stack.pop()
+                value = done.value
+                continue
+            stack.append(self._step(*hop))
+            value = None
+        return value
+
+    def _step(self, qualname: str, args: Args | None, outer: Mapping[str, Value] | None,
+              depth: int, quiet: frozenset[str]) -> Generator[Hop, Chain | None, Chain | None]:
+        """One hop of ``chain``: yields the next hop to follow and receives its chain."""
         facts = self.lookup(qualname)
         if facts is None:
             target = self.retyped(qualname)
             if target is None:
                 return None
-            if self.lookup(target) is not None:
-                return self.chain(target, args, outer, depth, quiet)
+            if self.lookup(target) is not None:  # a receiver typed by inference: low
+                sub = yield (target, args, outer, depth, quiet)
+                return Chain(sub.names, sub.paths, True) if sub is not None else None
             hit = self.catalogued(target, quiet, direct=False)
-            return [hit[1]] if hit is not None else None
+            return Chain((hit[1],), (), True) if hit is not None else None
         if depth > MAX_ARG_DEPTH:  # values may grow down a recursion: stop reading them
             args, outer = None, None
         env = bind(args, facts.params, facts.names, facts.defaults, outer or {}, facts.varkw)
@@ -146,21 +185,22 @@ class ChainIndex:
         if key in self._memo:
             return self._memo[key]
         self._memo[key] = None  # in progress: a cycle adds no evidence
-        result: list[str] | None = None
+        result: Chain | None = None
         if facts.marked:
-            result = [f"{facts.name}() [@blocking]"]
+            result = Chain((f"{facts.name}() [@blocking]",), (facts.path,))
         else:
-            for call, guard in facts.blocks:
+            # a block on every call wins over a first-use loader (a stable sort)
+            for call, guard in sorted(facts.blocks, key=lambda b: b[0].endswith(FIRST_USE)):
                 if not ruled_out(guard, env, self._resolve, facts.rebinds):
-                    result = [facts.name, call]
+                    result = Chain((facts.name, call), (facts.path,), call.endswith(FIRST_USE))
                     break
             else:
                 for edge in facts.edges:
                     if ruled_out(edge.guard, env, self._resolve, facts.rebinds):
                         continue
-                    sub = self.chain(edge.callee, edge.args, env, depth + 1, edge.quiet)
+                    sub = yield (edge.callee, edge.args, env, depth + 1, edge.quiet)
                     if sub is not None:
-                        result = [facts.name, *sub]
+                        result = sub.after(facts.name, facts.path)
                         break
         self._memo[key] = result
         return result
@@ -181,9 +221,11 @@ class ChainIndex:
             if value != UNKNOWN:
                 env[key] = value
 
-    def classify(self, site: CallSite) -> tuple[str, dict[str, str]] | None:
-        """(code, message fields) for a call made on the loop, or None if it does not block."""
+    def classify(self, site: CallSite) -> Verdict | None:
+        """(code, message fields, confidence, files on the chain) for a call made on the
+        loop, or None if it does not block."""
         callee = site.callee
+        inferred = False
         if self.lookup(callee) is None:
             target = self.retyped(callee)
             if target is None:
@@ -193,14 +235,16 @@ class ChainIndex:
                 if hit is None:
                     return None
                 code, display, extra = hit
-                return code, {"call": display, "func": site.func, **extra}
-            callee = target
+                return code, {"call": display, "func": site.func, **extra}, "low", ()
+            callee, inferred = target, True
         chain = self.chain(callee, site.args)
         facts = self.lookup(callee)
         if chain is None or facts is None:
             return None
         call = f"{facts.name}()"
         if facts.marked:
-            return declared.CODE, {"call": call, "func": site.func, "why": declared.MARKER}
+            return (declared.CODE, {"call": call, "func": site.func, "why": declared.MARKER},
+                    "low" if inferred else "high", chain.paths)
+        confidence = "low" if inferred or chain.low else "medium"
         return CODE, {"call": call, "func": site.func,
-                      "chain": " -> ".join([site.func, *chain])}
+                      "chain": " -> ".join([site.func, *chain.names])}, confidence, chain.paths
