@@ -1,0 +1,51 @@
+"""Alert precision, short form (bench/alert_precision_bench.py runs the long one): the
+example app under gunicorn (3 workers, its default 30 s timeout), under load, beside a
+CPU-hog neighbour, with a real Prometheus on the shipped rules. A healthy minute fires
+nothing; then one worker frozen for 15 s is named by CorevoLoopFrozen while still frozen,
+and no other alert goes even pending."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from .apps import PROMETHEUS
+from .conftest import _need
+from .precision import Load, Seen, hogs, stack, stalled_worker
+
+HEALTHY = 60.0
+FREEZE = 15.0
+
+
+@pytest.mark.timeout(300)
+def test_healthy_minute_fires_nothing_then_a_freeze_fires_only_its_alert(tmp_path: Path) -> None:
+    import os
+
+    if not os.access(PROMETHEUS, os.X_OK):
+        _need("prometheus not installed (apt-get install prometheus)")
+    with stack(tmp_path, freeze_seconds=FREEZE) as s, hogs(1), Load(s.app) as load:
+        healthy = s.watch(HEALTHY)
+        assert load.done > 100 and load.errors == 0, (load.done, load.errors)
+        assert not [k for k, st in healthy.alerts.items() if st == "firing"], \
+            healthy.describe()
+        # pending too: the healthy run is judged on what Prometheus evaluates, not on
+        # whether a rule's `for` outlasted the run
+        assert healthy.alerts == {}, healthy.describe()
+
+        if not s.query("corevo_event_loop_stall_in_progress_seconds"):
+            pytest.skip("the watchdog does not export stalls in progress here")
+        s.seen = Seen()
+        started = time.monotonic()
+        s.in_background("/freeze")
+        frozen = s.watch(FREEZE + 5, until=lambda seen: "CorevoLoopFrozen" in seen.names())
+        named_after = time.monotonic() - started
+        fired = [dict(sub) for (name, sub), st in frozen.alerts.items()
+                 if name == "CorevoLoopFrozen" and st == "firing"]
+        assert len(fired) == 1, frozen.describe()
+        s.watch(FREEZE + 6 - named_after)          # the freeze ends; its stall is counted
+        assert stalled_worker(s, FREEZE * 0.9) == fired[0]["worker"]
+        assert frozen.names() == {"CorevoLoopFrozen"}, frozen.describe()
+        # 10 s threshold + one scrape and evaluation interval (3 s) + the request's start
+        assert named_after < 10 + 2 * 3 + 3, named_after
