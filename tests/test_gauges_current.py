@@ -24,7 +24,7 @@ def test_heartbeat_is_not_exposed_before_its_first_stamp(registry: CollectorRegi
         sampler.start()
         await asyncio.sleep(0.05)
         after = registry.get_sample_value(HEARTBEAT, {"worker": "hb"})
-        await sampler.stop()
+        await sampler.aclose()
         return before, after
 
     t0 = time.time()
