@@ -32,6 +32,8 @@ class Fault:
     inject: Callable[[Stack], None]
     observe: float
     truth: Callable[[Stack], str]
+    #: gunicorn's worker timeout (None: its default, 30 s)
+    timeout: int | None = None
 
 
 def _report_burst(s: Stack) -> None:
@@ -66,7 +68,7 @@ def _killed(s: Stack) -> str:
 
 FAULTS = [
     Fault("frozen", "CorevoLoopFrozen", 20.0, _freeze, 35.0,
-          lambda s: stalled_worker(s, 18.0) or "no single 18 s stall"),
+          lambda s: stalled_worker(s, 18.0) or "no single 18 s stall", timeout=60),
     Fault("killed", "CorevoWorkerTimeoutKilled", 45.0, _freeze, 75.0, _killed),
     Fault("stalls", "CorevoLoopStalls", 15.0, _report_burst, 90.0, _code_stalls),
     Fault("starved", "CorevoLoopStarved", 15.0, _starve, 110.0, _host_stalls),
@@ -86,8 +88,8 @@ def _subjects(seen: Seen, name: str) -> str:
 
 
 def _others(seen: Seen, name: str, allowed: set[str]) -> str:
-    rest = [f"{n} {','.join(v for _, v in sub)} ({st})"
-            for (n, sub), st in sorted(seen.alerts.items()) if n != name and n not in allowed]
+    rest = [f"{n} {','.join(v for _, v in sub)} ({st}{', expected' * (n in allowed)})"
+            for (n, sub), st in sorted(seen.alerts.items()) if n != name]
     return "; ".join(rest) or "none"
 
 
@@ -104,7 +106,8 @@ def run(healthy: float, only: set[str] | None) -> None:
         if only is not None and f.name not in only:
             continue
         with tempfile.TemporaryDirectory() as tmp, \
-                stack(Path(tmp), freeze_seconds=f.freeze) as s, hogs(1), Load(s.app):
+                stack(Path(tmp), freeze_seconds=f.freeze, timeout=f.timeout) as s, \
+                hogs(1), Load(s.app):
             s.watch(10.0)  # warm: nothing may be pending before the fault
             before = s.seen.describe()
             s.seen = Seen()
