@@ -1,7 +1,7 @@
 """Alert precision: a healthy run fires nothing, each fault fires its own alert only.
 
 The example app under gunicorn (3 uvicorn workers, gunicorn's default 30 s timeout),
-under a steady request mix with a CPU-hog neighbour, scraped every 3 s by a real
+under a steady request mix with a CPU-hog neighbour, scraped every 5 s by a real
 Prometheus evaluating the shipped rules unchanged (tests/precision.py). First a healthy
 run (default 180 s), then each fault on a fresh stack; a markdown table goes to stdout
 (docs/dashboards.md carries it). A rule whose ``for`` outlasts the observation shows as

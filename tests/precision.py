@@ -34,8 +34,9 @@ RULES = ROOT / "alerts" / "corevo.rules.yml"
 SUBJECT = ("worker", "quota", "instance", "adapter", "backend")
 HOG = "while True: pass"
 #: scrape and evaluation interval: production's 15 s scaled down, with a timeout (90 %)
-#: a busy 2-core box meets; 1 s made the master's aggregate miss its 0.9 s now and then
-SCRAPE = 3.0
+#: the master's aggregate meets on a busy 2-core box (1 s and 3 s missed it now and then
+#: under a load average of 17: the scrape took 0.4-0.6 s on a quieter box)
+SCRAPE = 5.0
 
 
 @dataclass
