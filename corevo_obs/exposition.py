@@ -23,7 +23,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 from prometheus_client import REGISTRY, CollectorRegistry, make_wsgi_app
 
 from .core import promclient
-from .core.errors import ConfigError, MetricsDirError
+from .core.errors import ConfigError, MetricsDirError, MetricsPortBusy
 from .core.guard import absorb
 from .core.identity import WORKER_ENV
 from .core.lifecycle import renamed
@@ -32,6 +32,9 @@ log = logging.getLogger("corevo_obs.exposition")
 
 MULTIPROC_ENV: Final = "PROMETHEUS_MULTIPROC_DIR"
 DEFAULT_HOST: Final = "127.0.0.1"
+#: named by a taken port's error: the gunicorn hooks' variable first (the usual clash is
+#: two apps on one host with the default 9430)
+PORT_SETTING: Final = "$COREVO_METRICS_PORT (gunicorn hooks) or MetricsServer(port=...)"
 PROBE_BYTES: Final = 1 << 16  # prometheus_client's initial size of one metric file
 #: seconds a connection of the endpoint may wait for a request (or for a send) before it
 #: is closed: an idle or stalled client must not keep a thread for good
@@ -220,9 +223,11 @@ class _Endpoint(ThreadingMixIn, WSGIServer):
             self._slots.release()
 
 
-def _listen(port: int, host: str, registry: CollectorRegistry) -> tuple[Any, threading.Thread]:
+def _listen(port: int, host: str, registry: CollectorRegistry,
+            port_setting: str) -> tuple[Any, threading.Thread]:
     """Bind and serve ``registry`` on a daemon thread (``start_wsgi_server``'s shape, with
-    bounded connections); a bad host or a taken port is a ``ConfigError``."""
+    bounded connections); a bad host is a ``ConfigError``, a taken port
+    ``MetricsPortBusy`` naming ``port_setting``."""
     import socket
 
     where = f"cannot listen on {host}:{port}"
@@ -239,6 +244,8 @@ def _listen(port: int, host: str, registry: CollectorRegistry) -> tuple[Any, thr
         raise ConfigError(f"{where} (not a valid host name)", source="metrics endpoint") \
             from None
     except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise MetricsPortBusy(host, port, port_setting) from None
         raise ConfigError(f"{where} ({exc.strerror or exc})", source="metrics endpoint") \
             from None
     thread = threading.Thread(target=httpd.serve_forever, name="corevo-metrics-endpoint",
@@ -258,6 +265,9 @@ class MetricsServer:
     A forked child does not inherit a running server (its socket is closed in the child).
     Each connection has a thread, at most ``MAX_CONNECTIONS`` at once, and is closed after
     ``IDLE_TIMEOUT`` s without a request: idle clients cannot pile up threads.
+    A port in use raises ``MetricsPortBusy`` naming the port and ``port_setting`` (what
+    the user changes): the start ends there rather than serve somewhere Prometheus does
+    not scrape.
 
     Example::
 
@@ -274,12 +284,15 @@ class MetricsServer:
         registry: CollectorRegistry | None = None,
         compact_every: float | None = None,
         scope: Scope = "auto",
+        port_setting: str = PORT_SETTING,
     ) -> None:
         if scope not in ("auto", "host", "process"):
             raise ConfigError(f"scope must be auto, host or process, got {scope!r}",
                               source="MetricsServer")
         self._scope: Scope = scope
         self._port = port
+        #: what a user changes to move the port, named when it is taken
+        self._port_setting = port_setting
         self._compact_every = compact_every  # seconds between janitor passes (mpdir)
         self._janitor: Any = None
         self._host = host
@@ -290,7 +303,8 @@ class MetricsServer:
     def start(self) -> MetricsServer:
         registry = self._registry if self._registry is not None else exposition_registry(
             self._scope)
-        self._httpd, self._thread = _listen(self._port, self._host, registry)
+        self._httpd, self._thread = _listen(self._port, self._host, registry,
+                                            self._port_setting)
         _servers.add(self)
         mp = multiprocess_dir()
         if self._compact_every and mp is not None:

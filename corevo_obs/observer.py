@@ -167,8 +167,14 @@ class _QuotaChildren:
         self.hold = telemetry.child("corevo_lease_hold_seconds", quota=quota)
         self.held = child("corevo_lease_held", registry, quota=quota)
         self.limit = child("corevo_lease_limit", registry, quota=quota)
-        self.oldest = child("corevo_lease_oldest_heartbeat_age_seconds", registry, quota=quota)
-        self.orphaned = child("corevo_lease_orphaned_holders", registry, quota=quota)
+        self.registry, self.quota = registry, quota
+
+    def audited(self) -> tuple[Any, Any]:
+        """The auditor's gauges, bound at the first audit: before one, "0 orphaned, age 0"
+        would be a reading nobody took."""
+        return (child("corevo_lease_oldest_heartbeat_age_seconds", self.registry,
+                      quota=self.quota),
+                child("corevo_lease_orphaned_holders", self.registry, quota=self.quota))
 
 
 class _Quota:
@@ -385,8 +391,9 @@ class MetricsObserver(HasTelemetry, Observer):
             age, n = _seconds(oldest_age, "oldest_age"), _count(orphaned, "orphaned")
             if age is None:
                 raise TypeError("oldest_age must be seconds as a number, got None")
-            c.oldest.set(age)
-            c.orphaned.set(n)
+            age_gauge, orphaned_gauge = c.audited()
+            age_gauge.set(age)
+            orphaned_gauge.set(n)
         except Exception as exc:  # noqa: BLE001
             self._absorb(exc)
 

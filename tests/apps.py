@@ -101,15 +101,17 @@ PROMETHEUS = "/usr/bin/prometheus"
 
 
 @contextlib.contextmanager
-def prometheus(tmp: Path, targets: list[str], rules: Path | None = None) -> Iterator[str]:
-    """A real Prometheus scraping ``targets`` every second (evaluating ``rules`` every
-    second too, when given); yields its base URL."""
+def prometheus(tmp: Path, targets: list[str], rules: Path | None = None,
+               interval: float = 1.0) -> Iterator[str]:
+    """A real Prometheus scraping ``targets`` every ``interval`` seconds (evaluating
+    ``rules`` as often, when given); yields its base URL."""
     import yaml
 
     web = _free_port()
     config: dict[str, object] = {
-        "global": {"scrape_interval": "1s", "scrape_timeout": "900ms",
-                   "evaluation_interval": "1s"},
+        "global": {"scrape_interval": f"{interval:g}s",
+                   "scrape_timeout": f"{int(interval * 900)}ms",
+                   "evaluation_interval": f"{interval:g}s"},
         "scrape_configs": [{"job_name": "app", "static_configs": [{"targets": targets}]}]}
     if rules is not None:
         config["rule_files"] = [str(rules)]

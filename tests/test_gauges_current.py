@@ -24,7 +24,7 @@ def test_heartbeat_is_not_exposed_before_its_first_stamp(registry: CollectorRegi
         sampler.start()
         await asyncio.sleep(0.05)
         after = registry.get_sample_value(HEARTBEAT, {"worker": "hb"})
-        await sampler.stop()
+        await sampler.aclose()
         return before, after
 
     t0 = time.time()
@@ -57,6 +57,8 @@ def test_held_follows_release_renewal_and_audit(where: str) -> None:
         assert all(lease is not None for lease in leases)
         assert _held(mine) == 4
         assert mine.get_sample_value("corevo_lease_limit", {"quota": "q"}) == 4
+        # the auditor's gauges wait for an audit: "0 orphaned" would be a reading not taken
+        assert mine.get_sample_value("corevo_lease_orphaned_holders", {"quota": "q"}) is None
         for n, lease in enumerate(leases[:3], start=1):
             assert lease is not None and lease.release()
             assert _held(mine) == 4 - n

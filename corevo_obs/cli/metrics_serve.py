@@ -61,7 +61,8 @@ def run_serve(args: argparse.Namespace) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     server = MetricsServer(port=args.port, host=args.host,
-                           compact_every=args.compact_every or None).start()
+                           compact_every=args.compact_every or None,
+                           port_setting="--port").start()
     try:
         print(f"corevo-obs: serving {directory} at {server.url}", file=sys.stderr, flush=True)
         stop.wait()

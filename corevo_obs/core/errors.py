@@ -33,6 +33,22 @@ class MetricsDirError(ConfigError):
         super().__init__(message, source="PROMETHEUS_MULTIPROC_DIR")
 
 
+class MetricsPortBusy(ConfigError, RuntimeError):
+    """The metrics endpoint's port is taken (another app's endpoint on this host, most
+    often: two apps on the default 9430). Serving elsewhere instead would let Prometheus
+    scrape the other app's series under this target, so the start ends here, with one
+    line naming the port and the setting to change. Also a ``RuntimeError``: gunicorn
+    prints one raised from its start (``when_ready``) as a single ``Error:`` line and
+    exits 1, no traceback.
+    """
+
+    def __init__(self, host: str, port: int, setting: str) -> None:
+        self.host, self.port, self.setting = host, port, setting
+        super().__init__(f"port {port} on {host} is already in use (another app's metrics "
+                         f"endpoint?); choose another port with {setting}",
+                         source="metrics endpoint")
+
+
 class CatalogError(CorevoObsError, ValueError):
     """A metric name, kind or label set does not match the catalog."""
 

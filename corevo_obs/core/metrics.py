@@ -9,37 +9,124 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.metrics import MetricWrapperBase
 
 from .catalog import MetricSpec, spec
-from .errors import CatalogError
+from .errors import CatalogError, ConfigError
+from .settings import option, resolve, resolve_in_host
 
 _lock = threading.Lock()
 _built: weakref.WeakKeyDictionary[CollectorRegistry, dict[str, MetricWrapperBase]] = (
     weakref.WeakKeyDictionary()
 )
 
+BUCKETS_PREFIX: Final = "COREVO_BUCKETS"
 
-def _construct(s: MetricSpec, registry: CollectorRegistry) -> MetricWrapperBase:
+
+def _default(name: str) -> tuple[float, ...]:
+    return spec(name).buckets or ()
+
+
+@dataclass(frozen=True)
+class Buckets:
+    """Bucket bounds (seconds) of the histograms a latency regression is read from.
+
+    Defaults are the catalog's. Override them all at once, per registry, before the
+    instrumentation builds the histograms: ``set_buckets(stages=(...))`` (keyword), else
+    ``$COREVO_BUCKETS_LAG`` / ``$COREVO_BUCKETS_STAGES`` / ``$COREVO_BUCKETS_TOTAL``
+    (comma-separated, increasing). Every process writing one multiprocess directory must
+    use the same bounds. Dashboards and alerts read quantiles with ``histogram_quantile``
+    over whatever ``le`` bounds exist, so they stay right with any layout.
+    """
+
+    lag: tuple[float, ...] = option(_default("corevo_event_loop_lag_seconds"))
+    stages: tuple[float, ...] = option(_default("corevo_task_first_event_seconds"))
+    total: tuple[float, ...] = option(_default("corevo_task_total_seconds"))
+
+
+#: the histograms each ``Buckets`` field lays out
+BUCKET_FIELDS: Final = {
+    "corevo_event_loop_lag_seconds": "lag",
+    "corevo_task_dispatch_seconds": "stages",
+    "corevo_task_first_event_seconds": "stages",
+    "corevo_task_external_seconds": "stages",
+    "corevo_task_total_seconds": "total",
+}
+_layouts: weakref.WeakKeyDictionary[CollectorRegistry, Buckets] = weakref.WeakKeyDictionary()
+
+
+def set_buckets(
+    registry: CollectorRegistry | None = None,
+    *,
+    lag: Sequence[float] | None = None,
+    stages: Sequence[float] | None = None,
+    total: Sequence[float] | None = None,
+) -> Buckets:
+    """Choose the bucket bounds of ``registry``'s histograms (keyword > environment >
+    catalog default); ``ConfigError`` names a bad value's source, or a histogram already
+    built with other bounds (call this before the instrumentation starts).
+
+    >>> from prometheus_client import CollectorRegistry
+    >>> set_buckets(CollectorRegistry(), stages=(0.1, 0.2, 0.4)).stages
+    (0.1, 0.2, 0.4)
+    """
+    reg = REGISTRY if registry is None else registry
+    chosen = resolve(Buckets, BUCKETS_PREFIX, caller="set_buckets", lag=lag, stages=stages,
+                     total=total)
+    with _lock:
+        built = _built.get(reg, {})
+        for name, field in BUCKET_FIELDS.items():
+            bounds = tuple(getattr(built.get(name), "_upper_bounds", ()))[:-1]
+            if bounds and bounds != getattr(chosen, field):
+                raise ConfigError(f"{name} is in use with other buckets already: call "
+                                  "set_buckets() before the instrumentation starts",
+                                  source="set_buckets")
+        _layouts[reg] = chosen
+    return chosen
+
+
+def buckets(registry: CollectorRegistry | None = None) -> Buckets:
+    """The layout of ``registry``: ``set_buckets``' choice, else the environment's (a bad
+    value there is counted and logged once, and the default used: the host goes on)."""
+    reg = REGISTRY if registry is None else registry
+    found = _layouts.get(reg)
+    if found is None:  # resolved outside the lock: a bad value is counted through metric()
+        found = resolve_in_host(Buckets, BUCKETS_PREFIX, component="buckets", registry=reg)
+        with _lock:
+            found = _layouts.setdefault(reg, found)
+    return found
+
+
+def _construct(s: MetricSpec, registry: CollectorRegistry,
+               bounds: tuple[float, ...] | None) -> MetricWrapperBase:
     common: dict[str, Any] = {"labelnames": s.labels, "registry": registry}
     if s.kind == "counter":
         return Counter(s.name, s.help, **common)
     if s.kind == "gauge":
         return Gauge(s.name, s.help, multiprocess_mode=s.gauge_mode, **common)
-    return Histogram(s.name, s.help, buckets=s.buckets or (), **common)
+    return Histogram(s.name, s.help, buckets=bounds or s.buckets or (), **common)
 
 
 def metric(name: str, registry: CollectorRegistry | None = None) -> Any:
     """The metric object for a catalog name in ``registry`` (default: the global one)."""
     reg = REGISTRY if registry is None else registry
     with _lock:
+        found = _built.get(reg, {}).get(name)
+    if found is not None:
+        return found
+    s = spec(name)
+    field = BUCKET_FIELDS.get(name)
+    bounds = None if field is None else getattr(buckets(reg), field)
+    with _lock:
         per_registry = _built.setdefault(reg, {})
         found = per_registry.get(name)
         if found is None:
-            found = per_registry[name] = _construct(spec(name), reg)
+            found = per_registry[name] = _construct(s, reg, bounds)
         return found
 
 

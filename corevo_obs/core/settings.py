@@ -3,7 +3,8 @@
 A component declares its settings as a frozen dataclass whose fields carry an
 ``option(...)``; ``resolve(Cls, prefix, **kwargs)`` builds the immutable instance. Each
 value is parsed by the field's annotation (``float``, ``int``, ``bool``, ``str``,
-``tuple[str, ...]`` split on ``os.pathsep``, or ``X | None``), checked against its bounds,
+``tuple[str, ...]`` split on ``os.pathsep``, ``tuple[float, ...]`` split on commas (an
+increasing sequence, e.g. bucket bounds), or ``X | None``), checked against its bounds,
 and any error names where the value came from (``$COREVO_LOOP_INTERVAL: ...``,
 ``install_loop_health(interval=...): ...``), the pytest-timeout model. Every problem is
 reported together, so a user fixes a config in one go. Explicit setup (a call the user
@@ -31,7 +32,7 @@ import math
 import os
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import ConfigError
@@ -181,6 +182,8 @@ def _parse(raw: str, kind: Any) -> Any:
         except ValueError:
             raise ValueError(f"cannot parse {raw!r} as a number") from None
         return _finite(value)
+    if _numbers(kind):
+        return _increasing(tuple(_parse(p, float) for p in text.replace(",", " ").split()))
     if typing.get_origin(kind) is tuple:
         return tuple(p for p in text.split(os.pathsep) if p)
     return raw
@@ -201,12 +204,30 @@ def _coerce(raw: Any, kind: Any) -> Any:
             raise TypeError(f"expected a number, got {raw!r}")
         return _finite(float(raw))
     if typing.get_origin(kind) is tuple:
-        if isinstance(raw, str | bytes):
-            raise TypeError(f"expected a sequence of strings, got {raw!r}")
+        if isinstance(raw, str | bytes) or not isinstance(raw, Iterable):
+            what = "numbers" if _numbers(kind) else "strings"
+            raise TypeError(f"expected a sequence of {what}, got {raw!r}")
+        if _numbers(kind):
+            return _increasing(tuple(_coerce(v, float) for v in raw))
         return tuple(raw)
     if kind is str and not isinstance(raw, str):
         raise TypeError(f"expected a string, got {raw!r}")
     return raw
+
+
+def _numbers(kind: Any) -> bool:
+    """``tuple[float, ...]``: a sequence of numbers (from the environment, comma- or
+    space-separated)."""
+    return typing.get_origin(kind) is tuple and typing.get_args(kind) == (float, Ellipsis)
+
+
+def _increasing(values: tuple[float, ...]) -> tuple[float, ...]:
+    """A non-empty, strictly increasing sequence of positive numbers (bucket bounds)."""
+    if not values:
+        raise ValueError("expected at least one number")
+    if values[0] <= 0 or any(b <= a for a, b in zip(values, values[1:], strict=False)):
+        raise ValueError(f"expected positive numbers in increasing order, got {values!r}")
+    return values
 
 
 def _finite(value: float) -> float:

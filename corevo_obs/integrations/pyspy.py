@@ -9,15 +9,18 @@ Example::
 
     print(dump(4242, timeout=5).format())
     # process 4242: 3 threads
-    # thread 4242 "MainThread" (event loop, idle)
+    # thread 4242 "MainThread" (event loop, blocked in time.sleep)
     #   app/store.py:15:_fetch  <-- innermost project frame
 """
 
 from __future__ import annotations
 
 import json
+import keyword
+import linecache
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -136,9 +139,36 @@ class ThreadStack:
     is_loop: bool = False
     culprit: FrameInfo | None = None
 
+    @property
+    def state(self) -> str:
+        """What the thread does, from what py-spy gives. py-spy calls any thread in a
+        blocking syscall "idle"; for a loop thread only the selector's wait is idle
+        (waiting for I/O or a timer), anything else off the CPU is "blocked in" the call
+        its innermost Python line makes (``time.sleep``), or in its native function."""
+        if not self.is_loop:
+            return "active" if self.active else "idle"
+        python = [f for i, f in enumerate(self.frames) if i not in self.native]
+        if python and _in_selector(python[-1]):
+            return "idle, waiting in the selector"
+        if self.active:
+            return "running"
+        return f"blocked in {self._blocking_call(python)}"
+
+    def _blocking_call(self, python: Sequence[FrameInfo]) -> str:
+        call = _called_on(python[-1]) if python else None
+        if call:
+            return call
+        last_python = max((i for i, _ in enumerate(self.frames) if i not in self.native),
+                          default=-1)
+        native = [f.function for i, f in enumerate(self.frames)
+                  if i in self.native and i > last_python]
+        if native:
+            return native[0]  # the outermost C function under the Python line
+        return f"a call from {python[-1]}" if python else "a native call"
+
     def format(self) -> str:
         tags = ["event loop"] if self.is_loop else []
-        tags.append("active" if self.active else "idle")
+        tags.append(self.state)
         if self.owns_gil:
             tags.append("holds GIL")
         lines = [f'thread {self.thread_id} "{self.name or "?"}" ({", ".join(tags)})']
@@ -165,6 +195,51 @@ class ProcessDump:
         return "\n".join([head, *(t.format() for t in self.threads)])
 
 
+_SELECTOR_WAITS: Final = frozenset({"select", "poll", "control"})
+_CALL = re.compile(r"([A-Za-z_][\w.]*)\s*\(")
+
+
+def _in_selector(frame: FrameInfo) -> bool:
+    """The loop's wait for I/O or timers (``selectors.EpollSelector.select`` and kin)."""
+    return (os.path.basename(frame.filename) == "selectors.py"
+            and frame.function.rsplit(".", 1)[-1] in _SELECTOR_WAITS)
+
+
+def _called_on(frame: FrameInfo) -> str | None:
+    """The first call the frame's source line makes (``time.sleep``), when the file is
+    readable here (a dump of a process on this host); None otherwise."""
+    line = linecache.getline(frame.filename, frame.lineno)
+    return next((m.group(1) for m in _CALL.finditer(line)
+                 if not keyword.iskeyword(m.group(1))), None)
+
+
+def _venv_root(directory: str, cache: dict[str, str]) -> str:
+    """The venv (a directory holding ``pyvenv.cfg``) ``directory`` is in, or ""."""
+    found = cache.get(directory)
+    if found is None:
+        parent = os.path.dirname(directory)
+        if os.path.isfile(os.path.join(directory, "pyvenv.cfg")):
+            found = directory
+        elif parent and parent != directory:
+            found = _venv_root(parent, cache)
+        else:
+            found = ""
+        cache[directory] = found
+    return found
+
+
+def _outside_venvs(frames: Sequence[FrameInfo], roots: Sequence[str],
+                   cache: dict[str, str]) -> list[FrameInfo]:
+    """Frames not inside a venv, unless the venv holds a project root itself (the dumped
+    process may run another interpreter: its venv is found on disk, not from sys.prefix)."""
+    out = []
+    for f in frames:
+        venv = _venv_root(os.path.dirname(os.path.abspath(f.filename)), cache)
+        if not venv or any(os.path.abspath(r).startswith(venv + os.sep) for r in roots):
+            out.append(f)
+    return out
+
+
 def _runs_loop(frames: Sequence[FrameInfo]) -> bool:
     return any(
         f.function.endswith(_LOOP_FUNCTIONS) and ("asyncio" in f.filename or "uvloop" in f.filename)
@@ -172,7 +247,8 @@ def _runs_loop(frames: Sequence[FrameInfo]) -> bool:
     )
 
 
-def _thread(raw: dict[str, Any], project_roots: Sequence[str]) -> ThreadStack:
+def _thread(raw: dict[str, Any], project_roots: Sequence[str],
+            venvs: dict[str, str]) -> ThreadStack:
     frames: list[FrameInfo] = []
     native: set[int] = set()
     raw_frames = list(reversed(raw.get("frames") or []))  # py-spy lists innermost first
@@ -188,7 +264,8 @@ def _thread(raw: dict[str, Any], project_roots: Sequence[str]) -> ThreadStack:
         owns_gil=bool(raw.get("owns_gil")),
         frames=tuple(frames),
         native=frozenset(native),
-        culprit=innermost_project_frame(python_frames, project_roots),
+        culprit=innermost_project_frame(_outside_venvs(python_frames, project_roots, venvs),
+                                        project_roots),
     )
 
 
@@ -209,7 +286,8 @@ def parse_dump(
         if not isinstance(raw, list):
             raise ValueError("expected a list of threads")
         roots = tuple(project_roots)
-        threads = [_thread(t, roots) for t in raw]
+        venvs: dict[str, str] = {}
+        threads = [_thread(t, roots, venvs) for t in raw]
     except (ValueError, KeyError, TypeError) as exc:
         raise PySpyError(f"cannot parse py-spy output for pid {pid}: {exc}") from None
     marked = []

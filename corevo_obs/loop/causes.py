@@ -150,7 +150,13 @@ class Attribution:
 
 
 def _s(seconds: float | None) -> str:
-    return "?" if seconds is None else f"{seconds:.3f}s"
+    return "an unmeasured time" if seconds is None else f"{seconds:.3f}s"
+
+
+def _known(*items: tuple[str, float | None]) -> list[str]:
+    """``label 0.123s`` for each measured item; an unmeasured one is left out (a report
+    never prints a placeholder)."""
+    return [f"{label} {value:.3f}s" for label, value in items if value is not None]
 
 
 def parts(duration: float, w: Window) -> dict[str, float]:
@@ -183,10 +189,16 @@ def parts(duration: float, w: Window) -> dict[str, float]:
 
 
 def _cpu_line(w: Window) -> str:
-    return (f"between the beats around it ({w.seconds:.3f}s): loop thread on the CPU "
-            f"{_s(w.loop_ran)}, other threads {_s(w.others_ran)}, gc {w.gc:.3f}s; "
-            f"over {_s(w.sched_seconds)}: loop thread waiting for a CPU {_s(w.loop_waited)}, "
-            f"cgroup throttled {_s(w.throttled)} ({w.times_throttled} times)")
+    cpu = _known(("loop thread on the CPU", w.loop_ran), ("other threads", w.others_ran),
+                 ("gc", w.gc))
+    line = f"between the beats around it ({w.seconds:.3f}s): {', '.join(cpu)}"
+    sched = _known(("loop thread waiting for a CPU", w.loop_waited),
+                   ("cgroup throttled", w.throttled))
+    if w.throttled is not None:
+        sched[-1] += f" ({w.times_throttled} times)"
+    if w.sched_seconds is None or not sched:
+        return line + "; run delay and throttling not measured around it"
+    return line + f"; over {w.sched_seconds:.3f}s: {', '.join(sched)}"
 
 
 def gil_candidate(duration: float, window: Window | None) -> bool:
@@ -204,11 +216,11 @@ def gil_candidate(duration: float, window: Window | None) -> bool:
 
 
 def _caught_line(caught: Caught) -> str | None:
+    state = f" (state {caught.state})" if caught.state else ""
     if caught.syscall == "running":
-        return f"loop thread on the CPU when caught (state {caught.state or '?'})"
+        return f"loop thread on the CPU when caught{state}"
     if caught.syscall or caught.state:
-        return (f"loop thread in {caught.syscall or 'no syscall'} when caught "
-                f"(state {caught.state or '?'})")
+        return f"loop thread in {caught.syscall or 'no syscall'} when caught{state}"
     return None
 
 

@@ -46,6 +46,18 @@ def _forms(path: str) -> set[str]:
     return out
 
 
+def _interpreter_prefixes() -> tuple[str, ...]:
+    """The venv this interpreter runs in (its scripts, e.g. ``bin/gunicorn``, and its
+    packages): never the host's code, even when the venv sits inside the project. Not
+    the base install's prefix: ``/usr`` or ``/usr/local`` may hold the app itself."""
+    found = {p for p in (sys.prefix, sys.exec_prefix)
+             if p and p not in (sys.base_prefix, sys.base_exec_prefix)}
+    return tuple(sorted(f for p in found for f in _forms(p)))
+
+
+_PACKAGE_DIRS: Final = (f"{os.sep}site-packages{os.sep}", f"{os.sep}dist-packages{os.sep}")
+
+
 def _library_prefixes() -> tuple[str, ...]:
     paths = sysconfig.get_paths()
     found = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
@@ -125,9 +137,27 @@ class FrameFilter:
         if filename.startswith("<"):
             return "library"
         path = filename if os.path.isabs(filename) else os.path.abspath(filename)
+        venv = self._venv_prefix(path)
         if self._roots:
-            return "project" if path.startswith(self._roots) else "library"
-        return "library" if path.startswith(self._library) else "project"
+            # the deeper of the two wins: a venv inside the project is not the project,
+            # a project root inside an installed package (the suite's demo) still is
+            root = max((r for r in self._roots if path.startswith(r)), key=len, default="")
+            return "project" if root and len(root) >= len(venv) else "library"
+        if venv or path.startswith(self._library):
+            return "library"
+        return "project"
+
+    def _venv_prefix(self, path: str) -> str:
+        """The longest prefix of ``path`` that is an interpreter's tree: this
+        interpreter's prefixes (its venv too) or a ``site-packages`` directory. By string
+        only: classifying runs on the loop thread too."""
+        found = max((p for p in _INTERPRETER_PREFIXES if path.startswith(p)), key=len,
+                    default="")
+        for marker in _PACKAGE_DIRS:
+            at = path.rfind(marker)
+            if at >= 0 and at + len(marker) > len(found):
+                found = path[:at + len(marker)]
+        return found
 
     def is_project(self, filename: str) -> bool:
         return self.kind(filename) == "project"
@@ -210,6 +240,7 @@ class FrameFilter:
 
 
 _LIBRARY_PREFIXES: Final = _library_prefixes()
+_INTERPRETER_PREFIXES: Final = _interpreter_prefixes()
 
 
 @lru_cache(maxsize=32)
