@@ -12,14 +12,16 @@ seed reproduces the schedule; a failure prints it with the checkers' table.
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.conftest import _need
 from tests.helpers.fault_checks import check, report
 from tests.helpers.fault_plan import KINDS, describe, generate
-from tests.helpers.fault_run import Outcome, Settings, run
+from tests.helpers.fault_run import Incarnation, Outcome, Settings, run
 
 SEED, SECONDS = 14, 100.0
 #: A full disk still kills a metrics writer with SIGBUS inside prometheus_client's mmap
@@ -66,3 +68,56 @@ def test_a_full_metrics_disk_crashes_no_process(tmp_path: Path) -> None:
         _need("no tmpfs could be mounted for the disk-full faults (needs root)")
     assert any(a.fault.kind == "disk-full" and a.note.split()[0] != "0"
                for a in outcome.applied), "the disk was never filled"
+
+
+# --- the checkers can fail: one planted violation each, on records written by hand -------
+
+def _records(tmp: Path, **plant: Any) -> Outcome:
+    """A clean two-holder, one-job run (limit 2), with ``plant`` changing one thing."""
+    tracks = {"w0-1": ["E h1 1.0 0.5", "X h1 2.0", "E h2 1.5 0.5", "X h2 3.0",
+                       *plant.get("track", [])]}
+    lines = {"w0-1": ["W j1 1 1.1", "S j1 w0-1.x 1.2", "F j1 1.3"], **plant.get("jobs", {})}
+    incs = []
+    for label in sorted(set(tracks) | set(lines)):
+        (tmp / f"{label}.track").write_text("".join(f"{x}\n" for x in tracks.get(label, [])))
+        (tmp / f"{label}.jobs").write_text("".join(f"{x}\n" for x in lines.get(label, [])))
+        proc = subprocess.Popen(["true"], text=True)
+        proc.wait()
+        incs.append(Incarnation(label, label.split("-")[0], 0.0, tmp / f"{label}.track",
+                                tmp / f"{label}.jobs", tmp / f"{label}.log", proc, 0.5,
+                                4.0, plant.get("rc", {}).get(label, 0)))
+    (tmp / "producer.log").write_text("C j1 1.0\n")
+    counters = {("corevo_job_dispatch_path_total", "producer", "queued"): 1.0,
+                ("corevo_lease_acquire_total", "w0-1", "granted"): 2.0,
+                ("corevo_claim_start_total", "w0-1", "started"): 1.0,
+                ("corevo_job_terminal_total", "w0-1", "completed"): 1.0,
+                **plant.get("counters", {})}
+    return Outcome(Settings(10.0, 0, limit=2), 0.0, [], incs, [], tmp / "producer.log",
+                   {"created": 1}, 0, {"scrapes": 3, "decreases": plant.get("decreases", [])},
+                   0, plant.get("rows", {"j1": ("completed", "w0-1@x", "w0-1.x")}),
+                   counters, [], True, True)
+
+
+def _failed(tmp: Path, **plant: Any) -> set[str]:
+    return {c.name for c in check(_records(tmp, **plant)) if not c.ok}
+
+
+def test_each_checker_fails_on_its_planted_violation(tmp_path: Path) -> None:
+    assert _failed(tmp_path) == set()
+    assert _failed(tmp_path, track=["E h3 1.8 0.5", "X h3 1.9"],
+                   counters={("corevo_lease_acquire_total", "w0-1", "granted"): 3.0}
+                   ) == {"work-level oversell"}
+    assert _failed(tmp_path, jobs={"w1-2": ["W j1 2 2.0", "S j1 w1-2.y 2.1", "F j1 2.2"]},
+                   counters={("corevo_claim_start_total", "w1-2", "started"): 1.0,
+                             ("corevo_job_terminal_total", "w1-2", "completed"): 1.0}
+                   ) == {"0 jobs executed twice"}
+    assert _failed(tmp_path, jobs={"w1-2": ["W j1 1 1.15"]}) == {
+        "0 jobs won twice (one epoch, two winners)"}
+    assert _failed(tmp_path, rows={"j1": ("running", "w0-1@x", "w0-1.x")}) == {
+        "0 jobs lost (each terminal or recoverable)"}
+    assert _failed(tmp_path, rows={}) == {"0 jobs lost (each terminal or recoverable)"}
+    assert _failed(tmp_path, counters={("corevo_claim_start_total", "w0-1", "started"): 2.0}
+                   ) == {"counters equal what the load caused"}
+    assert _failed(tmp_path, decreases=["x_total: 2 -> 1"]) == {
+        "counters never go backwards across scrapes"}
+    assert _failed(tmp_path, rc={"w0-1": -7}) == {"no host process crashed"}

@@ -35,10 +35,11 @@ class JobRecords:
     effects: dict[str, list[tuple[str, str, bool]]]  # job -> [(label, execution, readback)]
     finished: Counter[str]                           # label -> finishes
     started: Counter[str]                            # label -> starts the store counted
+    ready: dict[str, float]                          # label -> when it was ready
 
 
 def _jobs(incs: list[Incarnation]) -> JobRecords:
-    rec = JobRecords([], defaultdict(list), Counter(), Counter())
+    rec = JobRecords([], defaultdict(list), Counter(), Counter(), {})
     for inc in incs:
         if not inc.jobs.exists():
             continue
@@ -52,6 +53,8 @@ def _jobs(incs: list[Incarnation]) -> JobRecords:
                 rec.started[inc.label] += not readback
             elif f[0] == "F":
                 rec.finished[inc.label] += 1
+            elif f[0] == "R":
+                rec.ready[inc.label] = float(f[1])
     rec.wins.sort()
     return rec
 
@@ -128,7 +131,7 @@ def check(o: Outcome) -> list[Check]:
     worst = max_overlap(spans)
     checks.append(Check("work-level oversell", worst <= s.limit and len(spans) > 0,
                         f"max {worst} of {s.limit} at work over {len(spans)} intervals"))
-    checks.append(Check("the limit was reached (the run is not vacuous)", worst == s.limit,
+    checks.append(Check("the limit was reached (the run is not vacuous)", worst >= s.limit,
                         f"{worst} of {s.limit}"))
     early = [a - r for r in o.restarts for a, _ in spans if r < a < r + s.timeout]
     checks.append(Check("no grant within one timeout of an empty restart", not early,
@@ -156,8 +159,9 @@ def check(o: Outcome) -> list[Check]:
                    and not (o.jobs[j][0] == "queued" and o.jobs[j][1] is None))
     states = Counter(o.jobs[j][0] for j in all_jobs & set(o.jobs))
     dead = {i.label for i in o.incarnations if _died(i) is not None}
+    # a lost job's owner (its store's owner id starts with the worker label) died
     bad_lost = sorted(j for j in all_jobs & set(o.jobs) if o.jobs[j][0] == "lost"
-                      and not any(x[0] in dead for x in jobs.effects.get(j, [])))
+                      and str(o.jobs[j][1]).split("@")[0] not in dead)
     not_cancelled = sorted(j for j in cancelled if o.jobs.get(j, ("",))[0] != "cancelled")
     checks.append(Check("0 jobs lost (each terminal or recoverable)",
                         not missing and not stuck and bad_lost == [] and not not_cancelled,
@@ -240,6 +244,20 @@ def _counter_checks(o: Outcome, jobs: JobRecords, spans: list[Span]) -> list[Che
                   f"{len(spans)} intervals; wrong: {wrong[:3]}")]
 
 
+def replacement_ready(o: Outcome) -> list[float]:
+    """Per worker kill: seconds until the slot's next incarnation was ready (its start-up
+    alone, part of the kill's recovery)."""
+    ready = _jobs(o.incarnations).ready
+    out = []
+    for a in o.applied:
+        if a.fault.kind == "worker-kill" and a.note.startswith("w"):
+            nxt = [i for i in o.incarnations if i.slot == f"w{a.fault.target}"
+                   and i.started > a.began and i.label in ready]
+            if nxt:
+                out.append(ready[nxt[0].label] - a.began)
+    return out
+
+
 def recovery_table(o: Outcome) -> list[str]:
     by_kind: dict[str, list[float]] = defaultdict(list)
     count: Counter[str] = Counter()
@@ -255,6 +273,11 @@ def recovery_table(o: Outcome) -> list[str]:
                         f"{_pct(xs, 0.99):.2f} s | {max(xs):.2f} s |")
         else:
             rows.append(f"| {kind} | {count[kind]} | — | — | — |")
+    starts = replacement_ready(o)
+    if starts:
+        rows.append(f"\nworker kills: the replacement was ready (start-up) p50 "
+                    f"{statistics.median(starts):.2f} s, p99 {_pct(starts, 0.99):.2f} s "
+                    "after the kill; the recovery above runs to its first grant or claim")
     return rows
 
 

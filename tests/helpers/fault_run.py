@@ -142,6 +142,12 @@ def _fill(disk: Path) -> int:
     return taken
 
 
+def _block_sigusr1() -> None:
+    """In the child before exec: SIGUSR1 (stop) stays pending until the worker has its
+    handler, so a stop sent early is never a kill."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+
+
 def _counters(metrics: Path) -> dict[tuple[str, str, str], float]:
     """Every counter sample in the directory, by (metric, worker, outcome|state|path)."""
     reg = CollectorRegistry()
@@ -194,7 +200,7 @@ class Runner:
         with open(log, "w") as err:
             proc = subprocess.Popen(helper_cmd("fault_worker.py", json.dumps(cfg)),
                                     env=_env(self.metrics, label), stdout=subprocess.PIPE,
-                                    stderr=err, text=True)
+                                    stderr=err, text=True, preexec_fn=_block_sigusr1)
         inc = Incarnation(label, slot, skew, Path(f"{base}.track"), Path(f"{base}.jobs"),
                           log, proc, time.monotonic())
         self.incarnations.append(inc)
@@ -360,8 +366,6 @@ class Runner:
         self.ending = True
         for inc in self.incarnations:
             if inc.proc.poll() is None:
-                assert inc.proc.stdout is not None   # "ready": its SIGUSR1 handler is set
-                inc.proc.stdout.readline()
                 inc.proc.send_signal(signal.SIGUSR1)
         for inc in self.incarnations:
             try:

@@ -11,7 +11,8 @@ scraped counters can be matched to this process's own records), it runs until SI
 - ``lanes`` claim threads on the PostgreSQL job table. Each lane appends to ``jobs``:
   ``W job epoch t`` after a win, ``S job execution t [r]`` just before the job's side
   effect (``r``: the start CAS was learned by reading the row back after a lost reply,
-  so the store did not count it), ``F job t`` once ``finish`` said completed.
+  so the store did not count it), ``F job t`` once ``finish`` said completed; first of
+  all ``R t``, when the worker is ready.
 
 Its clients run ``skew`` seconds ahead (``clock=``). At exit one JSON line of stats.
 """
@@ -129,7 +130,10 @@ async def main(cfg: dict[str, Any]) -> int:
                        socket_timeout=0.3, connect_timeout=0.2)
     stopped = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, stopped.set)
-    while True:   # a worker started while PostgreSQL is down waits for it, as apps do
+    # the parent starts us with SIGUSR1 blocked: one sent before the handler existed is
+    # pending, and delivered now instead of killing the process
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR1})
+    while not stopped.is_set():  # started while PostgreSQL is down: wait, as apps do
         try:
             jobs = await asyncio.to_thread(
                 PostgresJobStore, cfg["dsn"], table=cfg["table"], worker=cfg["worker"],
@@ -137,6 +141,8 @@ async def main(cfg: dict[str, Any]) -> int:
             break
         except BackendUnavailable:
             await asyncio.sleep(0.2)
+    else:
+        return 0
     track = os.open(cfg["track"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     jobs_fd = os.open(cfg["jobs"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     stats: Counter[str] = Counter()
@@ -146,6 +152,7 @@ async def main(cfg: dict[str, Any]) -> int:
     for t in lanes:
         t.start()
     print("ready", flush=True)
+    os.write(jobs_fd, f"R {time.monotonic()!r}\n".encode())   # at work from here
     holding = {**cfg, "until": float("inf")}
     await asyncio.gather(*(holder(leases, holding, track, cfg["seed"] * 100 + i, stats, stopped)
                            for i in range(cfg["holders"])))
