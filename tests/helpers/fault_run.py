@@ -177,6 +177,7 @@ class Runner:
         self.respawn: dict[str, float] = {}
         self.generation = 0
         self.hogs: list[subprocess.Popen[bytes]] = []
+        self.helpers: list[subprocess.Popen[str]] = []   # the producer and the scraper
         self.frozen = False
         self.redis_down = False
         self.restarts: list[float] = []
@@ -334,8 +335,9 @@ class Runner:
         raise AssertionError("unreachable")
 
     def _kill_all(self) -> None:
-        for p in [*(i.proc for i in self.incarnations), *self.hogs,
-                  *getattr(self, "helpers", [])]:
+        procs: list[subprocess.Popen[Any]] = [*(i.proc for i in self.incarnations),
+                                              *self.hogs, *self.helpers]
+        for p in procs:
             if p.poll() is None:
                 p.kill()
                 p.wait()
