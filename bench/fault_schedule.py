@@ -2,14 +2,15 @@
 
     PYTHONPATH=$PWD python bench/fault_schedule.py --seconds 600 --seed 7 \
         [--kinds redis-kill,redis-stop,pg-stop,worker-kill,cpu-hog,clock-ahead,disk-full] \
-        [--workers 3] [--keep DIR]
+        [--workers 3] [--keep DIR] [--gunicorn]
 
 The same code as tests/test_fault_schedule.py (tests/helpers/fault_plan.py, fault_run.py,
 fault_checks.py), only longer: prints the schedule, the checkers' table and the recovery
 time per fault kind; exit 1 if a checker failed (the schedule and the seed are printed,
 so the run replays). Needs redis-server and the PostgreSQL binaries; the disk-full
 faults need a tmpfs mount (root). ``--keep DIR`` leaves the records (holders' intervals,
-lanes' job lines, worker logs) in DIR.
+lanes' job lines, worker logs) in DIR. ``--gunicorn`` runs the workers under a gunicorn
+master (tests/helpers/fault_gunicorn_conf.py) that restarts the killed ones.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ def main() -> int:
     ap.add_argument("--kinds", default=",".join(KINDS))
     ap.add_argument("--workers", type=int, default=3)
     ap.add_argument("--keep", type=Path)
+    ap.add_argument("--gunicorn", action="store_true",
+                    help="the workers under a gunicorn master, which restarts the killed ones")
     args = ap.parse_args()
     # a SIGTERM (e.g. from `timeout`) unwinds, so the servers and the tmpfs are cleaned up
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -51,7 +54,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="corevo-sched.") as tmp:
         where = args.keep or Path(tmp)
         where.mkdir(parents=True, exist_ok=True)
-        outcome = run(Settings(args.seconds, args.seed, workers=args.workers), faults, where)
+        outcome = run(Settings(args.seconds, args.seed, workers=args.workers,
+                                    gunicorn=args.gunicorn), faults, where)
         checks = check(outcome)
         print(report(outcome, checks))
     counts = Counter(f.kind for f in faults)
@@ -61,7 +65,8 @@ def main() -> int:
           f"seed {args.seed}: {'all checkers ok' if not failed else f'FAILED: {failed}'}")
     if failed:
         print(f"replay: PYTHONPATH=$PWD python bench/fault_schedule.py --seconds "
-              f"{args.seconds:g} --seed {args.seed} --kinds {','.join(kinds)}")
+              f"{args.seconds:g} --seed {args.seed} --kinds {','.join(kinds)}"
+              + (" --gunicorn" if args.gunicorn else ""))
     return 1 if failed else 0
 
 

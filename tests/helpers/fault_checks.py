@@ -105,8 +105,8 @@ def recoveries(o: Outcome) -> list[tuple[Applied, float | None]]:
             r = _first_after(grants, a.ended)
         elif kind == "pg-stop":
             r = _first_after(wins, a.ended)
-        elif kind == "worker-kill":
-            slot = f"w{a.fault.target}"
+        elif kind == "worker-kill":   # under gunicorn: any worker the master started next
+            slot = "g" if a.note.startswith("g") else f"w{a.fault.target}"
             nxt = [i for i in o.incarnations if i.slot == slot and i.started > a.began]
             ops = [t for i in nxt for t in [s for s, _ in by_label[i.label]] +
                    [w[0] for w in _jobs([i]).wins]]
@@ -250,8 +250,9 @@ def replacement_ready(o: Outcome) -> list[float]:
     ready = _jobs(o.incarnations).ready
     out = []
     for a in o.applied:
-        if a.fault.kind == "worker-kill" and a.note.startswith("w"):
-            nxt = [i for i in o.incarnations if i.slot == f"w{a.fault.target}"
+        if a.fault.kind == "worker-kill" and a.note[:1] in ("w", "g"):
+            slot = "g" if a.note.startswith("g") else f"w{a.fault.target}"
+            nxt = [i for i in o.incarnations if i.slot == slot
                    and i.started > a.began and i.label in ready]
             if nxt:
                 out.append(ready[nxt[0].label] - a.began)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -37,6 +38,7 @@ from tests.helpers.fault_plan import Fault
 from tests.helpers.lease_kit import store_for
 from tests.helpers.pg_cluster import PgCluster, find_bindir
 from tests.test_fault_leases import RedisProcess
+from tests.test_integrations_servers import _children
 
 ROOT = HELPERS.parent.parent
 RESPAWN_AFTER = 0.3      # a supervisor's restart delay after a worker died
@@ -59,6 +61,7 @@ class Settings:
     p_cancel: float = 0.05
     work: tuple[float, float] = (0.01, 0.06)    # a job's side effect, seconds
     disk_mib: int = 24
+    gunicorn: bool = False      # the workers under a gunicorn master (it restarts them)
 
 
 @dataclass
@@ -78,7 +81,7 @@ class Incarnation:
     track: Path
     jobs: Path
     log: Path
-    proc: subprocess.Popen[str]
+    proc: subprocess.Popen[str] | None   # None: a gunicorn worker (its master's child)
     started: float
     ended: float | None = None
     rc: int | None = None
@@ -178,6 +181,8 @@ class Runner:
         self.generation = 0
         self.hogs: list[subprocess.Popen[bytes]] = []
         self.helpers: list[subprocess.Popen[str]] = []   # the producer and the scraper
+        self.master: subprocess.Popen[str] | None = None   # gunicorn mode
+        self.gkilled: dict[int, float] = {}                # gunicorn worker pid -> SIGKILL
         self.frozen = False
         self.redis_down = False
         self.restarts: list[float] = []
@@ -189,14 +194,8 @@ class Runner:
         self.generation += 1
         label = f"{slot}-{self.generation}"
         base = self.tmp / "records" / label
-        cfg = {"redis": self.redis.url, "quota": self.quota, "limit": self.s.limit,
-               "timeout": self.s.timeout, "interval": self.s.interval,
-               "margin": self.s.margin, "worker": label, "dsn": self.pg.dsn,
-               "table": self.table, "track": f"{base}.track", "jobs": f"{base}.jobs",
-               "holders": self.s.holders, "lanes": self.s.lanes, "skew": skew,
-               "seed": self.s.seed * 1000 + self.generation, "work": self.s.work,
-               "short": (0.2, 1.2), "long": (self.s.timeout + 0.5, self.s.timeout + 3.0),
-               "p_long": 0.3, "wait": 1.0, "poll": 0.05}
+        cfg = {**self._load(skew), "worker": label, "track": f"{base}.track",
+               "jobs": f"{base}.jobs", "seed": self.s.seed * 1000 + self.generation}
         log = Path(f"{base}.log")
         with open(log, "w") as err:
             proc = subprocess.Popen(helper_cmd("fault_worker.py", json.dumps(cfg)),
@@ -208,10 +207,63 @@ class Runner:
         self.slots[slot] = inc
         return inc
 
+    def _load(self, skew: float) -> dict[str, Any]:
+        """fault_worker.py's config but for the per-process fields (label, files, seed)."""
+        return {"redis": self.redis.url, "quota": self.quota, "limit": self.s.limit,
+                "timeout": self.s.timeout, "interval": self.s.interval,
+                "margin": self.s.margin, "dsn": self.pg.dsn, "table": self.table,
+                "holders": self.s.holders, "lanes": self.s.lanes, "skew": skew,
+                "work": self.s.work, "short": (0.2, 1.2),
+                "long": (self.s.timeout + 0.5, self.s.timeout + 3.0), "p_long": 0.3,
+                "wait": 1.0, "poll": 0.05}
+
+    def _gunicorn(self) -> None:
+        """The workers under a gunicorn master (fault_gunicorn_conf.py), which restarts
+        the ones the nemesis kills."""
+        records = self.tmp / "records"
+        env = {**_env(self.metrics, "master"), "FAULT_BIND": f"127.0.0.1:{free_port()}",
+               "FAULT_WORKERS": str(self.s.workers), "COREVO_METRICS_PORT": str(free_port()),
+               "COREVO_COMPACT_EVERY": "1",
+               "FAULT_CFG": json.dumps({**self._load(0.0), "records": str(records),
+                                        "seed": self.s.seed})}
+        with open(records / "gunicorn.log", "w") as log:
+            self.master = subprocess.Popen(
+                [sys.executable, "-m", "gunicorn", "-c", str(HELPERS / "fault_gunicorn_conf.py"),
+                 "fault_gunicorn_conf:app"], env=env, stdout=log, stderr=log, text=True)
+
+    def _stop_gunicorn(self) -> None:
+        """A graceful stop; then one incarnation per worker that wrote records, its exit
+        status read from the master's log (the master reaped it)."""
+        assert self.master is not None
+        self.master.send_signal(signal.SIGTERM)
+        try:
+            rc = self.master.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.master.kill()
+            rc = self.master.wait()
+        if rc != 0:
+            self.crashes.append(f"gunicorn master exited rc {rc}")
+        records = self.tmp / "records"
+        said = (records / "gunicorn.log").read_text(errors="replace")
+        status: dict[int, int] = {}
+        for pid, sig in re.findall(r"Worker \(pid:(\d+)\) was sent (\w+)", said):
+            status[int(pid)] = -getattr(signal, sig, signal.SIGABRT).value
+        for pid, code in re.findall(r"Worker \(pid:(\d+)\) exited with code (\d+)", said):
+            status[int(pid)] = int(code)
+        for jobs in sorted(records.glob("g*.jobs")):
+            pid = int(jobs.stem[1:])
+            ready = [float(x.split()[1]) for x in jobs.read_text().splitlines()
+                     if x.startswith("R ")]
+            self.incarnations.append(Incarnation(
+                jobs.stem, "g", 0.0, jobs.with_suffix(".track"), jobs,
+                records / "gunicorn.log", None, ready[0] if ready else 0.0,
+                self.gkilled.get(pid, time.monotonic()), status.get(pid, 0),
+                self.gkilled.get(pid)))
+
     def _supervise(self) -> None:
         now = time.monotonic()
         for inc in self.incarnations:
-            if inc.ended is None and inc.proc.poll() is not None:
+            if inc.proc is not None and inc.ended is None and inc.proc.poll() is not None:
                 inc.ended, inc.rc = now, inc.proc.returncode
                 if inc.slot.startswith("w") and self.slots.get(inc.slot) is inc \
                         and not self.ending:
@@ -220,6 +272,9 @@ class Runner:
             if at <= now:
                 del self.respawn[slot]
                 self._spawn(slot)
+        if self.master is not None and self.master.poll() is not None \
+                and "gunicorn" not in " ".join(self.crashes):
+            self.crashes.append(f"gunicorn master exited rc {self.master.returncode}")
         if not self.redis_down and self.redis.proc is not None \
                 and self.redis.proc.poll() is not None:
             self.crashes.append(f"redis-server exited rc {self.redis.proc.returncode} "
@@ -235,9 +290,18 @@ class Runner:
             self.redis.signal(signal.SIGSTOP)
         elif f.kind == "pg-stop":
             self.pg.stop("immediate")
+        elif f.kind == "worker-kill" and self.master is not None:
+            children = sorted(_children(self.master.pid))
+            if children:
+                victim = children[f.target % len(children)]
+                os.kill(victim, signal.SIGKILL)
+                self.gkilled[victim] = time.monotonic()
+                a.note = f"g{victim}"
+            else:
+                a.note = "no worker"
         elif f.kind == "worker-kill":
             inc = self.slots[f"w{f.target}"]
-            if inc.proc.poll() is None:
+            if inc.proc is not None and inc.proc.poll() is None:
                 inc.proc.kill()
                 inc.killed = time.monotonic()
                 a.note = inc.label
@@ -265,7 +329,8 @@ class Runner:
                 hog.wait()
         elif f.kind == "clock-ahead":
             inc = next(i for i in self.incarnations if i.label == a.note)
-            inc.proc.send_signal(signal.SIGUSR1)
+            if inc.proc is not None:
+                inc.proc.send_signal(signal.SIGUSR1)
         elif f.kind == "disk-full" and self.mounted:
             (self.disk / "ballast").unlink()
 
@@ -335,8 +400,9 @@ class Runner:
         raise AssertionError("unreachable")
 
     def _kill_all(self) -> None:
-        procs: list[subprocess.Popen[Any]] = [*(i.proc for i in self.incarnations),
-                                              *self.hogs, *self.helpers]
+        procs: list[subprocess.Popen[Any]] = [*(i.proc for i in self.incarnations if i.proc),
+                                              *self.hogs, *self.helpers,
+                                              *([self.master] if self.master else [])]
         for p in procs:
             if p.poll() is None:
                 p.kill()
@@ -359,17 +425,24 @@ class Runner:
         for p in self.helpers:
             assert p.stdout is not None and p.stdout.readline().strip() in ("ready",
                                                                            '{"ready": true}')
-        for i in range(s.workers):
-            self._spawn(f"w{i}")
+        if s.gunicorn:
+            self._gunicorn()
+        else:
+            for i in range(s.workers):
+                self._spawn(f"w{i}")
         t0 = time.monotonic()
         applied = self._drive(t0)
         producer.send_signal(signal.SIGUSR1)     # no more jobs; the queue drains
         drained = self._drain(within=60.0)
         self.ending = True
+        if self.master is not None:
+            self._stop_gunicorn()
         for inc in self.incarnations:
-            if inc.proc.poll() is None:
+            if inc.proc is not None and inc.proc.poll() is None:
                 inc.proc.send_signal(signal.SIGUSR1)
         for inc in self.incarnations:
+            if inc.proc is None:
+                continue
             try:
                 out, _ = inc.proc.communicate(timeout=60)
             except subprocess.TimeoutExpired:

@@ -112,14 +112,12 @@ class Lane:
                 self.stats["completed"] += 1
 
 
-async def main(cfg: dict[str, Any]) -> int:
-    try:
-        enable_multiprocess()
-    except MetricsDirError as exc:
-        print(f"refused: {exc}", flush=True)
-        return REFUSED
+async def work(cfg: dict[str, Any], stopped: asyncio.Event) -> Counter[str]:
+    """The worker's load until ``stopped``: lease holders on this loop, lanes in threads.
+    Also what each gunicorn worker runs (fault_gunicorn_conf.py)."""
     logging.getLogger("psycopg.pool").setLevel(logging.ERROR)   # each retry would print
     skew = float(cfg["skew"])
+    stats: Counter[str] = Counter()
 
     def clock() -> float:
         return time.time() + skew
@@ -128,11 +126,6 @@ async def main(cfg: dict[str, Any]) -> int:
                        timeout=cfg["timeout"], heartbeat_interval=cfg["interval"],
                        margin=cfg["margin"], worker=cfg["worker"], clock=clock,
                        socket_timeout=0.3, connect_timeout=0.2)
-    stopped = asyncio.Event()
-    asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, stopped.set)
-    # the parent starts us with SIGUSR1 blocked: one sent before the handler existed is
-    # pending, and delivered now instead of killing the process
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR1})
     while not stopped.is_set():  # started while PostgreSQL is down: wait, as apps do
         try:
             jobs = await asyncio.to_thread(
@@ -142,16 +135,14 @@ async def main(cfg: dict[str, Any]) -> int:
         except BackendUnavailable:
             await asyncio.sleep(0.2)
     else:
-        return 0
+        return stats
     track = os.open(cfg["track"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     jobs_fd = os.open(cfg["jobs"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    stats: Counter[str] = Counter()
     halt = threading.Event()
     lanes = [threading.Thread(target=Lane(jobs, cfg, jobs_fd, cfg["seed"] * 1000 + i, halt,
                                           stats).run) for i in range(cfg["lanes"])]
     for t in lanes:
         t.start()
-    print("ready", flush=True)
     os.write(jobs_fd, f"R {time.monotonic()!r}\n".encode())   # at work from here
     holding = {**cfg, "until": float("inf")}
     await asyncio.gather(*(holder(leases, holding, track, cfg["seed"] * 100 + i, stats, stopped)
@@ -163,6 +154,21 @@ async def main(cfg: dict[str, Any]) -> int:
     jobs.close()
     os.close(track)
     os.close(jobs_fd)
+    return stats
+
+
+async def main(cfg: dict[str, Any]) -> int:
+    try:
+        enable_multiprocess()
+    except MetricsDirError as exc:
+        print(f"refused: {exc}", flush=True)
+        return REFUSED
+    stopped = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, stopped.set)
+    # the parent starts us with SIGUSR1 blocked: one sent before the handler existed is
+    # pending, and delivered now instead of killing the process
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR1})
+    stats = await work(cfg, stopped)
     print(json.dumps(dict(stats)), flush=True)
     return 0
 
