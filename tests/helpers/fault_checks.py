@@ -254,8 +254,8 @@ def replacement_ready(o: Outcome) -> list[float]:
             slot = "g" if a.note.startswith("g") else f"w{a.fault.target}"
             nxt = [i for i in o.incarnations if i.slot == slot
                    and i.started > a.began and i.label in ready]
-            if nxt:
-                out.append(ready[nxt[0].label] - a.began)
+            if nxt:   # the first one ready (under gunicorn: any worker started after)
+                out.append(min(ready[i.label] for i in nxt) - a.began)
     return out
 
 
