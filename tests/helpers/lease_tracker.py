@@ -12,14 +12,23 @@ from pathlib import Path
 Span = tuple[float, float]
 
 
-def read_spans(tracks: Iterable[Path]) -> tuple[list[Span], list[str]]:
-    """Closed intervals per holder, and holders that entered but never wrote an exit."""
+def read_spans(tracks: Iterable[Path], died: float | None = None
+               ) -> tuple[list[Span], list[str]]:
+    """Closed intervals per holder, and holders that entered but never wrote an exit.
+
+    ``died``: the instant the writing process was killed; a holder it cut before its
+    exit line worked until then (its interval ends there and it is not listed).
+    """
     times: dict[str, list[float]] = {}
     for track in tracks:
         if track.exists():
             for line in track.read_text().splitlines():
                 _, holder, t = line.split()[:3]
                 times.setdefault(holder, []).append(float(t))
+    if died is not None:
+        for ts in times.values():
+            if len(ts) == 1:
+                ts.append(max(ts[0], died))
     spans = [(ts[0], ts[1]) for ts in times.values() if len(ts) == 2]
     return spans, [h for h, ts in times.items() if len(ts) != 2]
 
