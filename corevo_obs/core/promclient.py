@@ -40,6 +40,7 @@ __all__ = [
     "merge_multiprocess",
     "plain_cells",
     "put",
+    "reserve_value_files",
     "set_multiprocess_mode",
     "share_lock",
     "use_multiprocess_values",
@@ -56,10 +57,20 @@ def use_multiprocess_values() -> None:
     """Switch new metrics to mmap-backed values (what ``PROMETHEUS_MULTIPROC_DIR`` at
     import time would have done), once, before any metric exists; their files get their
     space before a page is touched (``ReservedMmapedDict``)."""
-    if _mmap_layout_ok():
-        values.MmapedDict = ReservedMmapedDict  # type: ignore[misc]
+    reserve_value_files()
     if values.ValueClass is values.MutexValue:
         values.ValueClass = values.MultiProcessValue()
+
+
+def reserve_value_files() -> None:
+    """Value files this process opens from now on get their space before a page is
+    touched. Also for a process that never called ``enable_multiprocess`` but has
+    ``$PROMETHEUS_MULTIPROC_DIR`` set (prometheus_client then writes files on its own):
+    a janitor or a scraper of the directory, whose own counters would otherwise die of
+    SIGBUS on a full disk. prometheus_client looks ``MmapedDict`` up when it opens a
+    file, so a value class chosen at its import takes this too."""
+    if _mmap_layout_ok():
+        values.MmapedDict = ReservedMmapedDict  # type: ignore[misc]
 
 
 # --- value files that never SIGBUS on a full disk ---------------------------------------

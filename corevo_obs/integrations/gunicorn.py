@@ -31,7 +31,9 @@ from typing import Any, Final
 
 from prometheus_client import CollectorRegistry
 
-from ..core.errors import ConfigError
+from ..core import promclient
+from ..core.errors import ConfigError, MetricsDirError
+from ..core.guard import absorb
 from ..core.identity import WORKER_ENV
 from ..core.settings import option, resolve_in_host
 from ..exposition import (
@@ -60,6 +62,9 @@ DEFAULT_PORT: Final = 9430
 DEFAULT_COMPACT_EVERY: Final = 30.0
 #: ``corevo_instrumentation_errors_total{component=...}`` of a bad setting in these hooks
 CONFIG_COMPONENT: Final = "gunicorn-config"
+#: ``corevo_instrumentation_errors_total{component=...}`` of a worker that started while
+#: the metrics directory had no room
+MPDIR_COMPONENT: Final = "gunicorn-metrics-dir"
 _server: dict[str, MetricsServer] = {}
 #: the master's count of the workers it killed, served beside the workers' aggregate
 KILLS: Final = KillCounter()
@@ -125,10 +130,23 @@ def pre_fork(server: Any, worker: Any) -> None:
 
 
 def post_fork(server: Any, worker: Any) -> None:
-    """Worker, right after the fork: its name, then multiprocess mode."""
+    """Worker, right after the fork: its name, then multiprocess mode.
+
+    A directory that has no room now (a full disk) must not stop the worker: gunicorn
+    halts the whole server when a worker fails to boot. The failure is counted and
+    logged once, and the worker writes its metric files once room returns (until then
+    its values are kept in memory); it has no writer record, so it counts as live."""
     _server.clear()  # the master's server thread did not survive the fork
     os.environ[WORKER_ENV] = f"w{getattr(worker, 'corevo_slot', worker.age)}"
-    directory = enable_multiprocess(compact_at_exit=_settings().compact_at_exit)
+    try:
+        directory = enable_multiprocess(compact_at_exit=_settings().compact_at_exit)
+    except MetricsDirError as exc:
+        found = multiprocess_dir()
+        if found is None or not found.is_dir():
+            raise  # no directory at all: a setup mistake, not a full disk
+        absorb(MPDIR_COMPONENT, exc)
+        promclient.use_multiprocess_values()
+        directory = found
     keep_ongoing(directory)  # the stall it is frozen in, for child_exit to name
 
 

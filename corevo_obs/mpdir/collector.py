@@ -54,6 +54,7 @@ class LockedMultiProcessCollector(MultiProcessCollector):
                  only_pid: int | None = None, own: CollectorRegistry | None = None) -> None:
         self._only_pid = only_pid
         self._own = own
+        promclient.reserve_value_files()  # a scraper's own counters: no SIGBUS either
         super().__init__(registry, path)
 
     def collect(self) -> Iterable[Metric]:

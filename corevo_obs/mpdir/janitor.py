@@ -12,6 +12,7 @@ import threading
 from pathlib import Path
 from typing import Final
 
+from ..core import promclient
 from ..core.errors import ConfigError
 from ..core.guard import absorb
 from .compactor import CompactionResult, compact_backlog
@@ -42,6 +43,7 @@ class Janitor:
     ) -> None:
         if interval <= 0:
             raise ConfigError("interval must be positive")
+        promclient.reserve_value_files()  # its own counters must not SIGBUS on a full disk
         self.directory = Path(directory)
         self.interval = interval
         self.min_dead = min_dead
