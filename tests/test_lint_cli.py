@@ -180,7 +180,7 @@ def test_parallel_run_equals_serial(tmp_path: Path) -> None:
 def test_pre_commit_hook_definition_runs_the_lint(tmp_path: Path) -> None:
     hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
     assert isinstance(hooks, list)
-    hook = next(h for h in hooks if h["id"] == "corevo-obs-lint")
+    hook = next(h for h in hooks if h["id"] == "corevo-obs-lint-files")  # per-file mode
     assert hook["language"] == "python" and hook["types"] == ["python"]
     tree(tmp_path, **{"app.py": BLOCKING})
     entry = hook["entry"].split()
@@ -189,6 +189,8 @@ def test_pre_commit_hook_definition_runs_the_lint(tmp_path: Path) -> None:
                            *hook.get("args", []), "app.py"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1 and "COB104" in proc.stdout
+    whole = next(h for h in hooks if h["id"] == "corevo-obs-lint")  # the default hook
+    assert whole["entry"] == "corevo-obs lint --staged" and whole["pass_filenames"] is False
 
 
 def test_the_project_passes_its_own_lint() -> None:
