@@ -362,6 +362,10 @@ class FileScanner(ast.NodeVisitor):
         self._consts: dict[str, object] = {}
         self._plain_defs: set[str] = set()
         self._walrus = b":=" in source
+        # a name can hold a descriptor only if the file spells a call that makes one
+        # (``os.pipe``, ``x.fileno``; a name imported bare is missed: it stays flagged)
+        self._fd_text = any(".".join(n.split(".")[-2:]).encode() in source for n in
+                            (*catalog.fd_factories, *catalog.pipes, ".fileno"))
         self._awaited: set[int] = set()
         self._urllib3 = False
 
@@ -836,17 +840,18 @@ class FileScanner(ast.NodeVisitor):
         if ctx.fds is not None:
             return ctx.fds
         ctx.fds = {}
-        if ctx.node is None:
+        if ctx.node is None or not self._fd_text:
             return ctx.fds
         args = ctx.node.args
         stores = Counter(a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs])
-        stores.update(n.id for n in ast.walk(ctx.node)
-                      if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load))
+        assigns: list[tuple[ast.expr, ast.Call]] = []
         for stmt in ast.walk(ctx.node):
-            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+            if isinstance(stmt, ast.Name) and not isinstance(stmt.ctx, ast.Load):
+                stores[stmt.id] += 1
+            elif (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
                     and isinstance(stmt.value, ast.Call)):
-                continue
-            target, value = stmt.targets[0], stmt.value
+                assigns.append((stmt.targets[0], stmt.value))
+        for target, value in assigns:
             ref = self.tracker.resolve(value.func)
             name = ref.name if ref is not None else ""
             if isinstance(target, ast.Tuple) and name in self.catalog.pipes:
@@ -878,8 +883,7 @@ class FileScanner(ast.NodeVisitor):
         if hit is not None and catalogued.returns_at_once(
                 node, ref, self.catalog, self.tracker, ctx.seen,
                 [a for a in ctx.guard if a.param in ctx.stable_params()],
-                self._fds(ctx) if ref.name in self.catalog.fd_args
-                or ref.name in self.catalog.pipe_writes else None):
+                lambda: self._fds(ctx)):
             return
         if hit is not None:
             code, display, extra = hit
