@@ -362,6 +362,7 @@ class FileScanner(ast.NodeVisitor):
         self._consts: dict[str, object] = {}
         self._plain_defs: set[str] = set()
         self._walrus = b":=" in source
+        self._decorated: set[str] = set()  # qualnames of decorated defs (maybe not functions)
         # a name can hold a descriptor only if the file spells a call that makes one
         # (``os.pipe``, ``x.fileno``; a name imported bare is missed: it stays flagged)
         self._fd_text = any(".".join(n.split(".")[-2:]).encode() in source for n in
@@ -444,6 +445,8 @@ class FileScanner(ast.NodeVisitor):
             self.visit(expr)
         qualname = self._child_qualname(node.name)
         display = self._display(qualname)
+        if node.decorator_list:
+            self._decorated.add(qualname)
         if isinstance(node, ast.AsyncFunctionDef):
             ctx = _Ctx(qualname, display, on_loop=True, node=node,  # type: ignore[arg-type]
                        walrus=self._walrus)
@@ -637,6 +640,9 @@ class FileScanner(ast.NodeVisitor):
                 return ("v", self._consts[node.id])
             if binding is not None and binding is module and node.id in self._plain_defs:
                 return ("v", Kind("types.FunctionType"))  # an undecorated module-level def
+            if (binding is not None and binding is not module and binding.kind == "def"
+                    and binding.target not in self._decorated):
+                return ("v", Kind("types.FunctionType"))  # a nested def: a function, no str
         if isinstance(node, ast.Name | ast.Attribute):
             ref = self.tracker.resolve(node)
             if ref is not None and ref.kind == "import":
