@@ -77,7 +77,7 @@ def register(sub: Any) -> None:
     p.add_argument("--ignore", type=_codes("ignore"), metavar="CODES",
                    help="comma-separated codes not reported (overrides the config)")
     p.add_argument("--min-confidence", choices=CONFIDENCE,
-                   help="report findings at least this sure (default: config, else low)")
+                   help="report findings at least this sure (default: config, else medium)")
     p.add_argument("--exit-zero", action="store_true",
                    help="exit 0 even when there are findings (2 still means a usage error)")
     p.add_argument("--stdin-filename", metavar="PATH",

@@ -896,7 +896,7 @@ class FileScanner(ast.NodeVisitor):
             if ctx.on_loop:
                 self._report(code, node, ctx, display, extra,
                              catalogued.deferred_buffers(node, ref, self.catalog, self.tracker),
-                             "low" if ref.name in self.catalog.first_use else "high")
+                             "medium" if ref.name in self.catalog.first_use else "high")
             elif ctx.facts is not None and ctx.facts.blocking is None:
                 unless = catalogued.deferred_buffers(node, ref, self.catalog, self.tracker)
                 if unless:

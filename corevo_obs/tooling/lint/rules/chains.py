@@ -40,8 +40,8 @@ OBSERVED = "[seen blocking at run time]"  # the end of a chain to an observed fa
 @dataclass(frozen=True)
 class Chain:
     """A blocking chain: the hops' names ending in the call that blocks, the files the hops
-    are written in, and whether a hop was only inferred (a receiver typed by what some
-    helper returns) or the end blocks only on first use: then the finding is ``low``."""
+    are written in, and whether its end blocks only on first use (then the finding is
+    ``low``)."""
 
     names: tuple[str, ...]
     paths: tuple[str, ...] = ()
@@ -179,11 +179,10 @@ class ChainIndex:
             target = self.retyped(qualname)
             if target is None:
                 return None
-            if self.lookup(target) is not None:  # a receiver typed by inference: low
-                sub = yield (target, args, outer, depth, quiet)
-                return Chain(sub.names, sub.paths, True) if sub is not None else None
+            if self.lookup(target) is not None:
+                return (yield (target, args, outer, depth, quiet))
             hit = self.catalogued(target, quiet, direct=False)
-            return Chain((hit[1],), (), True) if hit is not None else None
+            return Chain((hit[1],), (), hit[1].endswith(FIRST_USE)) if hit is not None else None
         if depth > MAX_ARG_DEPTH:  # values may grow down a recursion: stop reading them
             args, outer = None, None
         env = bind(args, facts.params, facts.names, facts.defaults, outer or {}, facts.varkw)
@@ -247,7 +246,7 @@ class ChainIndex:
                 if hit is None:
                     return None
                 code, display, extra = hit
-                return code, {"call": display, "func": site.func, **extra}, "low", (), ""
+                return code, {"call": display, "func": site.func, **extra}, "medium", (), ""
             callee, inferred = target, True
         chain = self.chain(callee, site.args)
         facts = self.lookup(callee)
@@ -256,8 +255,8 @@ class ChainIndex:
         call = f"{facts.name}()"
         if facts.marked:
             return (declared.CODE, {"call": call, "func": site.func, "why": declared.MARKER},
-                    "low" if inferred else "high", chain.paths, "")
-        confidence = "low" if inferred or chain.low else "medium"
+                    "medium" if inferred else "high", chain.paths, "")
+        confidence = "low" if chain.low else "medium"
         return (CODE, {"call": call, "func": site.func,
                        "chain": " -> ".join([site.func, *chain.names])}, confidence, chain.paths,
                 chain.source)
