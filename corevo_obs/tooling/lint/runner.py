@@ -106,23 +106,23 @@ def module_name(path: str, roots: Sequence[Path] = ()) -> tuple[str, bool]:
     ``root/ns/pkg/mod.py`` is ``ns.pkg.mod`` though ``ns`` has no ``__init__.py``)."""
     p = Path(os.path.abspath(path))
     package = _package_of(p.parent)
-    top = p.parent
+    top = str(p.parent)
     for _ in range(package.count(".") + 1 if package else 0):
-        top = top.parent
-    space = _namespace(top, tuple(roots))
+        top = os.path.dirname(top)
+    space = _namespace(top, tuple(map(str, roots))) if roots else ""
     package = ".".join(x for x in (space, package) if x)
     if p.name == "__init__.py":
         return package or p.parent.name, True
     return (f"{package}.{p.stem}" if package else p.stem), False
 
 
-@functools.lru_cache(maxsize=4096)
-def _namespace(directory: Path, roots: tuple[Path, ...]) -> str:
+@functools.lru_cache(maxsize=1 << 16)
+def _namespace(directory: str, roots: tuple[str, ...]) -> str:
     """``a.b`` for ``directory`` = ``root/a/b`` under the deepest import root, else ''."""
-    holding = [r for r in roots if directory.is_relative_to(r)]
+    holding = [r for r in roots if directory.startswith(r + os.sep)]
     if not holding:
         return ""
-    parts = directory.relative_to(max(holding, key=lambda r: len(r.parts))).parts
+    parts = directory[len(max(holding, key=len)) + 1:].split(os.sep)
     return ".".join(parts) if all(x.isidentifier() for x in parts) else ""
 
 
