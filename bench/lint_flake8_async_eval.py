@@ -22,13 +22,14 @@ report on an unlabelled line is a false finding.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
-import math
 import re
 import subprocess
 import sys
 import tarfile
 from pathlib import Path
+from types import ModuleType
 
 HERE = Path(__file__).resolve().parent
 DOWNLOADS = HERE / "lint_realworld" / "downloads"
@@ -62,14 +63,15 @@ def with_imports(text: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """95 % Wilson score interval of a proportion k / n."""
-    if n == 0:
-        return 0.0, 1.0
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+def _realworld() -> ModuleType:
+    """bench/lint_realworld/run.py, for its Wilson interval (one definition)."""
+    spec = importlib.util.spec_from_file_location("lint_realworld_run",
+                                                  HERE / "lint_realworld" / "run.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
 
 
 def eval_files(version: str) -> Path:
@@ -146,7 +148,7 @@ def main() -> int:
         for n in extra:
             why = JUDGED.get((path.name, n), (False, "not judged yet"))[1]
             print(f"      false  {path.name}:{n} {sorted(got[path.name, n])}: {why}")
-    low, high = wilson(found, labelled)
+    low, high = _realworld().wilson(found, labelled)
     print(f"recall {found / labelled:.3f} ({found}/{labelled}, 95 % {low:.2f}-{high:.2f}); "
           f"with the code that lists the ASYNC code as peer {meets}/{labelled}; "
           f"reports on unlabelled lines: {judged_true} true by reading, {false} false")
