@@ -18,6 +18,8 @@ have it), after one untimed warm-up run.
     python bench/lint_bench.py [--files 2000] [--rounds 3] [--jobs N] [--tree DIR]
     python bench/lint_bench.py --files 0 --tools corevo-obs,ruff --rounds 7   # whole tree
     python bench/lint_bench.py --corpus          # recall / precision on tests/lint_corpus
+    python bench/lint_bench.py --generated 1000 --tools corevo-obs --before /tmp/base
+                                                 # against the base commit, same rounds
 
 The corpus labels every line that blocks the loop with ``# error: CODE`` (its config is
 ``tests/lint_corpus/pyproject.toml``). A tool's hit is a labelled line it reports with a
@@ -54,10 +56,14 @@ def python_files(tree: Path, limit: int | None) -> list[str]:
     return files
 
 
-def commands(jobs: int) -> dict[str, list[str]]:
+BEFORE = "corevo-obs@before"  # --before DIR: another checkout's lint, same run
+
+
+def commands(jobs: int, before: Path | None = None) -> dict[str, list[str]]:
+    lint = [sys.executable, "-m", "corevo_obs.cli.main", "lint", "--jobs", str(jobs)]
     return {
-        "corevo-obs": [sys.executable, "-m", "corevo_obs.cli.main", "lint",
-                       "--jobs", str(jobs)],
+        "corevo-obs": lint,
+        **({BEFORE: ["env", f"PYTHONPATH={before}", *lint]} if before else {}),
         "flake8-async": [sys.executable, "-m", "flake8", "--isolated", "--select", "ASYNC",
                          "--exit-zero", "--jobs", str(jobs)],
         "ruff": [shutil.which("ruff") or "ruff", "check", "--isolated", "--select", "ASYNC",
@@ -65,10 +71,12 @@ def commands(jobs: int) -> dict[str, list[str]]:
     }
 
 
-def cached_commands(jobs: int, cache: Path) -> dict[str, list[str]]:
+def cached_commands(jobs: int, cache: Path, before: Path | None = None) -> dict[str, list[str]]:
     """The same commands with a cache dir (flake8 has none)."""
-    cmds = commands(jobs)
-    cmds["corevo-obs"] = [*cmds["corevo-obs"], "--cache-dir", str(cache / "corevo")]
+    cmds = commands(jobs, before)
+    for name in ("corevo-obs", BEFORE):
+        if name in cmds:
+            cmds[name] = [*cmds[name], "--cache-dir", str(cache / name)]
     cmds["ruff"] = [c for c in cmds["ruff"] if c != "--no-cache"] + [
         "--cache-dir", str(cache / "ruff")]
     return cmds
@@ -256,7 +264,7 @@ def copy_sample(files: list[str], tree: Path, into: Path) -> list[str]:
 
 
 def timing(files: list[str], tools: list[str], rounds: int, jobs: int, work: Path,
-           changed: str) -> None:
+           changed: str, before: Path | None = None) -> None:
     """Cold, warm and one-file-changed wall times per tool, interleaved; ratios printed."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     walls: dict[tuple[str, str], list[float]] = {(t, p): [] for t in tools for p in PHASES}
@@ -265,12 +273,12 @@ def timing(files: list[str], tools: list[str], rounds: int, jobs: int, work: Pat
     cwd = work / "cwd"  # no project config is picked up
     cwd.mkdir()
     for name in tools:  # untimed: writes the tools' own bytecode caches
-        run(commands(jobs)[name], files[:20], cwd, env)
+        run(commands(jobs, before)[name], files[:20], cwd, env)
     for r in range(rounds):
         order = tools[r % len(tools):] + tools[: r % len(tools)]
         for name in order:
             cache = work / f"cache-{r}-{name}"
-            cmd = cached_commands(jobs, cache)[name]
+            cmd = cached_commands(jobs, cache, before)[name]
             wall, found[name] = run(cmd, files, cwd, env)
             walls[name, "cold"].append(wall)
             if name == "flake8-async":  # no cache: every run is a cold one
@@ -316,6 +324,9 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--tools", default="corevo-obs,flake8-async,ruff",
                     help="comma list; corevo-obs is always run (it is the baseline)")
+    ap.add_argument("--before", type=Path, metavar="DIR",
+                    help="also time the lint of another checkout (e.g. `git archive` of the "
+                    "base commit) in the same interleaved rounds, as corevo-obs@before")
     ap.add_argument("--corpus", action="store_true",
                     help="recall and precision on the labelled corpus instead of timing")
     args = ap.parse_args()
@@ -323,6 +334,8 @@ def main() -> None:
         print_corpus_scores()
         return
     tools = ["corevo-obs", *(t for t in args.tools.split(",") if t and t != "corevo-obs")]
+    if args.before:
+        tools.insert(1, BEFORE)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         if args.generated:
@@ -336,7 +349,7 @@ def main() -> None:
         print(f"{len(files)} files, {size:.1f} MB: {what}; {args.jobs} jobs, "
               f"{os.cpu_count()} CPUs, {args.rounds} rounds, load {os.getloadavg()[0]:.1f}")
         changed = next(f for f in files if b"async def" in Path(f).read_bytes())
-        timing(files, tools, args.rounds, args.jobs, work, changed)
+        timing(files, tools, args.rounds, args.jobs, work, changed, args.before)
 
 
 if __name__ == "__main__":

@@ -180,7 +180,7 @@ def test_parallel_run_equals_serial(tmp_path: Path) -> None:
 def test_pre_commit_hook_definition_runs_the_lint(tmp_path: Path) -> None:
     hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
     assert isinstance(hooks, list)
-    hook = next(h for h in hooks if h["id"] == "corevo-obs-lint")
+    hook = next(h for h in hooks if h["id"] == "corevo-obs-lint-files")  # per-file mode
     assert hook["language"] == "python" and hook["types"] == ["python"]
     tree(tmp_path, **{"app.py": BLOCKING})
     entry = hook["entry"].split()
@@ -189,6 +189,8 @@ def test_pre_commit_hook_definition_runs_the_lint(tmp_path: Path) -> None:
                            *hook.get("args", []), "app.py"], cwd=tmp_path,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1 and "COB104" in proc.stdout
+    whole = next(h for h in hooks if h["id"] == "corevo-obs-lint")  # the default hook
+    assert whole["entry"] == "corevo-obs lint --staged" and whole["pass_filenames"] is False
 
 
 def test_the_project_passes_its_own_lint() -> None:
@@ -225,13 +227,16 @@ GRADED = ("import importlib\nimport time\n\n"
 
 def test_every_finding_has_a_confidence_in_each_format(tmp_path: Path) -> None:
     tree(tmp_path, **{"app.py": GRADED})
-    rows = json.loads(lint(tmp_path, ".", "--format", "json").stdout)
+    rows = json.loads(lint(tmp_path, ".", "--format", "json", "--min-confidence", "low").stdout)
     assert {(r["line"], r["code"], r["confidence"]) for r in rows} == {
         (11, "COB104", "high"), (14, "COB110", "medium"), (17, "COB110", "low")}
     assert [r["via"] for r in rows if r["line"] == 14] == [["app.py"]]
-    text = lint(tmp_path, ".").stdout.splitlines()
+    text = lint(tmp_path, ".", "--min-confidence", "low").stdout.splitlines()
     assert [line.rsplit(" ", 1)[1] for line in text] == ["[high]", "[medium]", "[low]"]
-    sarif = json.loads(lint(tmp_path, ".", "--format", "sarif").stdout)
+    default = lint(tmp_path, ".").stdout.splitlines()  # medium and up unless asked
+    assert [line.rsplit(" ", 1)[1] for line in default] == ["[high]", "[medium]"]
+    sarif = json.loads(lint(tmp_path, ".", "--format", "sarif", "--min-confidence",
+                            "low").stdout)
     jsonschema.validate(sarif, json.loads(SARIF_SCHEMA.read_text()))
     results = sarif["runs"][0]["results"]
     assert [(r["properties"]["confidence"], r["rank"]) for r in results] == [
@@ -265,7 +270,8 @@ def test_select_ignore_and_exit_zero_flags(tmp_path: Path) -> None:
 
 def test_stdin_source_is_linted_under_the_given_name(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "corevo_obs.cli.main", "lint", "-",
-                           "--stdin-filename", "src/app/handler.py", "--format", "json"],
+                           "--stdin-filename", "src/app/handler.py", "--format", "json",
+                           "--min-confidence", "low"],
                           cwd=tmp_path, input=GRADED, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1, proc.stderr
     rows = json.loads(proc.stdout)

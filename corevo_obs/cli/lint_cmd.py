@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import tempfile
 from dataclasses import replace
@@ -23,6 +24,7 @@ from ..tooling.lint.cache import ENV, LintCache
 from ..tooling.lint.config import FIELDS, FieldError
 from ..tooling.lint.formats import as_github, as_json, as_sarif, as_text
 from ..tooling.lint.model import CONFIDENCE, Finding
+from ..tooling.lint.observed import load_stalls
 from ..tooling.lint.rules import message, meta
 from ..tooling.lint.runner import LintResult, max_jobs
 
@@ -60,8 +62,14 @@ def _cache(args: argparse.Namespace) -> LintCache | None:
 
 def register(sub: Any) -> None:
     p = sub.add_parser("lint", help="flag blocking calls inside async def")
-    p.add_argument("paths", nargs="+", metavar="PATH",
+    p.add_argument("paths", nargs="*", metavar="PATH",
                    help="files or directories; - reads one file from stdin (--stdin-filename)")
+    p.add_argument("--observed", nargs="+", action="extend", default=[], metavar="FILE",
+                   help="stall reports (watchdog log or JSON lines, load-test JSON, pytest "
+                   "probe output): functions seen blocking become blocking facts")
+    p.add_argument("--staged", action="store_true",
+                   help="pre-commit: lint PATHs (default: .) whole, report only findings in "
+                   "staged files or whose chain passes through one")
     p.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text",
                    help="github: workflow annotations (::error file=...,line=...::msg)")
     p.add_argument("--select", type=_codes("select"), metavar="CODES",
@@ -69,7 +77,7 @@ def register(sub: Any) -> None:
     p.add_argument("--ignore", type=_codes("ignore"), metavar="CODES",
                    help="comma-separated codes not reported (overrides the config)")
     p.add_argument("--min-confidence", choices=CONFIDENCE,
-                   help="report findings at least this sure (default: config, else low)")
+                   help="report findings at least this sure (default: config, else medium)")
     p.add_argument("--exit-zero", action="store_true",
                    help="exit 0 even when there are findings (2 still means a usage error)")
     p.add_argument("--stdin-filename", metavar="PATH",
@@ -114,7 +122,33 @@ def _stdin(args: argparse.Namespace, config: LintConfig) -> LintResult:
     return result
 
 
+def _staged_files() -> frozenset[str]:
+    """Absolute paths of the files staged in the git repository of the current directory."""
+    def git(*argv: str) -> str:
+        try:
+            proc = subprocess.run(["git", *argv], capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise ConfigError(f"cannot run git: {exc}", source="--staged") from None
+        if proc.returncode != 0:
+            why = (proc.stderr.strip().splitlines() or ["git failed"])[-1]
+            raise ConfigError(why, source="--staged")
+        return proc.stdout
+    top = git("rev-parse", "--show-toplevel").strip()
+    names = git("diff", "--cached", "--name-only", "--diff-filter=ACMR", "-z").split("\0")
+    return frozenset(os.path.join(top, n) for n in names if n)
+
+
+def _touches(f: Finding, staged: frozenset[str]) -> bool:
+    """The finding is in a staged file, or its chain passes through one."""
+    return any(os.path.realpath(p) in staged for p in (f.path, *f.via))
+
+
 def run(args: argparse.Namespace) -> int:
+    if not args.paths:
+        if not args.staged:
+            raise ConfigError("give a PATH (or --staged)", source="lint")
+        args.paths = ["."]
+    staged = _staged_files() if args.staged else None
     config = _config(args)
     catalog = load_catalog(config)
     if args.jobs is not None and args.jobs > max_jobs():
@@ -126,11 +160,21 @@ def run(args: argparse.Namespace) -> int:
     if "-" in args.paths:
         result = _stdin(args, config)
     else:
-        result = lint_paths(args.paths, config, jobs=args.jobs, catalog=catalog, cache=cache)
+        stalls = load_stalls(args.observed) if args.observed else []
+        result = lint_paths(args.paths, config, jobs=args.jobs, catalog=catalog, cache=cache,
+                            stalls=stalls)
+        for stall in result.unmatched:
+            print(f"corevo-obs: note: {stall.origin}: the stall at "
+                  f"{stall.frames[-1] if stall.frames else '?'} is in no sync function of "
+                  "the linted tree", file=sys.stderr)
     if cache is not None and cache.note:
         print(f"corevo-obs: note: {cache.note}", file=sys.stderr)
     least = CONFIDENCE.index(config.min_confidence)
     findings = [f for f in result.findings if CONFIDENCE.index(f.confidence) >= least]
+    if staged is not None:
+        staged = frozenset(os.path.realpath(p) for p in staged)
+        findings = [f for f in findings if _touches(f, staged)]
+        result.errors = [f for f in result.errors if _touches(f, staged)]
     baseline_path = args.baseline or config.baseline
     if args.write_baseline:
         if not baseline_path:

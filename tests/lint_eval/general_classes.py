@@ -75,3 +75,17 @@ def load_plugin(name: str) -> object:
 async def plugins(name: str) -> None:
     load_plugin(name)  # error: COB110
     importlib.import_module(name)  # error: COB100
+
+
+def register(job: object) -> object:
+    if isinstance(job, str):  # a dotted path: imported
+        return importlib.import_module(job)
+    return job
+
+
+async def jobs() -> None:
+    async def local_job() -> None:
+        pass
+
+    register(local_job)  # a function object is no str: the import never runs
+    register("pkg.jobs")  # error: COB110

@@ -1,7 +1,8 @@
 """A shrink-only baseline for legacy findings.
 
 Entries are fingerprints (path, code, enclosing function, stripped source line) with a
-count, so unrelated edits that move lines do not invalidate them. A listed finding is
+count (and, for a finding that rests on a stall seen at run time, the stall it cites), so
+unrelated edits that move lines do not invalidate them. A listed finding is
 hidden; an entry that matches nothing any more is reported (COB901) until the baseline is
 rewritten, and rewriting keeps only entries that still match: it can shrink, never grow.
 """
@@ -67,7 +68,9 @@ def write_baseline(path: str | Path, findings: Sequence[Finding],
     current = Counter(_key(f) for f in findings)
     if previous is not None:
         current = current & previous
-    entries = [{"path": k[0], "code": k[1], "context": k[2], "snippet": k[3], "count": n}
+    sources = {_key(f): f.source for f in findings if f.source}
+    entries = [{"path": k[0], "code": k[1], "context": k[2], "snippet": k[3], "count": n,
+                **({"source": sources[k]} if k in sources else {})}
                for k, n in sorted(current.items())]
     text = json.dumps({"version": VERSION, "entries": entries}, indent=2) + "\n"
     try:

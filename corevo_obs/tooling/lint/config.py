@@ -38,7 +38,7 @@ class LintConfig:
         ignore = ["COB100"]
         exclude = ["migrations/*"]
         baseline = "lint-baseline.json"
-        min-confidence = "medium"                     # low (default) / medium / high
+        min-confidence = "low"                        # low / medium (default) / high
         src = ["src", "plugins"]                      # import roots besides the paths given
     """
 
@@ -53,7 +53,7 @@ class LintConfig:
     exclude: tuple[str, ...] = ()
     bare_noqa: bool = False
     baseline: str | None = None
-    min_confidence: str = "low"  # findings less sure than this are not reported
+    min_confidence: str = "medium"  # findings less sure than this are not reported
     src: tuple[str, ...] = ()  # import roots (like ruff's ``src``), relative to ``root``
     source: str = "defaults"
     root: str = ""  # the config file's directory ('' = the current directory)

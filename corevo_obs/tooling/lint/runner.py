@@ -21,6 +21,7 @@ from .config import LintConfig
 from .hierarchy import Hierarchy
 from .model import FileResult, Finding, FuncFacts
 from .noqa import is_silenced
+from .observed import FrameIndex, Stall, blocking_facts
 from .returns import AMBIGUOUS, ReturnTypes
 from .rules import message, meta
 from .rules.chains import MAX_REEXPORT_HOPS, ChainIndex, follow_reexport
@@ -35,6 +36,7 @@ class LintResult:
     findings: list[Finding] = field(default_factory=list)
     errors: list[Finding] = field(default_factory=list)  # COB900: unparsable or unreadable
     files: int = 0
+    unmatched: list[Stall] = field(default_factory=list)  # stalls in no sync function here
 
 
 def iter_files(paths: Sequence[str], exclude: Sequence[str] = (),
@@ -104,23 +106,23 @@ def module_name(path: str, roots: Sequence[Path] = ()) -> tuple[str, bool]:
     ``root/ns/pkg/mod.py`` is ``ns.pkg.mod`` though ``ns`` has no ``__init__.py``)."""
     p = Path(os.path.abspath(path))
     package = _package_of(p.parent)
-    top = p.parent
+    top = str(p.parent)
     for _ in range(package.count(".") + 1 if package else 0):
-        top = top.parent
-    space = _namespace(top, tuple(roots))
+        top = os.path.dirname(top)
+    space = _namespace(top, tuple(map(str, roots))) if roots else ""
     package = ".".join(x for x in (space, package) if x)
     if p.name == "__init__.py":
         return package or p.parent.name, True
     return (f"{package}.{p.stem}" if package else p.stem), False
 
 
-@functools.lru_cache(maxsize=4096)
-def _namespace(directory: Path, roots: tuple[Path, ...]) -> str:
+@functools.lru_cache(maxsize=1 << 16)
+def _namespace(directory: str, roots: tuple[str, ...]) -> str:
     """``a.b`` for ``directory`` = ``root/a/b`` under the deepest import root, else ''."""
-    holding = [r for r in roots if directory.is_relative_to(r)]
+    holding = [r for r in roots if directory.startswith(r + os.sep)]
     if not holding:
         return ""
-    parts = directory.relative_to(max(holding, key=lambda r: len(r.parts))).parts
+    parts = directory[len(max(holding, key=len)) + 1:].split(os.sep)
     return ".".join(parts) if all(x.isidentifier() for x in parts) else ""
 
 
@@ -316,11 +318,12 @@ def _resolved(facts: FuncFacts, buffer: Callable[[tuple[str, ...]], bool]) -> Fu
 
 def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
                jobs: int | None = None, catalog: Catalog | None = None,
-               cache: LintCache | None = None) -> LintResult:
+               cache: LintCache | None = None, stalls: Sequence[Stall] = ()) -> LintResult:
     """Lint every Python file under ``paths``; findings sorted by path, line, column.
 
     With ``cache`` (``LintCache.for_project(root)``), unchanged files are not parsed again
-    (``cache.py``); the findings are the same as without it.
+    (``cache.py``); the findings are the same as without it. ``stalls`` (``observed.py``)
+    add the functions seen blocking at run time as blocking facts.
 
     Example::
 
@@ -339,7 +342,7 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
     if cache is not None:
         cache.fingerprint = fingerprint(catalog, config.bare_noqa)
         tree = _contents(files)
-        if tree is not None and not unreadable:
+        if tree is not None and not unreadable and not stalls:
             tree_key = cache.tree_key((f, *module_name(f, roots), tree[f]) for f in files)
             findings = cache.load_tree(tree_key)
             if findings is not None:
@@ -369,6 +372,10 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
                        reexports,
                        {k: v for r in results for k, v in r.constants.items()},
                        written, types, catalog, hierarchy)
+    if stalls:
+        cites, out.unmatched = blocking_facts(stalls, FrameIndex(
+            (q, f.name, f.path, f.line) for q, f in index.funcs.items()))
+        index.observe(cites)
     for r in results:
         if r.error is not None:
             out.errors.append(r.error)
@@ -378,13 +385,13 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
             hit = index.classify(site)
             if hit is None:
                 continue
-            code, fields, confidence, via = hit
+            code, fields, confidence, via, source = hit
             if (not catalog.selection.enabled(code)
                     or is_silenced(code, site.noqa, bare_noqa=config.bare_noqa)):
                 continue
             out.findings.append(Finding(site.path, site.line, site.col, code,
                                         message(code, **fields), site.context, site.snippet,
-                                        confidence, tuple(dict.fromkeys(via))))
+                                        confidence, tuple(dict.fromkeys(via)), source))
     out.findings.sort()
     out.errors.sort()
     if (cache is not None and tree is not None and tree_key and not out.errors

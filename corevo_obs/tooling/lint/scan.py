@@ -362,6 +362,11 @@ class FileScanner(ast.NodeVisitor):
         self._consts: dict[str, object] = {}
         self._plain_defs: set[str] = set()
         self._walrus = b":=" in source
+        self._decorated: set[str] = set()  # qualnames of decorated defs (maybe not functions)
+        # a name can hold a descriptor only if the file spells a call that makes one
+        # (``os.pipe``, ``x.fileno``; a name imported bare is missed: it stays flagged)
+        self._fd_text = any(".".join(n.split(".")[-2:]).encode() in source for n in
+                            (*catalog.fd_factories, *catalog.pipes, ".fileno"))
         self._awaited: set[int] = set()
         self._urllib3 = False
 
@@ -440,6 +445,8 @@ class FileScanner(ast.NodeVisitor):
             self.visit(expr)
         qualname = self._child_qualname(node.name)
         display = self._display(qualname)
+        if node.decorator_list:
+            self._decorated.add(qualname)
         if isinstance(node, ast.AsyncFunctionDef):
             ctx = _Ctx(qualname, display, on_loop=True, node=node,  # type: ignore[arg-type]
                        walrus=self._walrus)
@@ -633,6 +640,9 @@ class FileScanner(ast.NodeVisitor):
                 return ("v", self._consts[node.id])
             if binding is not None and binding is module and node.id in self._plain_defs:
                 return ("v", Kind("types.FunctionType"))  # an undecorated module-level def
+            if (binding is not None and binding is not module and binding.kind == "def"
+                    and binding.target not in self._decorated):
+                return ("v", Kind("types.FunctionType"))  # a nested def: a function, no str
         if isinstance(node, ast.Name | ast.Attribute):
             ref = self.tracker.resolve(node)
             if ref is not None and ref.kind == "import":
@@ -836,17 +846,18 @@ class FileScanner(ast.NodeVisitor):
         if ctx.fds is not None:
             return ctx.fds
         ctx.fds = {}
-        if ctx.node is None:
+        if ctx.node is None or not self._fd_text:
             return ctx.fds
         args = ctx.node.args
         stores = Counter(a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs])
-        stores.update(n.id for n in ast.walk(ctx.node)
-                      if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load))
+        assigns: list[tuple[ast.expr, ast.Call]] = []
         for stmt in ast.walk(ctx.node):
-            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+            if isinstance(stmt, ast.Name) and not isinstance(stmt.ctx, ast.Load):
+                stores[stmt.id] += 1
+            elif (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
                     and isinstance(stmt.value, ast.Call)):
-                continue
-            target, value = stmt.targets[0], stmt.value
+                assigns.append((stmt.targets[0], stmt.value))
+        for target, value in assigns:
             ref = self.tracker.resolve(value.func)
             name = ref.name if ref is not None else ""
             if isinstance(target, ast.Tuple) and name in self.catalog.pipes:
@@ -878,15 +889,14 @@ class FileScanner(ast.NodeVisitor):
         if hit is not None and catalogued.returns_at_once(
                 node, ref, self.catalog, self.tracker, ctx.seen,
                 [a for a in ctx.guard if a.param in ctx.stable_params()],
-                self._fds(ctx) if ref.name in self.catalog.fd_args
-                or ref.name in self.catalog.pipe_writes else None):
+                lambda: self._fds(ctx)):
             return
         if hit is not None:
             code, display, extra = hit
             if ctx.on_loop:
                 self._report(code, node, ctx, display, extra,
                              catalogued.deferred_buffers(node, ref, self.catalog, self.tracker),
-                             "low" if ref.name in self.catalog.first_use else "high")
+                             "medium" if ref.name in self.catalog.first_use else "high")
             elif ctx.facts is not None and ctx.facts.blocking is None:
                 unless = catalogued.deferred_buffers(node, ref, self.catalog, self.tracker)
                 if unless:

@@ -18,7 +18,7 @@ open descriptor rather than a path (``open(0, closefd=False)``; ``[descriptors]`
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from ..imports import ImportTracker, Ref
@@ -78,11 +78,11 @@ def classify(ref: Ref, catalog: Catalog) -> tuple[str, str, dict[str, str]] | No
 
 def returns_at_once(call: ast.Call, ref: Ref, catalog: Catalog, tracker: ImportTracker,
                     seen: set[str], guard: Iterable[Atom] = (),
-                    fds: Mapping[str, str] | None = None) -> bool:
+                    fds: Callable[[], Mapping[str, str]] = dict) -> bool:
     """True when this catalogued call cannot wait here (see the module docstring)."""
     return (disarmed(call, ref, catalog, tracker) or in_memory(call, ref, catalog, tracker)
             or already_done(call, ref, catalog, seen) or data_url(call, ref, catalog, guard)
-            or zero_timeout(call, ref, catalog) or descriptor(call, ref, catalog, fds or {}))
+            or zero_timeout(call, ref, catalog) or descriptor(call, ref, catalog, fds))
 
 
 def zero_timeout(call: ast.Call, ref: Ref, catalog: Catalog) -> bool:
@@ -96,20 +96,24 @@ def zero_timeout(call: ast.Call, ref: Ref, catalog: Catalog) -> bool:
 PIPE, FD = "pipe", "fd"  # what a name bound in the function holds (``fds``)
 
 
-def descriptor(call: ast.Call, ref: Ref, catalog: Catalog, fds: Mapping[str, str]) -> bool:
+def descriptor(call: ast.Call, ref: Ref, catalog: Catalog,
+               fds: Callable[[], Mapping[str, str]]) -> bool:
     """True when the call's file argument is an open descriptor, so no path is resolved
     (``open(0, closefd=False)``, ``os.path.sameopenfile(a, b)``), or it writes into a pipe
-    end the same function made (``r, w = os.pipe(); os.write(w, b"x")``)."""
+    end the same function made (``r, w = os.pipe(); os.write(w, b"x")``). ``fds`` gives
+    the names the function binds to descriptors; it is asked only for a plain name."""
     if ref.name in catalog.pipe_writes:
         arg = _argument(call, (0, "fd"))
-        return isinstance(arg, ast.Name) and fds.get(arg.id) == PIPE
+        return isinstance(arg, ast.Name) and fds().get(arg.id) == PIPE
     if ref.name not in catalog.fd_args:
         return False
     where = catalog.fd_args[ref.name]
     if where is None:  # the API takes descriptors only
         return True
     arg = _argument(call, where)
-    return arg is not None and is_descriptor(arg, fds)
+    if isinstance(arg, ast.Name):
+        return arg.id in fds()
+    return arg is not None and is_descriptor(arg, {})
 
 
 def is_descriptor(node: ast.expr, fds: Mapping[str, str]) -> bool:

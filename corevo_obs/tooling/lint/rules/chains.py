@@ -33,21 +33,23 @@ MAX_ARG_DEPTH = 16  # call depth past which arguments are no longer read (sound:
 # the next hop of a chain: callee, its arguments, the caller's environment, depth, quiet hints
 Hop = tuple[str, Args | None, Mapping[str, Value] | None, int, frozenset[str]]
 # what a call on the loop amounts to: code, message fields, confidence, files on its chain
-Verdict = tuple[str, dict[str, str], str, tuple[str, ...]]
+Verdict = tuple[str, dict[str, str], str, tuple[str, ...], str]
+OBSERVED = "[seen blocking at run time]"  # the end of a chain to an observed fact
 
 
 @dataclass(frozen=True)
 class Chain:
     """A blocking chain: the hops' names ending in the call that blocks, the files the hops
-    are written in, and whether a hop was only inferred (a receiver typed by what some
-    helper returns) or the end blocks only on first use: then the finding is ``low``."""
+    are written in, and whether its end blocks only on first use (then the finding is
+    ``low``)."""
 
     names: tuple[str, ...]
     paths: tuple[str, ...] = ()
     low: bool = False
+    source: str = ""  # the observed stall a run-time fact came from (``observed.py``)
 
     def after(self, name: str, path: str) -> Chain:
-        return Chain((name, *self.names), (path, *self.paths), self.low)
+        return Chain((name, *self.names), (path, *self.paths), self.low, self.source)
 
 
 @register
@@ -84,6 +86,13 @@ class ChainIndex:
         for qualname in dup:
             del self.funcs[qualname]
         self._memo: dict[tuple[str, tuple[tuple[str, Value], ...]], Chain | None] = {}
+        self._observed: dict[int, str] = {}  # id(facts) -> citation of a stall seen in it
+
+    def observe(self, cites: Mapping[str, str]) -> None:
+        """Functions seen blocking at run time (``observed.py``): each is a blocking fact,
+        cited by the findings whose chain ends in it."""
+        self._observed.update((id(self.funcs[q]), c) for q, c in cites.items() if q in self.funcs)
+        self._memo.clear()
 
     def _resolve(self, value: Value) -> object:
         """A Value's constant; an object built by calling a class of the tree is at least
@@ -170,11 +179,10 @@ class ChainIndex:
             target = self.retyped(qualname)
             if target is None:
                 return None
-            if self.lookup(target) is not None:  # a receiver typed by inference: low
-                sub = yield (target, args, outer, depth, quiet)
-                return Chain(sub.names, sub.paths, True) if sub is not None else None
+            if self.lookup(target) is not None:
+                return (yield (target, args, outer, depth, quiet))
             hit = self.catalogued(target, quiet, direct=False)
-            return Chain((hit[1],), (), True) if hit is not None else None
+            return Chain((hit[1],), (), hit[1].endswith(FIRST_USE)) if hit is not None else None
         if depth > MAX_ARG_DEPTH:  # values may grow down a recursion: stop reading them
             args, outer = None, None
         env = bind(args, facts.params, facts.names, facts.defaults, outer or {}, facts.varkw)
@@ -194,7 +202,10 @@ class ChainIndex:
                 if not ruled_out(guard, env, self._resolve, facts.rebinds):
                     result = Chain((facts.name, call), (facts.path,), call.endswith(FIRST_USE))
                     break
-            else:
+            if result is None and id(facts) in self._observed:
+                result = Chain((facts.name, OBSERVED), (facts.path,),
+                               source=self._observed[id(facts)])
+            if result is None:
                 for edge in facts.edges:
                     if ruled_out(edge.guard, env, self._resolve, facts.rebinds):
                         continue
@@ -235,7 +246,7 @@ class ChainIndex:
                 if hit is None:
                     return None
                 code, display, extra = hit
-                return code, {"call": display, "func": site.func, **extra}, "low", ()
+                return code, {"call": display, "func": site.func, **extra}, "medium", (), ""
             callee, inferred = target, True
         chain = self.chain(callee, site.args)
         facts = self.lookup(callee)
@@ -244,7 +255,8 @@ class ChainIndex:
         call = f"{facts.name}()"
         if facts.marked:
             return (declared.CODE, {"call": call, "func": site.func, "why": declared.MARKER},
-                    "low" if inferred else "high", chain.paths)
-        confidence = "low" if inferred or chain.low else "medium"
-        return CODE, {"call": call, "func": site.func,
-                      "chain": " -> ".join([site.func, *chain.names])}, confidence, chain.paths
+                    "medium" if inferred else "high", chain.paths, "")
+        confidence = "low" if chain.low else "medium"
+        return (CODE, {"call": call, "func": site.func,
+                       "chain": " -> ".join([site.func, *chain.names])}, confidence, chain.paths,
+                chain.source)
