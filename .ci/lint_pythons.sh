@@ -11,20 +11,7 @@ cd "$(dirname "$0")/.."
 main_py=${1:-python3}
 main_version=$("$main_py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 site_packages=$("$main_py" -c 'import site; print(site.getsitepackages()[0])')
-pyenv_versions="${PYENV_ROOT:-$HOME/.pyenv}/versions"
-
-find_python() {  # $1 = 3.N: an interpreter that really is 3.N (pyenv shims may not run)
-  local want=$1 exe
-  for exe in "$(command -v "python$want" || true)" \
-             $(ls -d "$pyenv_versions/$want".*/bin/python3 2>/dev/null | sort -V -r); do
-    [ -n "$exe" ] && [ -x "$exe" ] || continue
-    if [ "$("$exe" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)" = "$want" ]; then
-      echo "$exe"
-      return 0
-    fi
-  done
-  return 1
-}
+. .ci/find_python.sh
 
 for version in 3.11 3.12 3.13; do
   if [ "$version" = "$main_version" ]; then

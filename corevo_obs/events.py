@@ -13,31 +13,36 @@ Counting: every offered event is counted once as ``applied``, ``duplicate``,
 and ``applied`` again when its gap fills. ``corevo_events_replayed_total`` counts events
 that reached the client only through a replay.
 
-Example::
+Example (on an event loop; ``EventHistory`` and ``replay`` serve threads)::
 
-    history = EventHistory("/var/lib/app/events.db")       # the executor appends here
+    history = AsyncEventHistory("/var/lib/app/events.db")  # the executor appends here
+    await history.append(event)
     projector = Projector(websocket_send)                   # the gateway
     projector.offer(Event.from_dict(message))               # from the live channel
-    projector.replay(history, job_id)                       # on (re)connect
+    await projector.replay_async(history, job_id)           # on (re)connect
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 from prometheus_client import CollectorRegistry
 
-from .core.lifecycle import Closing
+from .core.lifecycle import AsyncClosing, Closing
+from .core.marker import blocking
 from .core.sqlite import open_sqlite
 from .core.telemetry import Telemetry
 from .observer import MetricsObserver, Observer, ProjectOutcome
 
 __all__ = [
+    "AsyncEventHistory",
     "Event",
     "EventHistory",
     "Projector",
@@ -131,12 +136,25 @@ class Projector:
         self.sink(e)
         s.next_seq = e.seq + 1
 
+    @blocking
     def replay(self, history: EventHistory, job_id: str) -> int:
         """Feed the job's current generation from durable history; returns how many
         events were applied only thanks to it (already-seen ones count as duplicates).
+        Reads the history on this thread: on a loop, ``await replay_async(...)``.
         """
+        return self._feed(history.latest(job_id))
+
+    async def replay_async(self, history: AsyncEventHistory | EventHistory, job_id: str) -> int:
+        """``replay`` for an event loop: the history is read off the loop's thread."""
+        if isinstance(history, AsyncEventHistory):
+            events = await history.latest(job_id)
+        else:
+            events = await asyncio.to_thread(history.latest, job_id)
+        return self._feed(events)
+
+    def _feed(self, events: list[Event]) -> int:
         n = 0
-        for event in history.latest(job_id):
+        for event in events:
             if self.offer(event) == "applied":
                 n += 1
         self.observer.replayed(n)
@@ -183,6 +201,7 @@ class EventHistory(Closing):
         self._db.execute(self.SCHEMA)
         self._db.execute(self.INDEX)
 
+    @blocking
     def append(self, event: Event) -> bool:
         """Store an event; False if that (execution_id, seq) was already there."""
         with self._lock:
@@ -194,6 +213,7 @@ class EventHistory(Closing):
             )
             return cur.rowcount == 1
 
+    @blocking
     def latest(self, job_id: str) -> list[Event]:
         """The events of the job's newest epoch, in seq order."""
         with self._lock:
@@ -203,6 +223,43 @@ class EventHistory(Closing):
                 " WHERE job_id = ?) ORDER BY seq", (job_id, job_id)).fetchall()
         return [Event(j, x, ep, sq, t, json.loads(p)) for j, x, ep, sq, t, p in rows]
 
+    @blocking
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+class AsyncEventHistory(AsyncClosing):
+    """``EventHistory`` for an event loop: the same log and statements, each run on one
+    thread of this history's own (sqlite3 has no async driver; one thread keeps the
+    appends in order and the loop free while another process holds the file's lock).
+    The file is opened on that thread at the first call.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = path
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="corevo-events")
+        self._history: EventHistory | None = None
+
+    def _sync(self) -> EventHistory:
+        if self._history is None:
+            self._history = EventHistory(self.path)
+        return self._history
+
+    async def _call(self, fn: Callable[[EventHistory], Any]) -> Any:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, lambda: fn(self._sync()))
+
+    async def append(self, event: Event) -> bool:
+        """See ``EventHistory.append``."""
+        return bool(await self._call(lambda h: h.append(event)))
+
+    async def latest(self, job_id: str) -> list[Event]:
+        """See ``EventHistory.latest``."""
+        events: list[Event] = await self._call(lambda h: h.latest(job_id))
+        return events
+
+    async def aclose(self) -> None:
+        if self._history is not None:
+            await self._call(lambda h: h.close())
+        self._executor.shutdown(wait=False)

@@ -16,9 +16,11 @@ import tempfile
 import threading
 import weakref
 from pathlib import Path
+from socketserver import ThreadingMixIn
 from typing import Any, Final, Literal
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client import REGISTRY, CollectorRegistry, start_wsgi_server
+from prometheus_client import REGISTRY, CollectorRegistry, make_wsgi_app
 
 from .core import promclient
 from .core.errors import ConfigError, MetricsDirError, MetricsPortBusy
@@ -34,6 +36,11 @@ DEFAULT_HOST: Final = "127.0.0.1"
 #: two apps on one host with the default 9430)
 PORT_SETTING: Final = "$COREVO_METRICS_PORT (gunicorn hooks) or MetricsServer(port=...)"
 PROBE_BYTES: Final = 1 << 16  # prometheus_client's initial size of one metric file
+#: seconds a connection of the endpoint may wait for a request (or for a send) before it
+#: is closed: an idle or stalled client must not keep a thread for good
+IDLE_TIMEOUT: Final = 5.0
+#: connections the endpoint serves at once, one thread each; more are closed at once
+MAX_CONNECTIONS: Final = 128
 _exit_hook_pid: int | None = None
 
 
@@ -52,8 +59,8 @@ def check_metrics_dir(path: str | os.PathLike[str]) -> Path:
         raise MetricsDirError(f"{p} is not a directory", path=str(p))
     try:
         with tempfile.NamedTemporaryFile(dir=p, prefix=".corevo-probe-") as probe:
-            # the room one metric file takes: a writer that finds none later dies of
-            # SIGBUS inside prometheus_client's mmap, so refuse to start instead
+            # the room one metric file takes: a writer without it would hold its values
+            # in memory from its first metric (promclient.ReservedMmapedDict); say so now
             try:
                 os.posix_fallocate(probe.fileno(), 0, PROBE_BYTES)
             except OSError as exc:
@@ -159,7 +166,10 @@ def exposition_registry(scope: Scope = "host") -> CollectorRegistry:
     if scope == "auto":
         scope = "process" if is_writer() else "host"
     reg = CollectorRegistry()
-    install_collectors(reg, mp, only_pid=os.getpid() if scope == "process" else None)
+    # a serving process that writes no files (``metrics serve``) counts what it absorbs
+    # (janitor, unreadable files) in memory: serve that with the aggregate
+    own = REGISTRY if scope == "host" and promclient.in_memory_values() else None
+    install_collectors(reg, mp, only_pid=os.getpid() if scope == "process" else None, own=own)
     return reg
 
 
@@ -176,6 +186,74 @@ def _forget_servers_in_child() -> None:
 os.register_at_fork(after_in_child=_forget_servers_in_child)
 
 
+class _Handler(WSGIRequestHandler):
+    """prometheus_client's silent handler, with a socket timeout (``IDLE_TIMEOUT``)."""
+
+    timeout = IDLE_TIMEOUT
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
+        """Log nothing (a scrape per second would flood the log)."""
+
+
+class _Endpoint(ThreadingMixIn, WSGIServer):
+    """A thread per connection, at most ``MAX_CONNECTIONS`` of them: past that a new
+    connection is closed at once (a scraper retries) instead of adding a thread."""
+
+    daemon_threads = True
+    request_queue_size = MAX_CONNECTIONS  # a burst of scrapers waits in the backlog
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        super().__init__(*args, **kwargs)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+
+def _listen(port: int, host: str, registry: CollectorRegistry,
+            port_setting: str) -> tuple[Any, threading.Thread]:
+    """Bind and serve ``registry`` on a daemon thread (``start_wsgi_server``'s shape, with
+    bounded connections); a bad host is a ``ConfigError``, a taken port
+    ``MetricsPortBusy`` naming ``port_setting``."""
+    import socket
+
+    where = f"cannot listen on {host}:{port}"
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        family, _, _, _, sockaddr = infos[0]
+
+        class Endpoint(_Endpoint):
+            address_family = family
+
+        httpd = make_server(str(sockaddr[0]), port, make_wsgi_app(registry), Endpoint,
+                            handler_class=_Handler)
+    except UnicodeError:  # idna: an empty or over-long label ("bogus..host")
+        raise ConfigError(f"{where} (not a valid host name)", source="metrics endpoint") \
+            from None
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise MetricsPortBusy(host, port, port_setting) from None
+        raise ConfigError(f"{where} ({exc.strerror or exc})", source="metrics endpoint") \
+            from None
+    thread = threading.Thread(target=httpd.serve_forever, name="corevo-metrics-endpoint",
+                              daemon=True)
+    thread.start()
+    return httpd, thread
+
+
 class MetricsServer:
     """A ``/metrics`` endpoint on its own daemon thread.
 
@@ -185,6 +263,8 @@ class MetricsServer:
     target per worker, and ``sum()`` still counts each worker once). ``auto`` (default)
     is ``process`` in a process that called ``enable_multiprocess``, ``host`` elsewhere.
     A forked child does not inherit a running server (its socket is closed in the child).
+    Each connection has a thread, at most ``MAX_CONNECTIONS`` at once, and is closed after
+    ``IDLE_TIMEOUT`` s without a request: idle clients cannot pile up threads.
     A port in use raises ``MetricsPortBusy`` naming the port and ``port_setting`` (what
     the user changes): the start ends there rather than serve somewhere Prometheus does
     not scrape.
@@ -223,16 +303,8 @@ class MetricsServer:
     def start(self) -> MetricsServer:
         registry = self._registry if self._registry is not None else exposition_registry(
             self._scope)
-        try:
-            httpd, thread = start_wsgi_server(self._port, self._host, registry)
-        except OSError as exc:
-            if exc.errno == errno.EADDRINUSE:
-                raise MetricsPortBusy(self._host, self._port, self._port_setting) from None
-            raise ConfigError(
-                f"cannot listen on {self._host}:{self._port} ({exc.strerror})",
-                source="metrics endpoint",
-            ) from None
-        self._httpd, self._thread = httpd, thread
+        self._httpd, self._thread = _listen(self._port, self._host, registry,
+                                            self._port_setting)
         _servers.add(self)
         mp = multiprocess_dir()
         if self._compact_every and mp is not None:

@@ -70,3 +70,20 @@ def test_docs_api_lists_every_public_namespace() -> None:
     text = (ROOT / "docs" / "api.md").read_text()
     listed = set(re.findall(r"`(corevo_obs[\w.]*)`", text))
     assert set(PUBLIC) <= listed, sorted(set(PUBLIC) - listed)
+
+
+def _documented_names() -> dict[str, set[str]]:
+    text = (ROOT / "docs" / "api.md").read_text()
+    section = text.split("## Every public name", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `(corevo_obs[\w.]*)` \| (.*) \|$", section, re.MULTILINE)
+    return {module: set(re.findall(r"`(\w+)`", names)) for module, names in rows}
+
+
+def test_docs_api_lists_every_public_name_and_no_other() -> None:
+    documented = _documented_names()
+    assert set(documented) == set(PUBLIC), set(documented) ^ set(PUBLIC)
+    for module in PUBLIC:
+        public = set(importlib.import_module(module).__all__)
+        assert documented[module] == public, (
+            f"{module}: undocumented {sorted(public - documented[module])}, "
+            f"documented but not public {sorted(documented[module] - public)}")

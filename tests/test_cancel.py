@@ -154,8 +154,8 @@ def run(rig: Rig, scenario: Callable[[Scene], Coroutine[Any, Any, None]], *,
             await scenario(Scene(rig, bus, leases, rig.gateway(bus, marker_ttl),
                                  rig.jobs.create_job()))
         finally:
-            await bus.close()
-            await leases.close()
+            await bus.aclose()
+            await leases.aclose()
 
     asyncio.run(main())
 
@@ -367,7 +367,7 @@ def test_no_owner_for_a_finished_or_unknown_job(tmp_path: Path,
         assert (await gw.cancel(queued)).outcome == "cancelled_queued"
         assert (await gw.cancel(queued)).outcome == "no_owner"  # now terminal
         assert (await gw.send_input("no-such-job", "x")).outcome == "no_owner"
-        await bus.close()
+        await bus.aclose()
 
     asyncio.run(scenario())
     assert registry.get_sample_value("corevo_command_routed_total",

@@ -68,9 +68,9 @@ def with_stores(tmp_path: Path, registry: CollectorRegistry,
         try:
             await scenario(jobs, leases, b, inbox)
         finally:
-            await inbox.stop()
-            await b.close()
-            await leases.close()
+            await inbox.aclose()
+            await b.aclose()
+            await leases.aclose()
             jobs.close()
 
     asyncio.run(main())
@@ -146,7 +146,7 @@ def test_a_cut_redis_subscriber_comes_back_and_pubsub_works_again(
         tmp_path: Path, registry: CollectorRegistry, redis_url: str) -> None:
     async def scenario(jobs: JobStore, leases: AsyncSqliteLeaseStore, bus: CancelBus,
                        inbox: CommandInbox) -> None:
-        job, _, task = await start_run(jobs, leases, inbox, forever, heartbeat=5.0)
+        job, _, task = await start_run(jobs, leases, inbox, forever, heartbeat=3.0)
         admin = aioredis.Redis.from_url(redis_url)
         channel = CHANNEL_PREFIX + inbox.owner
         assert await admin.client_kill_filter(_type="pubsub") == 1
@@ -189,7 +189,7 @@ def test_many_runs_on_one_owner_each_stop_on_their_own_cancel(
 
     async def scenario(jobs: JobStore, leases: AsyncSqliteLeaseStore, bus: CancelBus,
                        inbox: CommandInbox) -> None:
-        runs = [await start_run(jobs, leases, inbox, forever, heartbeat=5.0)
+        runs = [await start_run(jobs, leases, inbox, forever, heartbeat=3.0)
                 for _ in range(n)]
         gw = CommandGateway(bus, jobs)
         routed = await asyncio.gather(*(gw.cancel(job) for job, _, _ in runs[:cancelled]))
@@ -208,3 +208,39 @@ def test_many_runs_on_one_owner_each_stop_on_their_own_cancel(
     with_stores(tmp_path, registry, scenario, bus=bus, limit=n)
     assert count(registry, "corevo_cancel_delivered_total", path="pubsub") == cancelled
     assert count(registry, "corevo_command_routed_total", outcome="applied") == cancelled
+
+
+def test_a_heartbeat_the_lease_timeout_cannot_cover_is_refused(
+        tmp_path: Path, registry: CollectorRegistry) -> None:
+    """``heartbeat=5`` on a 5 s lease (1 s store wait, 0.5 s margin) would let a second
+    holder take the slot while the work went on: refused before the work starts, by the
+    same check the store applies to its own interval and ``keep_alive(interval)``."""
+    import pytest
+
+    from corevo_obs.core.errors import ConfigError, CorevoObsError
+
+    started: list[Execution] = []
+
+    async def work(run: Execution) -> None:
+        started.append(run)
+
+    async def scenario(jobs: JobStore, leases: AsyncSqliteLeaseStore, bus: CancelBus,
+                       inbox: CommandInbox) -> None:
+        with pytest.raises(ConfigError) as caught:
+            await (await start_run(jobs, leases, inbox, work, heartbeat=5.0))[2]
+        assert isinstance(caught.value, CorevoObsError)
+        assert str(caught.value) == (
+            "CommandInbox.run heartbeat: timeout 5s is too short: heartbeat interval 5s + "
+            "SQLite busy timeout 1s + stop margin 0.5s = 6.5s; lower the interval below "
+            "3.5s or raise the timeout above 6.5s")
+        assert started == [] and inbox.running() == []
+        lease = await leases.acquire()
+        assert lease is not None
+        with pytest.raises(ConfigError, match="keep_alive: .* below 3.5s"):
+            lease.keep_alive(interval=4.0)
+        lease.keep_alive(interval=3.0).cancel()  # within bounds: accepted
+        await lease.release()
+        _job, lease2, task = await start_run(jobs, leases, inbox, work, heartbeat=3.0)
+        assert (await task).state == "completed" and started
+
+    with_stores(tmp_path, registry, scenario)

@@ -4,6 +4,7 @@ the loop free where the sync stores stall it (real SQLite file, real PostgreSQL)
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import sqlite3
 import threading
@@ -24,7 +25,7 @@ from corevo_obs.claims import (
     SqliteJobStore,
 )
 from corevo_obs.core.errors import ConfigError
-from corevo_obs.loop import LoopLagSampler
+from corevo_obs.loop.schedstat import ThreadProbe, parse
 from tests import test_claims
 
 # the protocol tests of test_claims, collected again here against ``backend`` below
@@ -38,7 +39,7 @@ PROTOCOL = [getattr(test_claims, name) for name in (
     "test_terminal_transitions_carry_the_execution_identity",
 )]
 
-BUDGET = 0.020      # the loop-lag budget of issue 24: no stall over 20 ms
+BUDGET = 0.020      # the loop-lag budget of issue 24: no stall over 20 ms (of the code's)
 HELD = 0.4          # how long another client holds the lock the claims wait on
 CLAIMS = 200
 
@@ -157,16 +158,62 @@ def _hold_pg_rows(dsn: str, table: str, ready: threading.Event) -> None:
         conn.commit()
 
 
+class OwnLag:
+    """The loop's worst lag minus the time this process's threads spent runnable but
+    waiting for a CPU (schedstat run delay) in the same tick: what the code did to the
+    loop, not what an overloaded host did to the process. A blocking call sleeps off the
+    CPU, so it is all counted; CPU starvation is not."""
+
+    def __init__(self, interval: float = 0.002) -> None:
+        self.interval = interval
+        self.worst = 0.0
+        self.worst_raw = 0.0
+        self._task: asyncio.Task[None] | None = None
+
+    @staticmethod
+    def _delay(probes: list[ThreadProbe]) -> float:
+        total = 0
+        for probe in probes:
+            got = parse(probe.read())
+            total += got[1] if got else 0
+        return total / 1e9
+
+    async def _run(self) -> None:
+        import os
+
+        probes = [ThreadProbe(int(t)) for t in os.listdir("/proc/self/task")]
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                started, delay = loop.time(), self._delay(probes)
+                await asyncio.sleep(self.interval)
+                lag = loop.time() - started - self.interval
+                self.worst_raw = max(self.worst_raw, lag)
+                self.worst = max(self.worst, lag - (self._delay(probes) - delay))
+        finally:
+            for probe in probes:
+                probe.close()
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        assert self._task is not None
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+
+
 async def _claims_under_lock(store: JobStore | AsyncJobStore, hold: Callable[..., None],
-                             target: str, jobs: list[str]) -> tuple[float, int]:
-    """(worst loop lag, claims won) for CLAIMS concurrent claims while another client
-    holds the lock they wait on: awaited on the async store, called in async def on the
-    sync one (the stall the suite exists to catch)."""
+                             target: str, jobs: list[str]) -> tuple[float, float, int]:
+    """(worst own loop lag, worst raw lag, claims won) for CLAIMS concurrent claims while
+    another client holds the lock they wait on: awaited on the async store, called in
+    async def on the sync one (the stall the suite exists to catch)."""
     ready = threading.Event()
     holder = threading.Thread(target=hold, args=(target, store.table, ready))
     holder.start()
     await asyncio.to_thread(ready.wait, 10)
-    sampler = LoopLagSampler(interval=0.002, worker="probe", registry=None)
+    sampler = OwnLag()
     sampler.start()
     await asyncio.sleep(0.01)
 
@@ -181,7 +228,7 @@ async def _claims_under_lock(store: JobStore | AsyncJobStore, hold: Callable[...
     finally:
         await sampler.stop()
         await asyncio.to_thread(holder.join)
-    return sampler.max_lag, won
+    return sampler.worst, sampler.worst_raw, won
 
 
 @pytest.mark.parametrize("dialect", ["sqlite", "postgres"])
@@ -196,30 +243,33 @@ def test_200_async_claims_keep_the_loop_under_budget_where_sync_ones_stall_it(
     make = AsyncSqliteJobStore if dialect == "sqlite" else AsyncPostgresJobStore
     try:
         worst_async: list[float] = []
-        for _ in range(3):   # a loaded 2-core box preempts a whole process now and then
+        raws: list[float] = []
+        for _ in range(5):   # a loaded 2-core box preempts a whole process now and then
             jobs = [sync.create_job() for _ in range(CLAIMS)]
 
-            async def run_async(jobs: list[str] = jobs) -> tuple[float, int]:
+            async def run_async(jobs: list[str] = jobs) -> tuple[float, float, int]:
                 store = make(target, table=table, worker="w0", registry=registry)
                 await store.setup()
                 try:
                     return await _claims_under_lock(store, hold, target, jobs)
                 finally:
                     await store.aclose()
-            lag, won = asyncio.run(run_async())
+            lag, raw, won = asyncio.run(run_async())
             assert won == CLAIMS                   # every claim decided, none lost
             worst_async.append(lag)
+            raws.append(raw)
             if lag < BUDGET:
                 break
         jobs = [sync.create_job() for _ in range(CLAIMS)]
-        lag_sync, won = asyncio.run(_claims_under_lock(sync, hold, target, jobs))
+        lag_sync, _, won = asyncio.run(_claims_under_lock(sync, hold, target, jobs))
         assert won == CLAIMS
     finally:
         if dialect == "postgres":
             _drop(target, table)
         sync.close()
     print(f"{dialect}: max loop lag async {min(worst_async) * 1000:.1f} ms "
-          f"(tries {[round(x * 1000, 1) for x in worst_async]}), sync {lag_sync * 1000:.0f} ms")
+          f"(tries {[round(x * 1000, 1) for x in worst_async]}, raw "
+          f"{[round(x * 1000, 1) for x in raws]}), sync {lag_sync * 1000:.0f} ms")
     assert min(worst_async) < BUDGET, worst_async
     assert lag_sync > HELD / 2, f"the sync store did not stall the loop ({lag_sync:.3f} s)"
 

@@ -30,7 +30,12 @@ INTERNAL = {
 def _exception_classes() -> dict[str, type[BaseException]]:
     found = {}
     for info in pkgutil.walk_packages(corevo_obs.__path__, "corevo_obs."):
-        module = importlib.import_module(info.name)
+        try:
+            module = importlib.import_module(info.name)
+        except ModuleNotFoundError as exc:  # an extra this interpreter lacks (not ours)
+            if (exc.name or "corevo_obs").startswith("corevo_obs"):
+                raise
+            continue
         for name, value in vars(module).items():
             if (inspect.isclass(value) and issubclass(value, BaseException)
                     and value.__module__ == info.name):

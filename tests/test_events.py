@@ -105,3 +105,31 @@ def test_a_failing_sink_leaves_the_event_unapplied(registry):
     except ConnectionError:
         pass
     assert p.offer(ev(1)) == "applied" and calls == [1, 1]
+
+
+def test_async_history_and_replay_async_keep_the_same_semantics(registry, tmp_path):
+    """The loop-side twins: appends and the replay read run off the loop's thread, with
+    the same dedup, ordering and counts as ``EventHistory`` / ``replay``."""
+    import asyncio
+    import threading
+
+    from corevo_obs.events import AsyncEventHistory
+
+    async def main() -> tuple[int, int, list[int], set[str]]:
+        history = AsyncEventHistory(tmp_path / "events.db")
+        stored = [await history.append(ev(s)) for s in range(1, 6)]
+        again = await history.append(ev(3))          # a retry: stored once
+        p, got = make(registry, max_buffer=1)
+        p.offer(ev(3))
+        p.offer(ev(4))                               # overflow: replay must fill it
+        n = await p.replay_async(history, "j1")
+        threads = {t.name for t in threading.enumerate()}
+        await history.aclose()
+        sync_n = await make(registry)[0].replay_async(EventHistory(tmp_path / "events.db"),
+                                                      "j1")
+        assert all(stored) and not again
+        return n, sync_n, [e.seq for e in got], threads
+
+    n, sync_n, seqs, threads = asyncio.run(main())
+    assert seqs == [1, 2, 3, 4, 5] and n == 4 and sync_n == 5
+    assert any(t.startswith("corevo-events") for t in threads)

@@ -74,3 +74,76 @@ def test_worker_servers_serve_their_own_worker_and_the_host_serves_all(tmp_path:
         for p in procs:
             p.kill()
             p.wait()
+
+
+def _serve(mp: Path, *args: str) -> tuple[subprocess.Popen[str], int]:
+    root = str(Path(__file__).resolve().parent.parent)
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "corevo_obs.cli.main", "metrics", "serve", str(mp),
+         "--port", "0", *args], env={**os.environ, "PYTHONPATH": root},
+        stderr=subprocess.PIPE, text=True)
+    assert serve.stderr is not None
+    line = serve.stderr.readline()
+    return serve, int(line.rsplit(":", 1)[1].split("/")[0])
+
+
+def test_metrics_serve_serves_the_failures_it_absorbed(tmp_path: Path) -> None:
+    """``metrics serve`` writes no files: what it absorbs (here a FIFO planted as a metric
+    file, left out of every scrape) is counted in its memory and served with the aggregate."""
+    mp = tmp_path / "mp"
+    mp.mkdir()
+    os.mkfifo(mp / "counter_999991.db")
+    serve, port = _serve(mp)
+    try:
+        _metrics(port)
+        found = _metrics(port)
+    finally:
+        serve.kill()
+        serve.wait()
+    assert value(found, "corevo_instrumentation_errors_total", component="mpdir-collect") >= 1
+
+
+def test_bad_host_is_one_line(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "corevo_obs.cli.main", "metrics", "serve",
+                           str(tmp_path), "--host", "bogus..host"], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "bogus..host" in done.stderr and "not a valid host name" in done.stderr
+
+
+def _threads(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/task"))
+
+
+def test_idle_connections_do_not_keep_threads(tmp_path: Path) -> None:
+    """Connections that never send a request: at most ``MAX_CONNECTIONS`` threads at once,
+    and an idle one is closed after ``IDLE_TIMEOUT`` while its client still holds it."""
+    from corevo_obs.exposition import IDLE_TIMEOUT, MAX_CONNECTIONS
+
+    mp = tmp_path / "mp"
+    mp.mkdir()
+    serve, port = _serve(mp)
+    idle: list[socket.socket] = []
+    try:
+        _metrics(port)
+        base = _threads(serve.pid)
+        idle = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(300)]
+        time.sleep(1.0)
+        peak = _threads(serve.pid)
+        assert base + MAX_CONNECTIONS // 2 <= peak <= base + MAX_CONNECTIONS, (base, peak)
+        for s in idle:
+            s.close()
+        idle = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(50)]
+        opened = time.monotonic()
+        deadline = opened + IDLE_TIMEOUT + 10
+        while _threads(serve.pid) > base and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert _threads(serve.pid) <= base, "idle connections kept their threads"
+        assert time.monotonic() - opened >= IDLE_TIMEOUT - 0.5  # closed by the timeout
+        assert all(s.recv(1) == b"" for s in idle), "the server closed each idle connection"
+        assert value(_metrics(port), "corevo_metrics_dir_files") == 0
+    finally:
+        for s in idle:
+            s.close()
+        serve.kill()
+        serve.wait()

@@ -307,3 +307,29 @@ def test_export_into_a_read_only_directory(tmp_path: Path) -> None:
         ro.chmod(0o755)
     assert_one_line_failure(done, ro)
     assert list(ro.iterdir()) == []
+
+
+# --- loadtest workload, dump ------------------------------------------------------------
+
+def test_a_fifo_as_workload_is_refused_at_once(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "w.toml")
+    t0 = time.monotonic()
+    done = cli("loadtest", "http://127.0.0.1:9", "--workload", str(tmp_path / "w.toml"))
+    assert time.monotonic() - t0 < 20  # answered, not blocked on a FIFO without a writer
+    assert_one_line_failure(done, tmp_path / "w.toml", "FIFO")
+    assert done.returncode == 2
+
+
+def test_a_deeply_nested_workload_is_one_line(tmp_path: Path) -> None:
+    deep = tmp_path / "w.toml"
+    deep.write_text("seed = " + "[" * 5000 + "]" * 5000 + "\n")
+    done = cli("loadtest", "http://127.0.0.1:9", "--workload", str(deep))
+    assert_one_line_failure(done, deep, "nested too deeply")
+    assert done.returncode == 2  # bad input, not an internal error (3)
+
+
+def test_dump_timeout_range_is_stated_as_accepted() -> None:
+    for bad in ("0", "601", "nan", "-1"):
+        done = cli("dump", str(os.getpid()), "--timeout", bad)
+        assert done.returncode == 2 and "Traceback" not in done.stderr
+        assert "more than 0 and at most 600 seconds" in done.stderr, done.stderr

@@ -17,6 +17,7 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -204,6 +205,58 @@ def test_trash_symlinked_outside_is_never_followed(env, mpdir, tmp_path):
     assert "refused" in res.stderr and "Traceback" not in res.stderr
     assert local_events(mpdir) == before == 400
     assert local_errors(mpdir, "mpdir-unsafe") == 1  # the CLI's count, left in DIR
+
+
+def test_directory_planted_in_the_trash_never_wedges_the_directory(env, mpdir):
+    """An empty directory at ``.corevo/trash/counter_<deadpid>.db`` used to fail every
+    commit's move into the trash: the journal stayed pending, every compaction and worker
+    start failed, and an unmodified collector counted the dead writer twice."""
+    from prometheus_client import multiprocess
+
+    writers(env, 2, inc=100)
+    dead = sorted({f.pid for f in metric_files(mpdir) if f.pid is not None})
+    trash = mpdir / ".corevo" / "trash"
+    trash.mkdir(parents=True, exist_ok=True)
+    (trash / f"counter_{dead[0]}.db").mkdir()
+    (trash / "histogram_1.db").mkdir()  # any other name: set aside by the trash's emptying
+    assert local_events(mpdir) == 200
+
+    res = cli(env, "metrics", "compact", str(mpdir))
+    assert res.returncode == 0, res.stderr
+    assert f"trash/counter_{dead[0]}.db: a directory planted in the trash" in res.stderr
+    assert "Traceback" not in res.stderr
+    assert not (mpdir / ".corevo" / "journal.json").exists()
+    assert sorted(p.name.split(".refused-")[0] for p in (mpdir / ".corevo").glob(
+        "*.refused-*")) == [f"counter_{dead[0]}.db", "histogram_1.db"]
+    assert os.listdir(trash) == []
+    assert not any(f.pid in dead for f in metric_files(mpdir))
+    assert start_worker(env).returncode == 0
+    assert cli(env, "metrics", "compact", str(mpdir)).returncode == 0
+    reg = CollectorRegistry()
+    multiprocess.MultiProcessCollector(reg, path=str(mpdir))  # prometheus_client, unmodified
+    unmodified = sum(s.value for m in reg.collect() for s in m.samples
+                     if s.name == "mpt_events_total")
+    assert unmodified == local_events(mpdir) == 200, "counted once, never twice"
+
+
+def test_hard_link_planted_as_a_dead_writers_file_is_refused(env, mpdir, tmp_path):
+    """The docs say hard links are refused: neither folded nor moved nor unlinked, for a
+    dropped file type (live gauges) as for a folded one."""
+    writers(env, 1, inc=10)
+    (pid,) = {f.pid for f in metric_files(mpdir) if f.pid is not None}
+    outside = tmp_path / "someone"
+    outside.mkdir()
+    for prefix in ("gauge_all", "counter"):
+        shutil.copy(mpdir / f"{prefix}_{pid}.db", outside / f"{prefix}.db")
+        os.link(outside / f"{prefix}.db", mpdir / f"{prefix}_999994.db")
+    res = cli(env, "metrics", "compact", str(mpdir))
+    assert res.returncode == 1, res.stdout + res.stderr  # 1: files left in place, named
+    for prefix in ("gauge_all", "counter"):
+        name = f"{prefix}_999994.db"
+        assert name in res.stderr and "hard links" in res.stderr, res.stderr
+        assert os.stat(mpdir / name).st_nlink == 2, f"{name} was moved or unlinked"
+        assert os.stat(outside / f"{prefix}.db").st_nlink == 2
+    assert local_events(mpdir) == 10
 
 
 def test_state_directory_symlinked_outside_is_refused(env, mpdir, tmp_path):
@@ -516,6 +569,86 @@ def test_full_disk_no_sigbus_counted_errors_and_a_clear_start_error(env, small_t
     figure(f"full 2 MiB tmpfs: server alive, {errors(body, 'mpdir-janitor'):.0f} janitor "
            "errors counted in 1.5 s, CLI exit 2, enable_multiprocess MetricsDirError, "
            "compacted once space returned")
+
+
+def steady(body: str) -> float:
+    return sum(s.value for fam in text_string_to_metric_families(body) for s in fam.samples
+               if s.name == "mpt_events_total" and s.labels.get("kind") == "steady")
+
+
+def test_full_disk_kills_no_metric_writer_and_metrics_resume(env, small_tmpfs, serve):
+    """App workers that keep creating series, and the janitor serving the host aggregate,
+    while the disk fills and frees: no process dies (a store into a hole of an mmap'd value
+    file on a full tmpfs was a SIGBUS, rc 135), the shortage is counted, and once there is
+    room the counts written meanwhile reach the endpoint, none lost."""
+    d = small_tmpfs
+    server = start(serve, env, "--compact-every", "0.3")  # no --warm: no workaround
+    apps = [subprocess.Popen(helper_cmd("mp_app_worker.py"), env=env, text=True,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE) for _ in range(2)]
+    progress = [0, 0]
+    finals: list[dict[str, int]] = [{}, {}]
+
+    def follow(i: int, app: subprocess.Popen[str]) -> None:
+        assert app.stdout is not None
+        for line in app.stdout:
+            said = json.loads(line)
+            if "steady" in said:
+                finals[i] = said
+            elif "series" in said:
+                progress[i] = said["series"]
+
+    try:
+        for app in apps:
+            assert app.stdout is not None and json.loads(app.stdout.readline())["pid"]
+        readers = [threading.Thread(target=follow, args=(i, app), daemon=True)
+                   for i, app in enumerate(apps)]
+        for r in readers:
+            r.start()
+        deadline = time.monotonic() + 20
+        while steady(server.scrape()[1]) < 100:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        filler = fill(d)
+        # each worker's value file must grow past what it had reserved when the disk
+        # filled (capacity < 2 x its entries then, or the first 64 KiB: ~650 series)
+        want = [2 * n + 700 for n in progress]
+        deadline = time.monotonic() + 60
+        while any(n < w for n, w in zip(progress, want, strict=True)):
+            assert time.monotonic() < deadline, (progress, want)
+            for proc in [server.proc, *apps]:
+                assert proc.poll() is None, f"pid {proc.pid} died: rc {proc.returncode}"
+            time.sleep(0.1)
+        for proc in [server.proc, *apps]:
+            assert proc.poll() is None, f"pid {proc.pid} died: rc {proc.returncode}"
+        assert server.scrape()[0] == 200
+        filler.unlink()
+        time.sleep(2.5)  # a held file tries again every second
+        for app in apps:
+            assert app.stdin is not None and app.stderr is not None
+            app.stdin.write("\n")
+            app.stdin.close()
+            assert app.wait(30) == 0
+            assert "Traceback" not in app.stderr.read()
+        for r in readers:
+            r.join(10)
+        wrote = {k: sum(f[k] for f in finals) for k in ("steady", "series")}
+    finally:
+        for app in apps:
+            if app.poll() is None:
+                app.kill()
+                app.communicate()
+    status, body, _ = server.scrape()
+    series = sum(s.value for fam in text_string_to_metric_families(body) for s in fam.samples
+                 if s.name == "mpt_events_total" and s.labels.get("kind", "").startswith("s0"))
+    assert status == 200 and steady(body) == wrote["steady"], (steady(body), wrote)
+    assert series == wrote["series"], (series, wrote)  # exact: none lost while held
+    assert errors(body, "metrics-space") >= 2  # both workers' shortage, on the endpoint
+    err = server.stop()
+    assert server.proc.returncode == 0 and "Traceback" not in err, err
+    figure(f"2 app workers + janitor on a full 2 MiB tmpfs: 0 processes died, "
+           f"{errors(body, 'metrics-space'):.0f} shortages counted, {wrote['steady']} "
+           f"increments and {wrote['series']} series all on the endpoint after space returned")
 
 
 def test_exit_on_a_read_only_directory_prints_no_traceback(env, mpdir):

@@ -284,7 +284,7 @@ def test_workers_racing_through_a_restart_never_win_a_job_twice(
 
     first, second, marker = asyncio.run(cancels())
     assert (first, second) == ("cancelled_queued", "routed") and marker is not None
-    asyncio.run(bus.close())
+    asyncio.run(bus.aclose())
     print(f"\n[pg restart mid-race, 2 workers x 2 lanes, {n} jobs] wins "
           f"{Counter(w['worker'] for w in wins)}, won twice 0, final states {dict(states)}, "
           f"unstarted after an error {unstarted}, undecided claims given back and "

@@ -196,7 +196,7 @@ def test_async_store_semantics_and_keep_alive(make_async_store, registry):
         async with thief:
             pass
         assert await store.holders() == []
-        await store.close()
+        await store.aclose()
 
     asyncio.run(main())
     assert sample(registry, "corevo_lease_heartbeat_total", outcome="lost") == 1
@@ -428,7 +428,7 @@ def test_async_hold_cancels_the_body_when_the_lease_is_lost(make_async_store, re
             await task
         assert await store.run(asyncio.sleep, 0.3, "ok") == "ok"   # kept alive meanwhile
         assert await store.holders() == []                         # released each time
-        await store.close()
+        await store.aclose()
 
     asyncio.run(main())
 
@@ -458,7 +458,7 @@ def test_async_hold_stops_the_body_when_renewal_cannot_be_confirmed(tmp_path, re
                     assert lease.lost_event.is_set() and not lease.valid()
         assert lost.value.reason == "unconfirmed"
         await writer.wait()
-        await store.close()
+        await store.aclose()
         return stopped - granted
 
     held_for = asyncio.run(main())

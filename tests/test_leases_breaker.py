@@ -158,7 +158,7 @@ def test_backend_down_10s_under_load_one_call_per_window(
         callers = asyncio.gather(*(caller() for _ in range(20)))
         times = await fault()
         await callers
-        await store.close()
+        await store.aclose()
         return times
 
     try:
@@ -199,3 +199,19 @@ def test_backend_down_10s_under_load_one_call_per_window(
     assert val("corevo_breaker_transitions_total", to="closed") >= 1
     assert val("corevo_breaker_state") == 0  # recovered by itself
     assert after and min(after) - up < BACKOFF + 1.0
+
+
+def test_breaker_open_says_how_long_the_acquire_waited_and_when_the_next_probe_goes() -> None:
+    """An acquire that waited 2 s before giving up must not say "within 0.0s"."""
+    from corevo_obs.leases.breaker import open_pause
+
+    started = time.monotonic() - 2.0
+    try:
+        open_pause("q", 1.5, started, wait=2.5)
+    except BreakerOpen as exc:
+        assert 2.0 <= exc.waited < 2.5 and exc.retry_after == 1.5
+        assert str(exc) == (f"no lease on q within {exc.waited:.1f}s (last: unavailable): "
+                            "the backend is known down, next probe in 1.5s")
+    else:
+        raise AssertionError("no BreakerOpen")
+    assert open_pause("q", 0.2, time.monotonic(), wait=5.0) == 0.2  # room: wait, then retry

@@ -189,9 +189,9 @@ def test_async_buffer_hold_reuses_a_lease_and_cancels_on_loss(
         assert buf.buffered == 0
         async with buf.hold() as four:
             assert four is not one
-        await buf.close()
+        await buf.aclose()
         assert await store.holders() == []
-        await store.close()
+        await store.aclose()
 
     asyncio.run(scenario())
 
@@ -295,7 +295,7 @@ async def _holders(cfg: dict[str, Any]) -> None:
     print("ready", flush=True)
     await asyncio.gather(*(one(cfg["seed"] * 100 + i) for i in range(cfg["holders"])))
     os.close(fd)
-    await buf.close()
+    await buf.aclose()
     print(json.dumps(dict(stats)), flush=True)
 
 

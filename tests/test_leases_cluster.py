@@ -109,7 +109,7 @@ def test_async_cluster_store_and_sharded_cancel_channel(cluster: RedisCluster3,
         await bus.mark("ex-1", 1.5, 5)
         assert await bus.marker("ex-1") == 1.5
         assert client.keyslot(marker_key("ex-1")) == client.keyslot("{ex-1}")
-        await sub.close()
+        await sub.aclose()
         await client.aclose()
 
     asyncio.run(scenario())

@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
+import importlib
 import inspect
 from pathlib import Path
 
-from corevo_obs.claims import PostgresJobStore, SqliteJobStore
 from corevo_obs.core.marker import is_blocking
 from corevo_obs.tooling.lint import lint_paths
 from corevo_obs.tooling.lint.call_catalog import load_catalog
@@ -62,11 +62,17 @@ def test_sync_store_methods_in_async_def_are_findings_naming_the_async_twin(tmp_
         assert twin in messages
 
 
-def test_the_catalog_lists_exactly_the_job_store_methods_marked_blocking():
-    """The runtime guard reads the @blocking markers, the lint the catalog: equal."""
+def test_the_catalog_lists_exactly_the_library_methods_marked_blocking():
+    """The runtime guard reads the @blocking markers, the lint the catalog: for every
+    corevo-obs type the catalog lists, the same methods."""
     catalog = load_catalog()
-    for cls in (SqliteJobStore, PostgresJobStore):
-        marked = {name for name, fn in inspect.getmembers(cls, inspect.isfunction)
+    ours = {name: rule for name, rule in catalog.objects.items()
+            if name.startswith("corevo_obs.")}
+    assert len(ours) >= 6
+    for name, rule in ours.items():
+        module, _, attr = name.rpartition(".")
+        cls = getattr(importlib.import_module(module), attr)
+        marked = {m for m, fn in inspect.getmembers(cls, inspect.isfunction)
                   if is_blocking(fn)}
-        rule = catalog.objects[f"corevo_obs.claims.{cls.__name__}"]
-        assert rule.methods == marked, cls
+        assert rule.methods == marked, name
+        assert rule.code == "COB111" and rule.why, name

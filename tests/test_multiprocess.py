@@ -132,8 +132,9 @@ def test_unwritable_metrics_dir_fails_at_start_not_in_a_task(tmp_path, worker_en
         env = dict(worker_env, PROMETHEUS_MULTIPROC_DIR=str(ro))
         code = (
             "import corevo_obs, sys\n"
+            "from corevo_obs.core.errors import MetricsDirError\n"
             "try:\n    corevo_obs.enable_multiprocess()\n"
-            "except corevo_obs.MetricsDirError as e:\n    print(e); sys.exit(3)\n"
+            "except MetricsDirError as e:\n    print(e); sys.exit(3)\n"
         )
         res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                              text=True)

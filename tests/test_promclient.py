@@ -68,3 +68,26 @@ def test_cells_under_one_shared_lock_match_the_public_api() -> None:
     Counter("c", "h", registry=ref).inc(3)
     Histogram("h", "h", buckets=(0.1, 1.0), registry=ref).observe(0.5)
     assert _samples(reg) == _samples(ref)
+
+
+def test_reserved_value_file_is_prometheus_clients_format_with_no_holes(tmp_path) -> None:
+    """What ``ReservedMmapedDict`` writes, an unmodified reader reads; and every byte of
+    the file has its block (no hole a store could SIGBUS on when the disk is full)."""
+    import os
+
+    from prometheus_client.mmap_dict import MmapedDict
+
+    path = str(tmp_path / "counter_1.db")
+    d = promclient.ReservedMmapedDict(path)
+    for i in range(5000):  # 160 KB: past 64 KiB, the file grows twice
+        d.write_value(f"key-{i}", float(i), 0.0)
+    d.close()
+    st = os.stat(path)
+    assert st.st_size == 256 << 10 and st.st_blocks * 512 >= st.st_size
+    got = {k: v for k, v, *_ in MmapedDict.read_all_values_from_file(path)}
+    assert len(got) == 5000 and got["key-4999"] == 4999.0
+    again = promclient.ReservedMmapedDict(path)  # reopened: positions found, values kept
+    again.write_value("key-7", 70.0, 0.0)
+    again.close()
+    got = {k: v for k, v, *_ in MmapedDict.read_all_values_from_file(path)}
+    assert got["key-7"] == 70.0 and len(got) == 5000

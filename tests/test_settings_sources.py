@@ -200,10 +200,17 @@ def test_capture_thread_counts_a_bad_pyspy_variable_and_keeps_the_host_running(
         health = install_loop_health(registry=registry, worker="s0", interval=0.01)
         assert health.watchdog is not None
         capture.attach(health.watchdog)
-        for _ in range(2):
+        for n in (1, 2):
             await asyncio.sleep(0.1)
-            time.sleep(0.3)  # noqa: ASYNC251, COB104 - the stall that triggers py-spy
-        await asyncio.sleep(0.2)
+            # the stall that triggers py-spy lasts until the capture thread met the bad
+            # variable (bounded): a loaded machine may run that thread late
+            deadline = time.monotonic() + 10
+            while _errors(registry, "pyspy-config", "s0") < n and time.monotonic() < deadline:
+                time.sleep(0.01)  # noqa: ASYNC251, COB104 - the stall itself
+            for _ in range(1000):  # the watchdog saw it end (10 s at most): the next is new
+                if len(health.reports) >= n:
+                    break
+                await asyncio.sleep(0.01)
         await health.aclose()
         capture.close()
         return 7

@@ -14,12 +14,13 @@ The re-check is what keeps an old command off a new generation: a command names 
 ``(job, epoch, execution)`` the gateway read, and it is applied only if the job row, the
 local execution and its lease still agree. Otherwise it is counted ``fenced``.
 
-Example::
+Example (``jobs`` an ``AsyncSqliteJobStore`` / ``AsyncPostgresJobStore``; a sync store
+works too, its calls then run in a thread)::
 
     inbox = CommandInbox(bus, jobs)
     await inbox.start()
-    won = jobs.claim(job_id)
-    started = jobs.start(won.claim)
+    won = await jobs.claim(job_id)
+    started = await jobs.start(won.claim)
     lease = await leases.acquire(execution_holder(inbox.owner, started.execution_id))
     stop = await inbox.run(won.claim, started.execution_id, lease, work, heartbeat=5)
 """
@@ -218,8 +219,12 @@ class CommandInbox:
         """Run ``work`` until it returns or is stopped; write the terminal state, release.
 
         Each heartbeat renews the lease and reads the cancel marker. A lost lease stops the
-        execution too (the platform already judged it dead).
+        execution too (the platform already judged it dead). ``heartbeat`` must leave room
+        for the store's wait and margin within the lease timeout (``check_heartbeat``):
+        a slower one lets another holder take the slot while this work goes on, so it is
+        a ``ConfigError`` before anything runs.
         """
+        lease.store.check_heartbeat(heartbeat, source="CommandInbox.run heartbeat")
         loop = asyncio.get_running_loop()
         run = Execution(claim, execution_id, lease)
         self._runs[claim.job_id] = run

@@ -22,6 +22,12 @@ Any failure to reach the server is a ``BackendUnavailable`` (counted by ``JobSto
 A caller's own connection or pool is accepted too; a single connection cannot be
 replaced, so only a DSN or a pool survives a restart.
 
+On an event loop, ``AsyncPostgresJobStore`` takes the same options over psycopg's
+``AsyncConnectionPool`` (opened at the first call) or an ``AsyncConnection``: the same
+stale check, the same failure translation (``_unreachable``), and the client deadline as
+a loop timer that shuts the socket down (``_Cut``) — cancelling the task instead would
+let psycopg wait on a server-side cancel that a frozen server never answers.
+
 Example::
 
     jobs = PostgresJobStore(dsn, statement_timeout=2.0, pool_timeout=1.0)

@@ -23,7 +23,8 @@ def _seconds(raw: str) -> float:
     except ValueError:
         value = -1.0
     if not 0 < value <= 600:
-        raise argparse.ArgumentTypeError(f"timeout must be 0..600 seconds, got {raw!r}")
+        raise argparse.ArgumentTypeError(
+            f"timeout must be more than 0 and at most 600 seconds, got {raw!r}")
     return value
 
 

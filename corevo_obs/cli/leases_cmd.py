@@ -1,4 +1,5 @@
-"""``corevo-obs leases audit``: who holds a quota, how stale, and whose worker is gone.
+"""``corevo-obs leases audit``: who holds a quota, how stale, and whose worker is gone;
+``corevo-obs leases provision``: create a quota's restart-fence marker at deploy time.
 
 Reads without changing anything (no reaping; SQLite is opened with a ``mode=ro`` URI, so
 no table is created and the journal mode is left alone), so it is safe against
@@ -37,6 +38,16 @@ def register(sub: Any) -> None:
     a.add_argument("--fail-on-orphans", action="store_true",
                    help="exit 1 when a holder's process is gone")
     a.set_defaults(func=run)
+    v = cmds.add_parser("provision", help="create a quota's restart-fence marker at deploy "
+                        "time, so its first request is served (idempotent)")
+    v.add_argument("quota")
+    where = v.add_mutually_exclusive_group(required=True)
+    where.add_argument("--redis", metavar="URL", help="Redis URL of the lease store")
+    where.add_argument("--sqlite", metavar="PATH", help="SQLite file of the lease store")
+    v.add_argument("--key", help="Redis key (default corevo:lease:{QUOTA})")
+    v.add_argument("--shards", type=int, default=None, metavar="K",
+                   help="a sharded quota of K shards (Redis): its shards and rebalancer")
+    v.set_defaults(func=provision)
 
 
 def _timeout(text: str) -> float:
@@ -117,3 +128,45 @@ def run(args: argparse.Namespace) -> int:
             for holder in data[name]:
                 print(f"  {name:<8} {holder}")
     return 1 if args.fail_on_orphans and report.orphaned else 0
+
+
+def provision(args: argparse.Namespace) -> int:
+    """``leases provision``: exit 0 (created, or already there), 2 with one line."""
+    from ..leases import SqliteLeaseStore
+
+    where = "corevo-obs leases provision"
+    if args.sqlite and (args.key or args.shards is not None):
+        raise ConfigError("--key and --shards apply to --redis only", source=where)
+    if args.shards is not None and (args.key or not 1 <= args.shards <= 64):
+        raise ConfigError("--shards takes 1..64 and no --key", source=where)
+    store: Any = None
+    try:
+        if args.redis and args.shards is not None:
+            import redis
+
+            from ..leases.sharded import ShardedLeaseStore
+
+            client = redis.Redis.from_url(args.redis, socket_timeout=2.0,
+                                          socket_connect_timeout=1.0)
+            store = ShardedLeaseStore(args.quota, client, limit=args.shards,
+                                      shards=args.shards)
+        elif args.redis:
+            from ..leases.redis_store import RedisLeaseStore
+
+            store = RedisLeaseStore(args.quota, args.redis, key=args.key, limit=1,
+                                    socket_timeout=2.0, connect_timeout=1.0)
+        else:
+            store = SqliteLeaseStore(args.quota, args.sqlite, limit=1)
+        made = store.provision()
+    except ConfigError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - one clear line, not a traceback
+        raise ConfigError(f"cannot provision the quota: {exc}", source=where) from None
+    finally:
+        if store is not None:
+            store.close()
+    print(f"quota {args.quota}: " + (
+        "provisioned (its first request is served)" if made
+        else "already provisioned" if args.redis
+        else "SQLite store ready (it has no restart fence)"))
+    return 0

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..core.marker import blocking
 from ..observer import Observer
 from .base import AsyncLeaseStore, LeaseStore, _LeaseCore
 from .holder import holder_alive
@@ -77,6 +78,7 @@ class LeaseAuditor:
                                     limit=report.limit)
         return report
 
+    @blocking
     def audit(self) -> LeaseAudit:
         """Audit a blocking store."""
         if not isinstance(self.store, LeaseStore):

@@ -51,10 +51,12 @@ from prometheus_client import CollectorRegistry
 from ..core.errors import ConfigError, LeaseLost, LeaseRejected
 from ..core.guard import absorb
 from ..core.lifecycle import AsyncClosing, Closing
+from ..core.marker import blocking
 from ..core.telemetry import Telemetry
 from ..observer import AcquireOutcome, MetricsObserver, Observer
 from .breaker import CircuitBreaker, ShortCircuited, open_pause
 from .holder import HolderIds
+from .provision import MustAwait
 
 DEFAULT_TIMEOUT: Final = 30.0
 #: share of the timeout a holder keeps in hand: it stops this long before the backend
@@ -163,20 +165,30 @@ class _LeaseCore:
         return 0.0, "no store wait"
 
     def _check_waits(self) -> None:
-        """Refuse a timeout that a heartbeat plus the store's own waits could exceed.
+        self.check_heartbeat(self.heartbeat_interval)
+
+    def check_heartbeat(self, interval: float, *, source: str = "lease store") -> float:
+        """``interval`` if a renewal every ``interval`` s keeps a lease of this store;
+        else a ``ConfigError`` naming the numbers. The one check of every heartbeat /
+        timeout pair: the store's own, ``keep_alive(interval)`` and ``CommandInbox.run``.
 
         A renewal is sent one interval after the last confirmed one and may block for the
         store's wait; it must come back before the holder's deadline (timeout - margin),
-        or a slow but successful renewal would land after the lease had expired.
+        or a slow but successful renewal would land after the lease had expired (another
+        holder then gets the slot while this one still works).
         """
+        interval = _number(interval, "heartbeat interval")
         wait, what = self.store_wait()
-        total = self.heartbeat_interval + wait + self.margin
+        total = interval + wait + self.margin
         if total >= self.timeout:
+            longest = self.timeout - wait - self.margin
+            fix = (f"lower the interval below {longest:.3g}s" if longest > 0
+                   else "lower the wait") + f" or raise the timeout above {total:.3g}s"
             raise ConfigError(
                 f"timeout {self.timeout:.3g}s is too short: heartbeat interval "
-                f"{self.heartbeat_interval:.3g}s + {what} {wait:.3g}s + stop margin "
-                f"{self.margin:.3g}s = {total:.3g}s; raise the timeout above {total:.3g}s or "
-                "lower the interval or the wait", source="lease store")
+                f"{interval:.3g}s + {what} {wait:.3g}s + stop margin "
+                f"{self.margin:.3g}s = {total:.3g}s; {fix}", source=source)
+        return interval
 
     def new_holder(self) -> str:
         """A fresh holder id naming this worker and process (see ``holder.py``)."""
@@ -333,6 +345,7 @@ class LeaseStore(_LeaseCore, Closing, ABC):
     def server_time(self) -> float:
         """The backend's clock (unix seconds): what heartbeats are compared with."""
 
+    @blocking
     def declare_fresh(self) -> None:
         """Say that no holder of this quota exists anywhere, ending a restart fence now.
 
@@ -340,9 +353,18 @@ class LeaseStore(_LeaseCore, Closing, ABC):
         run, a test). Never after a restart or failover: that is what the fence is for.
         """
 
+    @blocking
+    def provision(self) -> bool:
+        """Deploy-time step: create the quota's restart-fence marker if it has none, so
+        the first request is served (``provision.py``). True when this call created it;
+        False when it existed or the backend has no fence (SQLite). Idempotent."""
+        return False
+
+    @blocking
     def close(self) -> None:
         """Release backend resources (not the leases)."""
 
+    @blocking
     def acquire(self, holder: str | None = None) -> Lease | None:
         """A lease, or None when the quota is full or fenced (or the backend failed,
         fail-closed). Retrying with the same ``holder`` never takes a second slot.
@@ -368,11 +390,13 @@ class LeaseStore(_LeaseCore, Closing, ABC):
             self._heartbeat_failed(exc)
             return None
 
+    @blocking
     def heartbeat(self, holder: str) -> bool:
         """Renew ``holder``; on a backend error the fail-open/closed decision."""
         state = self._beat(holder)
         return self.fail_open if state is None else state
 
+    @blocking
     def release(self, holder: str, granted_at: float | None = None) -> bool:
         try:
             self._gate()
@@ -380,6 +404,7 @@ class LeaseStore(_LeaseCore, Closing, ABC):
         except Exception as exc:  # noqa: BLE001
             return self._release_failed(exc)
 
+    @blocking
     def acquire_within(self, wait: float = 0.0, *, holder: str | None = None,
                        poll: float = DEFAULT_POLL) -> Lease:
         """A lease, retrying (one holder id, so no retry takes a second slot) for up to
@@ -424,8 +449,21 @@ class AsyncLeaseStore(_LeaseCore, AsyncClosing, ABC):
     @abstractmethod
     async def server_time(self) -> float: ...
 
-    async def declare_fresh(self) -> None:
-        """See ``LeaseStore.declare_fresh``: only for a quota that is provably new."""
+    def declare_fresh(self) -> MustAwait[None]:
+        """See ``LeaseStore.declare_fresh``: only for a quota that is provably new.
+        ``await`` it: dropped un-awaited it logs an error instead of doing nothing
+        silently."""
+        return MustAwait(self._declare_fresh(), f"{type(self).__name__}.declare_fresh()")
+
+    async def _declare_fresh(self) -> None:
+        """The backend's part of ``declare_fresh`` (none without a restart fence)."""
+
+    def provision(self) -> MustAwait[bool]:
+        """See ``LeaseStore.provision``; ``await`` it (like ``declare_fresh``)."""
+        return MustAwait(self._provision(), f"{type(self).__name__}.provision()")
+
+    async def _provision(self) -> bool:
+        return False
 
     async def aclose(self) -> None:
         """Release backend resources (not the leases)."""
@@ -634,11 +672,12 @@ class Lease(_LeaseHandle):
                    on_lost: Callable[[Lease], object] | None = None) -> threading.Thread:
         """Renew every ``interval`` s (the store's by default) from a daemon thread until
         released or lost; ``on_lost(lease)`` runs in that thread, once."""
+        every = (self.store.heartbeat_interval if interval is None
+                 else self.store.check_heartbeat(interval, source="keep_alive"))
         if on_lost is not None:
             self.add_lost_callback(on_lost)
         if self._keeper is not None and self._keeper.is_alive():
             return self._keeper
-        every = self.store.heartbeat_interval if interval is None else interval
         stop = self._stop = threading.Event()
 
         def keep() -> None:
@@ -706,9 +745,10 @@ class AsyncLease(_LeaseHandle):
         ``on_lost`` once when the lease is lost — renewal said so, or no renewal was
         confirmed before the deadline (a renewal still in flight then is abandoned).
         """
+        every = (self.store.heartbeat_interval if interval is None
+                 else self.store.check_heartbeat(interval, source="keep_alive"))
         if on_lost is not None:
             self.add_lost_callback(on_lost)
-        every = self.store.heartbeat_interval if interval is None else interval
 
         async def beat() -> None:
             next_at = monotonic() + every

@@ -44,11 +44,14 @@ DEFAULT_FAILURES: Final = 5
 
 class BreakerOpen(LeaseRejected):
     """The backend is known down: no call was made. ``retry_after`` is the time (s)
-    until the breaker lets the next probe through."""
+    until the breaker lets the next probe through; ``waited`` the time the acquire spent
+    before it gave up (0 for one that does not wait)."""
 
-    def __init__(self, quota: str, retry_after: float) -> None:
-        super().__init__(quota, "unavailable", 0.0)
+    def __init__(self, quota: str, retry_after: float, waited: float = 0.0) -> None:
+        super().__init__(quota, "unavailable", waited)
         self.retry_after = retry_after
+        self.args = (f"{self.args[0]}: the backend is known down, next probe in "
+                     f"{max(retry_after, 0.0):.1f}s",)
 
 
 class ShortCircuited(Exception):  # noqa: N818 - a signal inside the store, never raised out
@@ -171,8 +174,9 @@ def open_pause(quota: str, retry_after: float, started: float, wait: float) -> f
     """For a waiting acquire while the breaker is open: ``BreakerOpen`` at once when the
     wait ends before the next probe may go out (no grant can come in time), else the
     pause until then — never a busy retry into the open breaker."""
-    if monotonic() + retry_after > started + wait:
-        raise BreakerOpen(quota, retry_after)
+    now = monotonic()
+    if now + retry_after > started + wait:
+        raise BreakerOpen(quota, retry_after, now - started)
     return max(retry_after, 0.01)
 
 

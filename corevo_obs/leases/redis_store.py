@@ -36,9 +36,11 @@ from typing import Any, Final, Literal
 
 from ..core.errors import ConfigError, CorevoObsError
 from ..core.guard import absorb
+from ..core.marker import blocking
 from ..core.telemetry import Telemetry
 from .base import DEFAULT_TIMEOUT, AcquireResult, AsyncLeaseStore, Counted, LeaseStore, _number
 from .breaker import CircuitBreaker, default_breaker
+from .provision import fence_hint, log, provision_command
 
 _NOW: Final = """
 local t = redis.call('TIME')
@@ -128,6 +130,12 @@ return {{removed, {_LIVE}}}
 # KEYS: marker [, run-id key]. Ends a fence: the quota is declared new (``declare_fresh``).
 FRESH_LUA: Final = ("redis.call('SET', KEYS[1], '0') if KEYS[2] then redis.call('SET', "
                     "KEYS[2], " + _RUN_ID + ") end return 1")
+
+# KEYS: marker [, run-id key]. Provisioning: writes the marker of a quota that has none
+# (a new quota is not fenced); an existing marker, and so a running fence, is left alone.
+PROVISION_LUA: Final = ("if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end "
+                        "redis.call('SET', KEYS[1], '0') if KEYS[2] then redis.call('SET', "
+                        "KEYS[2], " + _RUN_ID + ") end return 1")
 
 KEY_PREFIX: Final = "corevo:lease:"
 CONNECT_TIMEOUT: Final = 1.0
@@ -263,6 +271,10 @@ class _RedisSetup:
         self._renew_script = client.register_script(RENEW_LUA)
         self._release_script = client.register_script(RELEASE_LUA)
         self._fresh_script = client.register_script(FRESH_LUA)
+        self._provision_script = client.register_script(PROVISION_LUA)
+        self._hinted = False
+        #: what the fence hint tells to run (a sharded quota names itself, not a shard)
+        self.provision_command = provision_command(quota)
 
     def _node(self) -> dict[str, Any]:
         """``target_nodes=`` for a keyless command (TIME, WAIT) on a Cluster: the quota's
@@ -281,6 +293,12 @@ class _RedisSetup:
         except Exception as exc:  # noqa: BLE001
             absorb("lease-replica-wait", exc, telemetry=self.telemetry)
         return True
+
+    def _hint_fence(self) -> None:
+        """A fenced admission: say once per store what it means and what to run."""
+        if not self._hinted:
+            self._hinted = True
+            log.warning(fence_hint(self.quota, type(self).__name__, self.provision_command))
 
     def store_wait(self) -> tuple[float, str]:
         return self._wait, "Redis connect + socket timeout"
@@ -327,6 +345,8 @@ class RedisLeaseStore(_RedisSetup, LeaseStore):
             keys=self.keys, args=[self.timeout, self.limit, holder])
         if granted == 1 and self.replicas and self._taken_back(holder):
             return AcquireResult(False, reaped, held - 1)
+        if granted == 2:
+            self._hint_fence()
         return AcquireResult(granted == 1, reaped, held, token, granted == 2)
 
     def _taken_back(self, holder: str) -> bool:
@@ -347,15 +367,23 @@ class RedisLeaseStore(_RedisSetup, LeaseStore):
         removed, live = self._release_script(keys=[self.key], args=[self.timeout, holder])
         return Counted(removed == 1, int(live))
 
+    @blocking
     def holders(self) -> list[tuple[str, float]]:
         return _members(self.client.zrange(self.key, 0, -1, withscores=True))
 
+    @blocking
     def server_time(self) -> float:
         return _server_time(self.client.execute_command("TIME", **self._node()))
 
+    @blocking
     def declare_fresh(self) -> None:
         self._fresh_script(keys=self._fresh_keys)
 
+    @blocking
+    def provision(self) -> bool:
+        return bool(self._provision_script(keys=self._fresh_keys))
+
+    @blocking
     def close(self) -> None:
         if self._owned:
             self.client.close()
@@ -388,6 +416,8 @@ class AsyncRedisLeaseStore(_RedisSetup, AsyncLeaseStore):
             keys=self.keys, args=[self.timeout, self.limit, holder])
         if granted == 1 and self.replicas and await self._taken_back(holder):
             return AcquireResult(False, reaped, held - 1)
+        if granted == 2:
+            self._hint_fence()
         return AcquireResult(granted == 1, reaped, held, token, granted == 2)
 
     async def _taken_back(self, holder: str) -> bool:
@@ -413,8 +443,11 @@ class AsyncRedisLeaseStore(_RedisSetup, AsyncLeaseStore):
     async def server_time(self) -> float:
         return _server_time(await self.client.execute_command("TIME", **self._node()))
 
-    async def declare_fresh(self) -> None:
+    async def _declare_fresh(self) -> None:
         await self._fresh_script(keys=self._fresh_keys)
+
+    async def _provision(self) -> bool:
+        return bool(await self._provision_script(keys=self._fresh_keys))
 
     async def aclose(self) -> None:
         if self._owned:

@@ -86,6 +86,7 @@ from .base import (
     Lease,
 )
 from .breaker import open_pause
+from .provision import provision_command
 from .redis_store import KEY_PREFIX, AsyncRedisLeaseStore, RedisLeaseStore
 
 SLOTS: Final = 16384
@@ -246,6 +247,8 @@ class _ShardCore(HasTelemetry):
         self.rebalancer = self._rebalancer_cls(f"{quota}.rebalance", client, limit=1,
                                                **store_options)
         self._leader = self.rebalancer.new_holder()
+        for member in [*self.shards, self.rebalancer]:   # a fence hint names this quota
+            member.provision_command = provision_command(quota, shards)
         self._limit_script = client.register_script(LIMIT_LUA)
         #: the shards' own (every shard is built from the same options)
         self.telemetry: Telemetry = self.shards[0].telemetry
@@ -506,6 +509,10 @@ class ShardedLeaseStore(_ShardCore, Closing):
         for s in [*self.shards, self.rebalancer]:
             s.declare_fresh()
 
+    def provision(self) -> bool:
+        """Provision every shard and the rebalancer lease (see ``LeaseStore.provision``)."""
+        return any([s.provision() for s in [*self.shards, self.rebalancer]])
+
     def close(self) -> None:
         self._stop.set()
         if self._thread is not None:
@@ -582,9 +589,13 @@ class AsyncShardedLeaseStore(_ShardCore, AsyncClosing):
             self._task = asyncio.get_running_loop().create_task(loop())
         return self._task
 
-    async def declare_fresh(self) -> None:
+    async def _declare_fresh(self) -> None:
         for s in [*self.shards, self.rebalancer]:
             await s.declare_fresh()
+
+    async def _provision(self) -> bool:
+        made = [await s.provision() for s in [*self.shards, self.rebalancer]]
+        return any(made)
 
     async def aclose(self) -> None:
         if self._task is not None:

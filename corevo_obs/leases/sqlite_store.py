@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
+from ..core.marker import blocking
 from ..core.sqlite import BUSY_TIMEOUT_MS, open_sqlite, open_sqlite_readonly
 from .base import AcquireResult, AsyncLeaseStore, Counted, LeaseStore, _number
 
@@ -210,12 +211,15 @@ class SqliteLeaseStore(_SqliteOptions, LeaseStore):
     def _remove(self, holder: str) -> Counted:
         return self._rows.remove(holder, self.timeout)
 
+    @blocking
     def holders(self) -> list[tuple[str, float]]:
         return self._rows.holders()
 
+    @blocking
     def server_time(self) -> float:
         return self._rows.now()
 
+    @blocking
     def close(self) -> None:
         self._rows.close()
 

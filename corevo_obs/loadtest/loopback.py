@@ -16,6 +16,7 @@ import urllib.request
 from collections.abc import Awaitable, Callable
 from typing import IO, Any
 
+from ..core.errors import CorevoObsError
 from .workload import WorkloadError
 
 __all__ = [
@@ -27,7 +28,7 @@ __all__ = [
 ]
 
 
-class OffLoopback(Exception):  # noqa: N818 - named for what happened, like TimeoutError
+class OffLoopback(CorevoObsError):
     """A request (a redirect hop) was about to leave loopback and was not sent."""
 
 

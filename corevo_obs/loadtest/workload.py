@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from ..core.errors import ConfigError
+from ..core.fileio import read_regular
 
 MixKind = Literal["short", "upload", "stream", "websocket", "background"]
 MIX_KINDS: Final[tuple[str, ...]] = ("short", "upload", "stream", "websocket", "background")
@@ -135,13 +136,15 @@ def load_workload(path: str | Path) -> Workload:
     """Parse and validate ``path``; raises :class:`WorkloadError` naming every bad key."""
     where = str(path)
     try:
-        raw = Path(path).read_bytes()
+        raw = read_regular(path)  # a FIFO or a device is refused at once, never waited on
     except OSError as exc:
         raise WorkloadError(exc.strerror or str(exc), source=where) from None
     try:
         doc = tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise WorkloadError(f"not valid TOML: {exc}", source=where) from None
+    except RecursionError:  # tomllib recurses per nesting level: thousands of [[[...
+        raise WorkloadError("not valid TOML: nested too deeply", source=where) from None
     return parse_workload(doc, where)
 
 

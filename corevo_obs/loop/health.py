@@ -11,7 +11,7 @@ from typing import Any, Final
 from prometheus_client import CollectorRegistry
 
 from ..core.identity import worker_name
-from ..core.lifecycle import renamed
+from ..core.lifecycle import AsyncClosing, renamed
 from ..core.settings import option, resolve
 from ..core.telemetry import HasTelemetry, Telemetry
 from .lag import DEFAULT_INTERVAL, LoopLagSampler
@@ -73,7 +73,7 @@ class LoopHealthConfig:
         return replace(config, worker=worker_name(config.worker))
 
 
-class LoopHealth(HasTelemetry):
+class LoopHealth(HasTelemetry, AsyncClosing):
     """Lag sampler + heartbeat + stall watchdog on one loop.
 
     >>> from prometheus_client import CollectorRegistry
@@ -140,12 +140,6 @@ class LoopHealth(HasTelemetry):
     async def stop(self) -> None:
         """Deprecated: ``await aclose()``."""
         renamed(self, "stop", "aclose")
-        await self.aclose()
-
-    async def __aenter__(self) -> LoopHealth:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
 

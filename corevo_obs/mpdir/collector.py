@@ -51,8 +51,9 @@ class LockedMultiProcessCollector(MultiProcessCollector):
     """
 
     def __init__(self, registry: CollectorRegistry | None, path: str | None = None,
-                 only_pid: int | None = None) -> None:
+                 only_pid: int | None = None, own: CollectorRegistry | None = None) -> None:
         self._only_pid = only_pid
+        self._own = own
         super().__init__(registry, path)
 
     def collect(self) -> Iterable[Metric]:
@@ -66,7 +67,39 @@ class LockedMultiProcessCollector(MultiProcessCollector):
             except OSError as exc:  # e.g. a read-only view of the directory: read unlocked
                 absorb("mpdir-lock", exc)
                 locked = False
-            return read_directory(d, None if locked else unlocked_plan(d), self._only_pid)
+            found = read_directory(d, None if locked else unlocked_plan(d), self._only_pid)
+        return found if self._own is None else with_own_errors(found, self._own)
+
+
+#: the families a reader that writes no files adds from its own memory: what it absorbed
+OWN_FAMILIES = ("corevo_instrumentation_errors",)
+
+
+def with_own_errors(metrics: list[Metric], own: CollectorRegistry) -> list[Metric]:
+    """``metrics`` plus the failures this process absorbed (counted in ``own``, in its
+    memory: a reader such as ``metrics serve`` writes no files), summed into the
+    directory's family of the same name so the exposition has each series once."""
+    by_name = {m.name: m for m in metrics}
+    for family in own.collect():
+        if family.name not in OWN_FAMILIES:
+            continue
+        into = by_name.get(family.name)
+        if into is None:
+            into = Metric(family.name, family.documentation, family.type)
+            metrics.append(into)
+            by_name[family.name] = into
+        index = {(x.name, tuple(sorted(x.labels.items()))): i
+                 for i, x in enumerate(into.samples)}
+        for sample in family.samples:
+            if sample.name.endswith("_created"):
+                continue
+            at = index.get((sample.name, tuple(sorted(sample.labels.items()))))
+            if at is None:
+                into.add_sample(sample.name, sample.labels, sample.value)
+            else:
+                into.samples[at] = into.samples[at]._replace(
+                    value=into.samples[at].value + sample.value)
+    return metrics
 
 
 def read_directory(d: Path, plan: Plan | None, only_pid: int | None = None) -> list[Metric]:
@@ -162,9 +195,12 @@ def _gauge(name: str, value: float) -> GaugeMetricFamily:
 
 
 def install_collectors(registry: CollectorRegistry, path: str | os.PathLike[str],
-                       only_pid: int | None = None) -> None:
+                       only_pid: int | None = None, own: CollectorRegistry | None = None
+                       ) -> None:
     """What the suite's ``/metrics`` serves in multiprocess mode: the directory's
-    aggregate and its health, or (``only_pid``) one writer's own series."""
-    LockedMultiProcessCollector(registry, path=str(path), only_pid=only_pid)
+    aggregate and its health, or (``only_pid``) one writer's own series; ``own``: the
+    in-memory registry of a serving process that writes no files, whose absorbed
+    failures are served with the aggregate."""
+    LockedMultiProcessCollector(registry, path=str(path), only_pid=only_pid, own=own)
     if only_pid is None:
         DirHealthCollector(path, registry)

@@ -36,7 +36,7 @@ from .layout import (
     list_metric_files,
 )
 from .lock import COMMIT_WAIT, COMPACT_WAIT, dir_lock
-from .safe import DirFds, describe, exists_at, unlink_quiet, write_new
+from .safe import DirFds, describe, exists_at, unlink_quiet, unsafe_reason, write_new
 from .stats import record_compaction
 from .writers import Liveness, liveness, recorded_pids
 
@@ -250,8 +250,13 @@ def _plan(
     try:
         for prefix, group in sorted(by_prefix.items()):
             if not group[0].folded:
-                remove += [f.path.name for f in group]
-                result.dropped_files += len(group)
+                for f in group:
+                    refused = unsafe_reason(fds.top, f.path.name, str(f.path))
+                    if refused is not None:  # a hard link: maybe anyone's file, left alone
+                        result.leave(str(f.path), refused)
+                        continue
+                    remove.append(f.path.name)
+                    result.dropped_files += 1
                 continue
             entries = _accumulated(fds, prefix, existing, planted, group, result)
             if entries is None:

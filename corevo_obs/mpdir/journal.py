@@ -43,12 +43,14 @@ from .lock import LockBusy, dir_lock
 from .safe import (
     DirFds,
     aside_name,
+    describe_at,
     exists_at,
     is_regular_at,
     listdir_fd,
     read_regular,
     state_exists,
     unlink_quiet,
+    unsafe_reason,
     write_new,
 )
 
@@ -192,7 +194,12 @@ def _prefix(name: str) -> str:
 
 
 def _move_to_trash(fds: DirFds, plan: Plan, failed: set[str]) -> None:
-    """A rename, not an unlink: freeing blocks is slow, ``empty_trash`` does it later."""
+    """A rename, not an unlink: freeing blocks is slow, ``empty_trash`` does it later.
+
+    The dead files' counts are in the accumulators now, so each must leave the directory
+    whatever is in the trash: anything planted there under its name is set aside first,
+    and a file that still cannot be moved is unlinked in place (never counted twice).
+    """
     trash = fds.sub(TRASH_DIR)
     kept_pids = {
         str(p.pid) for where, name in plan.removals
@@ -208,26 +215,53 @@ def _move_to_trash(fds: DirFds, plan: Plan, failed: set[str]) -> None:
                 continue
             src_fd, trash_name = fds.sub(WRITERS_DIR), f"record-{name}"
             shown = fds.where(STATE_DIR, WRITERS_DIR, name)
-        if not is_regular_at(src_fd, name):
-            if exists_at(src_fd, name):
-                absorb("mpdir-unsafe", CompactionError(
-                    "not a regular file; left in place, not moved", path=shown))
+        refused = unsafe_reason(src_fd, name, shown)
+        if refused is not None:  # a hard link could be anyone's file: neither moved nor unlinked
+            absorb("mpdir-unsafe", CompactionError(f"{refused}; not moved", path=shown))
             continue
+        if exists_at(trash, trash_name) and not is_regular_at(trash, trash_name):
+            _quarantine(fds, trash, trash_name)
         try:
             os.rename(name, trash_name, src_dir_fd=src_fd, dst_dir_fd=trash)
         except FileNotFoundError:
             pass
+        except OSError as exc:
+            absorb("mpdir-unsafe", CompactionError(
+                f"cannot move it to the trash ({exc.strerror}); unlinked in place", path=shown))
+            unlink_quiet(src_fd, name)
+
+
+def _quarantine(fds: DirFds, trash: int, name: str) -> None:
+    """Move a non-file found in the trash out of the way (``.corevo/<name>.refused-...``),
+    once, with a named message: it must not block a move or be counted on every pass."""
+    where = fds.where(STATE_DIR, TRASH_DIR, name)
+    kind = describe_at(trash, name)
+    aside = aside_name(name, "refused")
+    try:
+        os.rename(name, aside, src_dir_fd=trash, dst_dir_fd=fds.state)
+        what = f"set aside as {STATE_DIR}/{aside}"
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        what = f"could not set it aside ({exc.strerror})"
+    absorb("mpdir-unsafe", CompactionError(
+        f"{kind} planted in the trash; {what}",
+        path=where))
 
 
 def empty_trash(directory: Path) -> None:
     """Free what commits moved out of sight. Needs no reader lock: no scrape looks there.
 
-    Only ``unlink`` at the trash's own fd: a directory planted in it is never descended.
+    Only ``unlink`` at the trash's own fd: a directory planted in it is never descended,
+    it is set aside (``_quarantine``).
     """
     try:
         with DirFds(directory, create=True) as fds:
             trash = fds.sub(TRASH_DIR)
             for name in listdir_fd(trash):
+                if not is_regular_at(trash, name):
+                    _quarantine(fds, trash, name)
+                    continue
                 try:
                     os.unlink(name, dir_fd=trash)
                 except FileNotFoundError:

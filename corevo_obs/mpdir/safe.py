@@ -68,6 +68,25 @@ def check_regular(st: os.stat_result, path: str) -> None:
         raise UnsafeEntry.at(path, f"{st.st_size} bytes, larger than any metric file; left alone")
 
 
+def unsafe_reason(dir_fd: int, name: str, where: str) -> str | None:
+    """Why ``name`` must not be read, moved or removed (``check_regular``), or None when
+    it may (a missing name too: the operation's own ``FileNotFoundError`` says so)."""
+    st = lstat_at(dir_fd, name)
+    if st is None:
+        return None
+    try:
+        check_regular(st, where)
+    except UnsafeEntry as exc:
+        return exc.strerror
+    return None
+
+
+def describe_at(dir_fd: int, name: str) -> str:
+    """What ``name`` is at ``dir_fd`` (not following a symlink), for a message."""
+    st = lstat_at(dir_fd, name)
+    return "gone" if st is None else _kind(st.st_mode)
+
+
 def lstat_at(dir_fd: int, name: str) -> os.stat_result | None:
     try:
         return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)

@@ -56,8 +56,8 @@ async def one(r: tc.Rig, path: str) -> float:
             assert stopped["path"] == path, stopped
             return float(stopped["latency"])
     finally:
-        await bus.close()
-        await leases.close()
+        await bus.aclose()
+        await leases.aclose()
         shutil.rmtree(r.tmp, ignore_errors=True)
 
 

@@ -19,7 +19,7 @@ from lease_kit import store_for
 
 from corevo_obs.cancel import CommandInbox, Execution, SideEffectGate, execution_holder
 from corevo_obs.cancel.bus import CancelBus
-from corevo_obs.claims import JobStore, PostgresJobStore, SqliteJobStore
+from corevo_obs.claims import AsyncJobStore, AsyncPostgresJobStore, AsyncSqliteJobStore
 from corevo_obs.leases import AsyncLeaseStore
 
 
@@ -69,26 +69,26 @@ async def work(run: Execution) -> None:
 
 async def main(cfg: dict[str, Any]) -> None:
     opts = {"table": cfg["table"], "worker": cfg["worker"]}
-    jobs: JobStore = (PostgresJobStore(cfg["pg_dsn"], **opts) if cfg.get("pg_dsn")
-                      else SqliteJobStore(cfg["db"], **opts))
+    jobs: AsyncJobStore = (AsyncPostgresJobStore(cfg["pg_dsn"], **opts) if cfg.get("pg_dsn")
+                           else AsyncSqliteJobStore(cfg["db"], **opts))
     bus, leases = backends(cfg)
     inbox = CommandInbox(bus, jobs, reconnect=cfg.get("reconnect", 1.0))
     await inbox.start()
     lines = stdin_lines(asyncio.get_running_loop())
-    won = jobs.claim(cfg["job"])
+    won = await jobs.claim(cfg["job"])
     assert won.claim is not None, "the job was not claimable"
     claim = won.claim
     if cfg.get("stall"):
         emit("claimed", owner=claim.owner, epoch=claim.epoch)
         while await lines.get() != "go":
             pass
-    started = jobs.start(claim)
+    started = await jobs.start(claim)
     emit("start", outcome=started.outcome, epoch=claim.epoch)
     if not started.started:  # reclaimed while stalled: claim the next generation
-        again = jobs.claim(cfg["job"])
+        again = await jobs.claim(cfg["job"])
         assert again.claim is not None
         claim = again.claim
-        started = jobs.start(claim)
+        started = await jobs.start(claim)
     assert started.execution_id is not None
     lease = await leases.acquire(execution_holder(inbox.owner, started.execution_id))
     assert lease is not None, "quota full"
@@ -104,9 +104,10 @@ async def main(cfg: dict[str, Any]) -> None:
     if cfg.get("linger"):  # keep listening until told to exit
         while await lines.get() != "exit":
             pass
-    await inbox.stop()
-    await bus.close()
-    await leases.close()
+    await inbox.aclose()
+    await bus.aclose()
+    await leases.aclose()
+    await jobs.aclose()
 
 
 if __name__ == "__main__":

@@ -208,7 +208,7 @@ class Cancels:
     async def marker(self) -> None:
         job = self.jobs.create_job()
         _, running = await self.execute(job, self.claim(job))
-        await self.inbox.stop()  # the channel is down: the wake-up is lost
+        await self.inbox.aclose()  # the channel is down: the wake-up is lost
         routed = await self.gateway.cancel(job)
         assert routed.reached == 0
         stop = await running
@@ -257,7 +257,7 @@ async def main(ns: argparse.Namespace) -> None:
         cancelling.cancel()
     await work.blob.aclose()
     await health.aclose()
-    server.stop()
+    server.close()
 
 
 if __name__ == "__main__":

@@ -73,7 +73,7 @@ async def main(cfg: dict[str, Any]) -> None:
     await asyncio.gather(*(holder(store, cfg, fd, cfg["seed"] * 100 + i, stats, stopped)
                            for i in range(cfg["holders"])))
     os.close(fd)
-    await store.close()
+    await store.aclose()
     print(json.dumps(dict(stats)), flush=True)
 
 

@@ -97,9 +97,9 @@ def _buffered(store: Any, size: int, idle: float, *, asynchronous: bool) -> Any:
 
     if asynchronous:
         class Async(AsyncLeaseBuffer):
-            async def close(self) -> None:
-                await super().close()
-                await self.store.close()
+            async def aclose(self) -> None:
+                await super().aclose()
+                await self.store.aclose()
 
         return Async(store, size=size, idle=idle)
 

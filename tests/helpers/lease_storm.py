@@ -43,7 +43,7 @@ async def main(url: str, quota: str, limit: int, ttl: float, tasks: int,
     print("ready", flush=True)
     await asyncio.gather(*(holder_task(store, deadline, fd) for _ in range(tasks)))
     os.close(fd)
-    await store.close()
+    await store.aclose()
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ async def main(ns: argparse.Namespace) -> None:
     await asyncio.sleep(max(0.0, ns.run_for - ns.stall_after - ns.stall_for))
     await health.aclose()
     if server:
-        server.stop()
+        server.close()
     print(json.dumps({"reports": [r.as_dict() for r in health.reports]}), flush=True)
 
 

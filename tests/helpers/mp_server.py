@@ -5,9 +5,8 @@
 Calls ``enable_multiprocess`` (the env directory), starts ``MetricsServer(port=0,
 compact_every=...)``, prints ``{"port": ..., "pid": ...}`` and serves until a line
 arrives on stdin. ``--warm`` creates the ``corevo_instrumentation_errors_total`` series
-of the named components up front: this process is itself a prometheus_client writer,
-and a series created for the first time on a full disk needs a fresh page of its mmap
-file (see docs/multiprocess-compaction.md, "Limits").
+of the named components up front (once needed on a full disk, where a new series in a
+hole of prometheus_client's mmap file was a SIGBUS; the value files are now reserved).
 """
 
 from __future__ import annotations
@@ -34,7 +33,7 @@ def main() -> int:
                            scope="host").start()  # a writer serving every worker, on purpose
     print(json.dumps({"port": server.port, "pid": os.getpid()}), flush=True)
     sys.stdin.readline()
-    server.stop()
+    server.close()
     return 0
 
 
