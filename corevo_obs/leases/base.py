@@ -3,7 +3,9 @@
 A backend implements a few primitives with the semantics of docs/leases-claims.md — ``_try_acquire``
 (reap members whose heartbeat is older than the timeout, count, add: one atomic step),
 ``_renew`` (refresh only a member still present and not expired), ``_remove``
-(idempotent), ``holders`` and ``server_time`` — and inherits everything else from here:
+(idempotent; both may answer ``Counted(done, held)`` with the live holders counted in the
+same step, which keeps the held gauge current), ``holders`` and ``server_time`` — and
+inherits everything else from here:
 holder ids, timing, the observer calls and the failure policy. So Redis and SQLite report
 through one code path.
 
