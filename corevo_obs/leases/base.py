@@ -3,9 +3,10 @@
 A backend implements a few primitives with the semantics of docs/leases-claims.md — ``_try_acquire``
 (reap members whose heartbeat is older than the timeout, count, add: one atomic step),
 ``_renew`` (refresh only a member still present and not expired), ``_remove``
-(idempotent), ``holders`` and ``server_time`` — and inherits everything else from here:
-holder ids, timing, the observer calls and the failure policy. So Redis and SQLite report
-through one code path.
+(idempotent; both may answer ``Counted(done, held)`` with the live holders counted in the
+same step, which keeps the held gauge current), ``holders`` and ``server_time`` — and
+inherits everything else from here: holder ids, timing, the observer calls and the
+failure policy. So Redis and SQLite report through one code path.
 
 Every time a lease decision depends on is read by the backend itself (Redis ``TIME``
 inside the script; SQLite's clock after the write lock is held), so a slow client, a
