@@ -43,6 +43,7 @@ from corevo_obs.leases.redis_store import (
     SOCKET_TIMEOUT,
     quota_keys,
 )
+from corevo_obs.observer import MetricsObserver, _PublicQuota, _QuotaChildren
 
 LIMIT, TIMEOUT = 100_000, 30.0
 # The stores' own client options (short timeouts for fail-closed), so only the
@@ -72,12 +73,24 @@ def start_redis() -> tuple[subprocess.Popen[bytes], str]:
     return proc, f"redis://127.0.0.1:{port}/0"
 
 
+VARIANTS = ("bare", "instrumented", "public")
+
+
+def public_writes(observer: Any, quota: str = "bench") -> None:
+    """Bind ``quota`` in ``observer`` to the public-API writer (``_PublicQuota``)."""
+    observer._quotas[quota] = _PublicQuota(_QuotaChildren(observer.telemetry, quota))
+
+
 def sync_variants(url: str) -> dict[str, Callable[[int], None]]:
     bare_client = redis.Redis.from_url(url, **CLIENT)
     script = bare_client.register_script(ACQUIRE_LUA)
     store = RedisLeaseStore("bench", url, limit=LIMIT, timeout=TIMEOUT, worker="bench",
                             registry=CollectorRegistry(), key="corevo:lease:bench-i")
     store.declare_fresh()  # a private server: no restart fence
+    pub = RedisLeaseStore("bench", url, limit=LIMIT, timeout=TIMEOUT, worker="bench",
+                          registry=CollectorRegistry(), key="corevo:lease:bench-p")
+    pub.declare_fresh()
+    public_writes(pub.observer)
     keys = quota_keys("bench", "corevo:lease:bench-b")
     bare_client.set(keys[1], "0")
 
@@ -87,13 +100,15 @@ def sync_variants(url: str) -> dict[str, Callable[[int], None]]:
             script(keys=keys, args=[TIMEOUT, LIMIT, holder])
             bare_client.zrem(keys[0], holder)
 
-    def instrumented(n: int) -> None:
-        for _ in range(n):
-            lease = store.acquire()
-            assert lease is not None
-            lease.release()
+    def pairs(s: RedisLeaseStore) -> Callable[[int], None]:
+        def run(n: int) -> None:
+            for _ in range(n):
+                lease = s.acquire()
+                assert lease is not None
+                lease.release()
+        return run
 
-    return {"bare": bare, "instrumented": instrumented}
+    return {"bare": bare, "instrumented": pairs(store), "public": pairs(pub)}
 
 
 def async_variants(url: str, tasks: int) -> dict[str, Callable[[int], Awaitable[None]]]:
@@ -101,9 +116,13 @@ def async_variants(url: str, tasks: int) -> dict[str, Callable[[int], Awaitable[
     script = bare_client.register_script(ACQUIRE_LUA)
     store = AsyncRedisLeaseStore("bench", url, limit=LIMIT, timeout=TIMEOUT, worker="bench",
                                  registry=CollectorRegistry(), key="corevo:lease:bench-ai")
+    pub = AsyncRedisLeaseStore("bench", url, limit=LIMIT, timeout=TIMEOUT, worker="bench",
+                               registry=CollectorRegistry(), key="corevo:lease:bench-ap")
+    public_writes(pub.observer)
     keys = quota_keys("bench", "corevo:lease:bench-ab")
     fresh = redis.Redis.from_url(url, **CLIENT)   # no restart fence on a private server
     fresh.set(store.marker_key, "0")
+    fresh.set(pub.marker_key, "0")
     fresh.set(keys[1], "0")
     fresh.close()
 
@@ -113,18 +132,38 @@ def async_variants(url: str, tasks: int) -> dict[str, Callable[[int], Awaitable[
             await script(keys=keys, args=[TIMEOUT, LIMIT, holder])
             await bare_client.zrem(keys[0], holder)
 
-    async def inst_task(n: int, t: int) -> None:
-        for _ in range(n):
-            lease = await store.acquire()
-            assert lease is not None
-            await lease.release()
+    def inst_task(s: AsyncRedisLeaseStore) -> Callable[[int, int], Awaitable[None]]:
+        async def run(n: int, t: int) -> None:
+            for _ in range(n):
+                lease = await s.acquire()
+                assert lease is not None
+                await lease.release()
+        return run
 
     def fan_out(task: Callable[[int, int], Awaitable[None]]) -> Callable[[int], Awaitable[None]]:
         async def run(n: int) -> None:
             await asyncio.gather(*(task(n // tasks, t) for t in range(tasks)))
         return run
 
-    return {"bare": fan_out(bare_task), "instrumented": fan_out(inst_task)}
+    return {"bare": fan_out(bare_task), "instrumented": fan_out(inst_task(store)),
+            "public": fan_out(inst_task(pub))}
+
+
+def observer_variants() -> dict[str, Callable[[int], None]]:
+    """The observer alone (no Redis): one acquire and one release report per pair."""
+    fast = MetricsObserver(worker="bench", registry=CollectorRegistry())
+    public = MetricsObserver(worker="bench", registry=CollectorRegistry())
+    public_writes(public)
+
+    def pairs(obs: MetricsObserver) -> Callable[[int], None]:
+        def run(n: int) -> None:
+            acquired, released = obs.lease_acquired, obs.lease_released
+            for _ in range(n):
+                acquired("bench", "granted", reaped=0, held=3, limit=LIMIT, seconds=0.0004)
+                released("bench", "released", 0.002)
+        return run
+
+    return {"instrumented": pairs(fast), "public": pairs(public)}
 
 
 def measure(variants: dict[str, Callable[[int], Any]], rounds: int, pairs: int,
@@ -158,7 +197,7 @@ def callgrind_instructions(url: str, variant: str, pairs: int) -> int:
 def instructions_per_pair(url: str, pairs: int) -> dict[str, float]:
     """(I(2n) - I(n)) / n per variant: exact and repeatable, startup cancels out."""
     return {v: (callgrind_instructions(url, v, 2 * pairs) - callgrind_instructions(url, v, pairs))
-            / pairs for v in ("bare", "instrumented")}
+            / pairs for v in (*VARIANTS, "observer-instrumented", "observer-public")}
 
 
 def main() -> None:
@@ -171,7 +210,7 @@ def main() -> None:
                     help="also count client instructions per sync pair under callgrind")
     ap.add_argument("--multiprocess", action="store_true",
                     help="metrics in prometheus_client multiprocess (mmap) mode")
-    ap.add_argument("--only", choices=("bare", "instrumented"), help=argparse.SUPPRESS)
+    ap.add_argument("--only", help=argparse.SUPPRESS)
     ns = ap.parse_args()
     if ns.multiprocess and "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
         # prometheus_client picks its value class at import: set the directory, re-exec.
@@ -180,7 +219,10 @@ def main() -> None:
             sys.exit(subprocess.run([sys.executable, __file__, *sys.argv[1:]],
                                     env=env).returncode)
     if ns.only:  # one untimed run of one variant (what callgrind measures)
-        sync_variants(ns.url)[ns.only](ns.pairs)
+        if ns.only.startswith("observer-"):
+            observer_variants()[ns.only.removeprefix("observer-")](ns.pairs)
+        else:
+            sync_variants(ns.url)[ns.only](ns.pairs)
         return
     server = None
     url = ns.url
@@ -197,9 +239,10 @@ def main() -> None:
                                           loop.run_until_complete),
         }
         loop.close()
+        observer = measure(observer_variants(), ns.rounds, ns.pairs * 10, lambda x: x)
         if ns.instructions and callgrind.available():
             per_pair = instructions_per_pair(url, 300)
-            extra = per_pair["instrumented"] / per_pair["bare"] - 1
+            extra = {v: per_pair[v] / per_pair["bare"] - 1 for v in ("instrumented", "public")}
             results["callgrind"] = {"instructions_per_pair": per_pair, "extra": extra}
     finally:
         if server is not None:
@@ -208,23 +251,36 @@ def main() -> None:
     report: dict[str, Any] = {}
     cg = results.pop("callgrind", None)
     for mode, med in results.items():
-        bare, inst = med["bare"], med["instrumented"]
-        ratio = inst["pairs_per_s"] / bare["pairs_per_s"]
-        extra_cpu = inst["client_cpu_us"] - bare["client_cpu_us"]
-        # Extra client CPU per pair as a share of one bare round trip: the throughput the
-        # instrumentation can cost at most when the client is the bottleneck.
-        cpu_share = extra_cpu * bare["pairs_per_s"] / 1e6
-        report[mode] = {"bare": bare, "instrumented": inst, "wall_ratio": round(ratio, 4),
-                        "extra_client_cpu_us": round(extra_cpu, 2),
-                        "cpu_overhead": round(cpu_share, 4)}
-        print(f"{mode:>10}: bare {bare['pairs_per_s']:7.0f}/s {bare['client_cpu_us']:6.1f} µs cpu"
-              f" | instrumented {inst['pairs_per_s']:7.0f}/s {inst['client_cpu_us']:6.1f} µs cpu"
-              f" | wall ratio {ratio:.3f}, extra cpu {extra_cpu:+.1f} µs/pair"
-              f" = {cpu_share:+.1%} of a bare pair")
+        bare = med["bare"]
+        row: dict[str, Any] = {"bare": bare}
+        line = f"{mode:>10}: bare {bare['pairs_per_s']:7.0f}/s {bare['client_cpu_us']:5.1f} µs cpu"
+        for v in ("instrumented", "public"):
+            inst = med[v]
+            ratio = inst["pairs_per_s"] / bare["pairs_per_s"]
+            extra_cpu = inst["client_cpu_us"] - bare["client_cpu_us"]
+            # Extra client CPU per pair as a share of one bare round trip: the throughput
+            # the instrumentation can cost at most when the client is the bottleneck.
+            cpu_share = extra_cpu * bare["pairs_per_s"] / 1e6
+            row[v] = {**inst, "wall_ratio": round(ratio, 4),
+                      "extra_client_cpu_us": round(extra_cpu, 2),
+                      "cpu_overhead": round(cpu_share, 4)}
+            line += (f" | {v} {inst['pairs_per_s']:7.0f}/s, wall ratio {ratio:.3f},"
+                     f" extra cpu {extra_cpu:+.1f} µs = {cpu_share:+.1%}")
+        report[mode] = row
+        print(line)
+    obs_us = {v: 1e6 / observer[v]["pairs_per_s"] for v in ("instrumented", "public")}
+    report["observer"] = {**{f"{v}_us_per_pair": round(u, 3) for v, u in obs_us.items()},
+                          "public_over_instrumented": round(obs_us["public"]
+                                                            / obs_us["instrumented"], 3)}
+    print(f"  observer: acquire+release reports {obs_us['instrumented']:.2f} µs (current)"
+          f" vs {obs_us['public']:.2f} µs (public API): "
+          f"{obs_us['public'] - obs_us['instrumented']:+.2f} µs per pair")
     if cg is not None:
         ipp = cg["instructions_per_pair"]
         print(f" callgrind: bare {ipp['bare']:,.0f} instr/pair | instrumented "
-              f"{ipp['instrumented']:,.0f} instr/pair | client-side extra {cg['extra']:+.1%}")
+              f"{ipp['instrumented']:,.0f} ({cg['extra']['instrumented']:+.1%}) | public "
+              f"{ipp['public']:,.0f} ({cg['extra']['public']:+.1%}) | observer alone "
+              f"{ipp['observer-instrumented']:,.0f} vs {ipp['observer-public']:,.0f}")
         report["callgrind"] = cg
     print(json.dumps({"rounds": ns.rounds, "pairs": ns.pairs,
                       "multiprocess": "PROMETHEUS_MULTIPROC_DIR" in os.environ,

@@ -189,6 +189,37 @@ class _Quota:
         raise NotImplementedError
 
 
+class _PublicQuota(_Quota):
+    """Writes one quota's hot lease metrics through prometheus_client's public API on
+    children bound once (``inc``/``set``/``observe``)."""
+
+    def __init__(self, c: _QuotaChildren) -> None:
+        super().__init__(c)
+        self._acquire = {k: v.inc for k, v in c.acquire.items()}
+        self._heartbeat = {k: v.inc for k, v in c.heartbeat.items()}
+        self._release = {k: v.inc for k, v in c.release.items()}
+        self._reaped, self._held = c.reaped.inc, c.held.set
+        self._seconds, self._hold = c.seconds.observe, c.hold.observe
+
+    def acquired(self, outcome: str, reaped: int, held: int | None,
+                 seconds: float | None) -> None:
+        self._acquire[outcome]()
+        if reaped:
+            self._reaped(reaped)
+        if held is not None:
+            self._held(held)
+        if seconds is not None:
+            self._seconds(seconds)
+
+    def renewed(self, outcome: str) -> None:
+        self._heartbeat[outcome]()
+
+    def released(self, outcome: str, held_seconds: float | None) -> None:
+        self._release[outcome]()
+        if held_seconds is not None:
+            self._hold(held_seconds)
+
+
 class _QuotaMetrics(_Quota):
     """Writes one quota's hot lease metrics through each value's own ``inc``/``set``.
 

@@ -25,6 +25,25 @@ def test_installed_release_is_within_the_checked_range() -> None:
         "then widen SUPPORTED")
 
 
+def test_pyproject_range_and_ci_releases_match_supported() -> None:
+    """pyproject's prometheus-client range is exactly SUPPORTED's, and CI tests both ends
+    (.ci/promclient_versions.sh), so neither can widen without the other."""
+    import re
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    deps = tomllib.loads((root / "pyproject.toml").read_text())["project"]["dependencies"]
+    spec = next(d for d in deps if d.startswith("prometheus-client"))
+    (lo_major, lo_minor), (hi_major, hi_minor) = promclient.SUPPORTED
+    assert spec == f"prometheus-client>={lo_major}.{lo_minor},<{hi_major}.{hi_minor + 1}"
+    script = (root / ".ci" / "promclient_versions.sh").read_text()
+    releases = re.search(r"^RELEASES=\((.*)\)$", script, re.M)
+    assert releases is not None
+    tested = {tuple(int(x) for x in r.split(".")[:2]) for r in releases.group(1).split()}
+    assert tested == set(promclient.SUPPORTED)
+
+
 def _pair(kind: type, **kw: object) -> tuple[object, object, CollectorRegistry, CollectorRegistry]:
     ra, rb = CollectorRegistry(), CollectorRegistry()
     a = kind("m", "h", ["l"], registry=ra, **kw).labels(l="x")  # type: ignore[operator]
