@@ -43,7 +43,7 @@ from corevo_obs.leases.redis_store import (
     SOCKET_TIMEOUT,
     quota_keys,
 )
-from corevo_obs.observer import MetricsObserver, _PublicQuota, _QuotaChildren
+from corevo_obs.observer import MetricsObserver
 
 LIMIT, TIMEOUT = 100_000, 30.0
 # The stores' own client options (short timeouts for fail-closed), so only the
@@ -73,12 +73,7 @@ def start_redis() -> tuple[subprocess.Popen[bytes], str]:
     return proc, f"redis://127.0.0.1:{port}/0"
 
 
-VARIANTS = ("bare", "instrumented", "public")
-
-
-def public_writes(observer: Any, quota: str = "bench") -> None:
-    """Bind ``quota`` in ``observer`` to the public-API writer (``_PublicQuota``)."""
-    observer._quotas[quota] = _PublicQuota(_QuotaChildren(observer.telemetry, quota))
+VARIANTS = ("bare", "instrumented")
 
 
 def sync_variants(url: str) -> dict[str, Callable[[int], None]]:
@@ -87,10 +82,6 @@ def sync_variants(url: str) -> dict[str, Callable[[int], None]]:
     store = RedisLeaseStore("bench", url, limit=LIMIT, timeout=TIMEOUT, worker="bench",
                             registry=CollectorRegistry(), key="corevo:lease:bench-i")
     store.declare_fresh()  # a private server: no restart fence
-    pub = RedisLeaseStore("bench", url, limit=LIMIT, timeout=TIMEOUT, worker="bench",
-                          registry=CollectorRegistry(), key="corevo:lease:bench-p")
-    pub.declare_fresh()
-    public_writes(pub.observer)
     keys = quota_keys("bench", "corevo:lease:bench-b")
     bare_client.set(keys[1], "0")
 
@@ -100,15 +91,13 @@ def sync_variants(url: str) -> dict[str, Callable[[int], None]]:
             script(keys=keys, args=[TIMEOUT, LIMIT, holder])
             bare_client.zrem(keys[0], holder)
 
-    def pairs(s: RedisLeaseStore) -> Callable[[int], None]:
-        def run(n: int) -> None:
-            for _ in range(n):
-                lease = s.acquire()
-                assert lease is not None
-                lease.release()
-        return run
+    def instrumented(n: int) -> None:
+        for _ in range(n):
+            lease = store.acquire()
+            assert lease is not None
+            lease.release()
 
-    return {"bare": bare, "instrumented": pairs(store), "public": pairs(pub)}
+    return {"bare": bare, "instrumented": instrumented}
 
 
 def async_variants(url: str, tasks: int) -> dict[str, Callable[[int], Awaitable[None]]]:
@@ -116,13 +105,9 @@ def async_variants(url: str, tasks: int) -> dict[str, Callable[[int], Awaitable[
     script = bare_client.register_script(ACQUIRE_LUA)
     store = AsyncRedisLeaseStore("bench", url, limit=LIMIT, timeout=TIMEOUT, worker="bench",
                                  registry=CollectorRegistry(), key="corevo:lease:bench-ai")
-    pub = AsyncRedisLeaseStore("bench", url, limit=LIMIT, timeout=TIMEOUT, worker="bench",
-                               registry=CollectorRegistry(), key="corevo:lease:bench-ap")
-    public_writes(pub.observer)
     keys = quota_keys("bench", "corevo:lease:bench-ab")
     fresh = redis.Redis.from_url(url, **CLIENT)   # no restart fence on a private server
     fresh.set(store.marker_key, "0")
-    fresh.set(pub.marker_key, "0")
     fresh.set(keys[1], "0")
     fresh.close()
 
@@ -132,38 +117,27 @@ def async_variants(url: str, tasks: int) -> dict[str, Callable[[int], Awaitable[
             await script(keys=keys, args=[TIMEOUT, LIMIT, holder])
             await bare_client.zrem(keys[0], holder)
 
-    def inst_task(s: AsyncRedisLeaseStore) -> Callable[[int, int], Awaitable[None]]:
-        async def run(n: int, t: int) -> None:
-            for _ in range(n):
-                lease = await s.acquire()
-                assert lease is not None
-                await lease.release()
-        return run
+    async def inst_task(n: int, t: int) -> None:
+        for _ in range(n):
+            lease = await store.acquire()
+            assert lease is not None
+            await lease.release()
 
     def fan_out(task: Callable[[int, int], Awaitable[None]]) -> Callable[[int], Awaitable[None]]:
         async def run(n: int) -> None:
             await asyncio.gather(*(task(n // tasks, t) for t in range(tasks)))
         return run
 
-    return {"bare": fan_out(bare_task), "instrumented": fan_out(inst_task(store)),
-            "public": fan_out(inst_task(pub))}
+    return {"bare": fan_out(bare_task), "instrumented": fan_out(inst_task)}
 
 
-def observer_variants() -> dict[str, Callable[[int], None]]:
-    """The observer alone (no Redis): one acquire and one release report per pair."""
-    fast = MetricsObserver(worker="bench", registry=CollectorRegistry())
-    public = MetricsObserver(worker="bench", registry=CollectorRegistry())
-    public_writes(public)
-
-    def pairs(obs: MetricsObserver) -> Callable[[int], None]:
-        def run(n: int) -> None:
-            acquired, released = obs.lease_acquired, obs.lease_released
-            for _ in range(n):
-                acquired("bench", "granted", reaped=0, held=3, limit=LIMIT, seconds=0.0004)
-                released("bench", "released", 0.002)
-        return run
-
-    return {"instrumented": pairs(fast), "public": pairs(public)}
+def observer_pairs(n: int) -> None:
+    """The observer alone (no Redis): ``n`` acquire and release reports."""
+    obs = MetricsObserver(worker="bench", registry=CollectorRegistry())
+    acquired, released = obs.lease_acquired, obs.lease_released
+    for _ in range(n):
+        acquired("bench", "granted", reaped=0, held=3, limit=LIMIT, seconds=0.0004)
+        released("bench", "released", 0.002)
 
 
 def measure(variants: dict[str, Callable[[int], Any]], rounds: int, pairs: int,
@@ -197,7 +171,7 @@ def callgrind_instructions(url: str, variant: str, pairs: int) -> int:
 def instructions_per_pair(url: str, pairs: int) -> dict[str, float]:
     """(I(2n) - I(n)) / n per variant: exact and repeatable, startup cancels out."""
     return {v: (callgrind_instructions(url, v, 2 * pairs) - callgrind_instructions(url, v, pairs))
-            / pairs for v in (*VARIANTS, "observer-instrumented", "observer-public")}
+            / pairs for v in (*VARIANTS, "observer")}
 
 
 def main() -> None:
@@ -219,8 +193,8 @@ def main() -> None:
             sys.exit(subprocess.run([sys.executable, __file__, *sys.argv[1:]],
                                     env=env).returncode)
     if ns.only:  # one untimed run of one variant (what callgrind measures)
-        if ns.only.startswith("observer-"):
-            observer_variants()[ns.only.removeprefix("observer-")](ns.pairs)
+        if ns.only == "observer":
+            observer_pairs(ns.pairs)
         else:
             sync_variants(ns.url)[ns.only](ns.pairs)
         return
@@ -239,10 +213,10 @@ def main() -> None:
                                           loop.run_until_complete),
         }
         loop.close()
-        observer = measure(observer_variants(), ns.rounds, ns.pairs * 10, lambda x: x)
+        observer = measure({"observer": observer_pairs}, ns.rounds, ns.pairs * 10, lambda x: x)
         if ns.instructions and callgrind.available():
             per_pair = instructions_per_pair(url, 300)
-            extra = {v: per_pair[v] / per_pair["bare"] - 1 for v in ("instrumented", "public")}
+            extra = per_pair["instrumented"] / per_pair["bare"] - 1
             results["callgrind"] = {"instructions_per_pair": per_pair, "extra": extra}
     finally:
         if server is not None:
@@ -254,7 +228,7 @@ def main() -> None:
         bare = med["bare"]
         row: dict[str, Any] = {"bare": bare}
         line = f"{mode:>10}: bare {bare['pairs_per_s']:7.0f}/s {bare['client_cpu_us']:5.1f} µs cpu"
-        for v in ("instrumented", "public"):
+        for v in VARIANTS[1:]:
             inst = med[v]
             ratio = inst["pairs_per_s"] / bare["pairs_per_s"]
             extra_cpu = inst["client_cpu_us"] - bare["client_cpu_us"]
@@ -268,19 +242,14 @@ def main() -> None:
                      f" extra cpu {extra_cpu:+.1f} µs = {cpu_share:+.1%}")
         report[mode] = row
         print(line)
-    obs_us = {v: 1e6 / observer[v]["pairs_per_s"] for v in ("instrumented", "public")}
-    report["observer"] = {**{f"{v}_us_per_pair": round(u, 3) for v, u in obs_us.items()},
-                          "public_over_instrumented": round(obs_us["public"]
-                                                            / obs_us["instrumented"], 3)}
-    print(f"  observer: acquire+release reports {obs_us['instrumented']:.2f} µs (current)"
-          f" vs {obs_us['public']:.2f} µs (public API): "
-          f"{obs_us['public'] - obs_us['instrumented']:+.2f} µs per pair")
+    obs_us = 1e6 / observer["observer"]["pairs_per_s"]
+    report["observer"] = {"us_per_pair": round(obs_us, 3)}
+    print(f"  observer: acquire+release reports alone {obs_us:.2f} µs per pair")
     if cg is not None:
         ipp = cg["instructions_per_pair"]
         print(f" callgrind: bare {ipp['bare']:,.0f} instr/pair | instrumented "
-              f"{ipp['instrumented']:,.0f} ({cg['extra']['instrumented']:+.1%}) | public "
-              f"{ipp['public']:,.0f} ({cg['extra']['public']:+.1%}) | observer alone "
-              f"{ipp['observer-instrumented']:,.0f} vs {ipp['observer-public']:,.0f}")
+              f"{ipp['instrumented']:,.0f} ({cg['extra']:+.1%}) | observer alone "
+              f"{ipp['observer']:,.0f}")
         report["callgrind"] = cg
     print(json.dumps({"rounds": ns.rounds, "pairs": ns.pairs,
                       "multiprocess": "PROMETHEUS_MULTIPROC_DIR" in os.environ,
