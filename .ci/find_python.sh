@@ -14,3 +14,12 @@ find_python() {
   done
   return 1
 }
+
+# ci_venv PYTHON DIR PIP_ARGS...: the venv at DIR (made with PYTHON once, reused between
+# runs) with PIP_ARGS installed into it; prints nothing. Used by every per-version test run.
+ci_venv() {
+  local py=$1 venv=$2
+  shift 2
+  [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check "$@"
+}

@@ -37,10 +37,8 @@ for version in 3.12 3.13; do
   fi
   venv="$venvs/$version"
   echo "-- Python $version ($py, venv $venv)"
-  [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check \
-    ".[redis,postgres-binary,httpx,aiohttp,pyspy,pytest]" pytest-timeout opentelemetry-sdk \
-    jsonschema pyyaml
+  ci_venv "$py" "$venv" ".[redis,postgres-binary,httpx,aiohttp,pyspy,pytest]" pytest-timeout \
+    opentelemetry-sdk jsonschema pyyaml
   PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" \
     "$venv/bin/python" -m pytest -q -p no:cacheprovider "${TESTS[@]}" || status=1
 done

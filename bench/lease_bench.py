@@ -43,6 +43,7 @@ from corevo_obs.leases.redis_store import (
     SOCKET_TIMEOUT,
     quota_keys,
 )
+from corevo_obs.observer import MetricsObserver
 
 LIMIT, TIMEOUT = 100_000, 30.0
 # The stores' own client options (short timeouts for fail-closed), so only the
@@ -70,6 +71,9 @@ def start_redis() -> tuple[subprocess.Popen[bytes], str]:
             time.sleep(0.05)
     client.close()
     return proc, f"redis://127.0.0.1:{port}/0"
+
+
+VARIANTS = ("bare", "instrumented")
 
 
 def sync_variants(url: str) -> dict[str, Callable[[int], None]]:
@@ -127,6 +131,15 @@ def async_variants(url: str, tasks: int) -> dict[str, Callable[[int], Awaitable[
     return {"bare": fan_out(bare_task), "instrumented": fan_out(inst_task)}
 
 
+def observer_pairs(n: int) -> None:
+    """The observer alone (no Redis): ``n`` acquire and release reports."""
+    obs = MetricsObserver(worker="bench", registry=CollectorRegistry())
+    acquired, released = obs.lease_acquired, obs.lease_released
+    for _ in range(n):
+        acquired("bench", "granted", reaped=0, held=3, limit=LIMIT, seconds=0.0004)
+        released("bench", "released", 0.002)
+
+
 def measure(variants: dict[str, Callable[[int], Any]], rounds: int, pairs: int,
             run: Callable[[Any], Any]) -> dict[str, dict[str, float]]:
     """Median pairs/s (wall) and client CPU µs per pair, per variant.
@@ -158,7 +171,7 @@ def callgrind_instructions(url: str, variant: str, pairs: int) -> int:
 def instructions_per_pair(url: str, pairs: int) -> dict[str, float]:
     """(I(2n) - I(n)) / n per variant: exact and repeatable, startup cancels out."""
     return {v: (callgrind_instructions(url, v, 2 * pairs) - callgrind_instructions(url, v, pairs))
-            / pairs for v in ("bare", "instrumented")}
+            / pairs for v in (*VARIANTS, "observer")}
 
 
 def main() -> None:
@@ -171,7 +184,7 @@ def main() -> None:
                     help="also count client instructions per sync pair under callgrind")
     ap.add_argument("--multiprocess", action="store_true",
                     help="metrics in prometheus_client multiprocess (mmap) mode")
-    ap.add_argument("--only", choices=("bare", "instrumented"), help=argparse.SUPPRESS)
+    ap.add_argument("--only", help=argparse.SUPPRESS)
     ns = ap.parse_args()
     if ns.multiprocess and "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
         # prometheus_client picks its value class at import: set the directory, re-exec.
@@ -180,7 +193,10 @@ def main() -> None:
             sys.exit(subprocess.run([sys.executable, __file__, *sys.argv[1:]],
                                     env=env).returncode)
     if ns.only:  # one untimed run of one variant (what callgrind measures)
-        sync_variants(ns.url)[ns.only](ns.pairs)
+        if ns.only == "observer":
+            observer_pairs(ns.pairs)
+        else:
+            sync_variants(ns.url)[ns.only](ns.pairs)
         return
     server = None
     url = ns.url
@@ -197,6 +213,7 @@ def main() -> None:
                                           loop.run_until_complete),
         }
         loop.close()
+        observer = measure({"observer": observer_pairs}, ns.rounds, ns.pairs * 10, lambda x: x)
         if ns.instructions and callgrind.available():
             per_pair = instructions_per_pair(url, 300)
             extra = per_pair["instrumented"] / per_pair["bare"] - 1
@@ -208,23 +225,31 @@ def main() -> None:
     report: dict[str, Any] = {}
     cg = results.pop("callgrind", None)
     for mode, med in results.items():
-        bare, inst = med["bare"], med["instrumented"]
-        ratio = inst["pairs_per_s"] / bare["pairs_per_s"]
-        extra_cpu = inst["client_cpu_us"] - bare["client_cpu_us"]
-        # Extra client CPU per pair as a share of one bare round trip: the throughput the
-        # instrumentation can cost at most when the client is the bottleneck.
-        cpu_share = extra_cpu * bare["pairs_per_s"] / 1e6
-        report[mode] = {"bare": bare, "instrumented": inst, "wall_ratio": round(ratio, 4),
-                        "extra_client_cpu_us": round(extra_cpu, 2),
-                        "cpu_overhead": round(cpu_share, 4)}
-        print(f"{mode:>10}: bare {bare['pairs_per_s']:7.0f}/s {bare['client_cpu_us']:6.1f} µs cpu"
-              f" | instrumented {inst['pairs_per_s']:7.0f}/s {inst['client_cpu_us']:6.1f} µs cpu"
-              f" | wall ratio {ratio:.3f}, extra cpu {extra_cpu:+.1f} µs/pair"
-              f" = {cpu_share:+.1%} of a bare pair")
+        bare = med["bare"]
+        row: dict[str, Any] = {"bare": bare}
+        line = f"{mode:>10}: bare {bare['pairs_per_s']:7.0f}/s {bare['client_cpu_us']:5.1f} µs cpu"
+        for v in VARIANTS[1:]:
+            inst = med[v]
+            ratio = inst["pairs_per_s"] / bare["pairs_per_s"]
+            extra_cpu = inst["client_cpu_us"] - bare["client_cpu_us"]
+            # Extra client CPU per pair as a share of one bare round trip: the throughput
+            # the instrumentation can cost at most when the client is the bottleneck.
+            cpu_share = extra_cpu * bare["pairs_per_s"] / 1e6
+            row[v] = {**inst, "wall_ratio": round(ratio, 4),
+                      "extra_client_cpu_us": round(extra_cpu, 2),
+                      "cpu_overhead": round(cpu_share, 4)}
+            line += (f" | {v} {inst['pairs_per_s']:7.0f}/s, wall ratio {ratio:.3f},"
+                     f" extra cpu {extra_cpu:+.1f} µs = {cpu_share:+.1%}")
+        report[mode] = row
+        print(line)
+    obs_us = 1e6 / observer["observer"]["pairs_per_s"]
+    report["observer"] = {"us_per_pair": round(obs_us, 3)}
+    print(f"  observer: acquire+release reports alone {obs_us:.2f} µs per pair")
     if cg is not None:
         ipp = cg["instructions_per_pair"]
         print(f" callgrind: bare {ipp['bare']:,.0f} instr/pair | instrumented "
-              f"{ipp['instrumented']:,.0f} instr/pair | client-side extra {cg['extra']:+.1%}")
+              f"{ipp['instrumented']:,.0f} ({cg['extra']:+.1%}) | observer alone "
+              f"{ipp['observer']:,.0f}")
         report["callgrind"] = cg
     print(json.dumps({"rounds": ns.rounds, "pairs": ns.pairs,
                       "multiprocess": "PROMETHEUS_MULTIPROC_DIR" in os.environ,

@@ -22,7 +22,6 @@ from typing import Any, Final, Literal
 
 from prometheus_client import CollectorRegistry
 
-from .core import promclient
 from .core.catalog import CATALOG
 from .core.errors import ConfigError
 from .core.guard import absorb
@@ -178,44 +177,26 @@ class _QuotaChildren:
 
 
 class _Quota:
-    """One quota's children and last written limit; subclasses write the hot metrics."""
+    """One quota's hot lease metrics, written through prometheus_client's public API on
+    children bound once, and its last written limit.
+
+    One write path for in-process and multiprocess values alike: bench/lease_bench.py
+    measured the private fast paths this replaced (one shared lock, direct value writes)
+    at a few µs per acquire+release, within the noise of the Redis round trip around it.
+    """
 
     def __init__(self, c: _QuotaChildren) -> None:
         self.children = c
         self.limit_value: int | None = None
+        self._acquire = {k: v.inc for k, v in c.acquire.items()}
+        self._heartbeat = {k: v.inc for k, v in c.heartbeat.items()}
+        self._release = {k: v.inc for k, v in c.release.items()}
+        self._reaped, self._held = c.reaped.inc, c.held.set
+        self._seconds, self._hold = c.seconds.observe, c.hold.observe
 
     def acquired(self, outcome: str, reaped: int, held: int | None,
                  seconds: float | None) -> None:
-        raise NotImplementedError
-
-    def renewed(self, outcome: str) -> None:
-        raise NotImplementedError
-
-    def released(self, outcome: str, held_seconds: float | None) -> None:
-        raise NotImplementedError
-
-
-class _QuotaMetrics(_Quota):
-    """Writes one quota's hot lease metrics through each value's own ``inc``/``set``.
-
-    The general path: multiprocess (mmap) values, or a prometheus_client whose insides
-    ``_LockedQuota`` does not know. Same samples as the public API, without its checks.
-    """
-
-    def __init__(self, c: _QuotaChildren) -> None:
-        super().__init__(c)
-        inc = promclient.fast_inc
-        self._acquire = {k: inc(v) for k, v in c.acquire.items()}
-        self._heartbeat = {k: inc(v) for k, v in c.heartbeat.items()}
-        self._release = {k: inc(v) for k, v in c.release.items()}
-        self._reaped = inc(c.reaped)
-        self._held = promclient.fast_set(c.held)
-        self._seconds = promclient.FastObserve(c.seconds).observe
-        self._hold = promclient.FastObserve(c.hold).observe
-
-    def acquired(self, outcome: str, reaped: int, held: int | None,
-                 seconds: float | None) -> None:
-        self._acquire[outcome](1)
+        self._acquire[outcome]()  # a bad outcome raises before anything is written
         if reaped:
             self._reaped(reaped)
         if held is not None:
@@ -224,76 +205,12 @@ class _QuotaMetrics(_Quota):
             self._seconds(seconds)
 
     def renewed(self, outcome: str) -> None:
-        self._heartbeat[outcome](1)
+        self._heartbeat[outcome]()
 
     def released(self, outcome: str, held_seconds: float | None) -> None:
-        self._release[outcome](1)
+        self._release[outcome]()
         if held_seconds is not None:
             self._hold(held_seconds)
-
-
-class _LockedQuota(_Quota):
-    """The same updates written straight into prometheus_client's in-process values under
-    one lock: an acquire takes one lock instead of making four locked calls (the bulk of
-    the instrumentation's cost, see bench/lease_bench.py).
-
-    That lock is the quota's ``held`` gauge value's own, and every hot value of the quota
-    (any worker) is given it as its own ``_lock`` when bound, so a scrape's ``get()`` and
-    any other writer of these series still exclude ours. Chosen only when every such
-    value is exactly a ``MutexValue`` (``with self._lock: self._value ...``).
-    """
-
-    def __init__(self, c: _QuotaChildren, cells: list[Any]) -> None:
-        super().__init__(c)
-        # the held gauge's value comes first in hot_cells: its lock is the one shared
-        self._lock = promclient.share_lock(cells)
-        cell = promclient.value_cell
-        self._acq = {k: cell(v) for k, v in c.acquire.items()}
-        self._beat = {k: cell(v) for k, v in c.heartbeat.items()}
-        self._rel = {k: cell(v) for k, v in c.release.items()}
-        self._reaped_v, self._held_v = cell(c.reaped), cell(c.held)
-        self._sec = promclient.histogram_cells(c.seconds)
-        self._hold_h = promclient.histogram_cells(c.hold)
-
-    @staticmethod
-    def hot_cells(c: _QuotaChildren) -> list[Any] | None:
-        """Every value the fast path writes (the held gauge's first), or None unless all
-        are plain in-process values (see ``core.promclient.plain_cells``)."""
-        return promclient.plain_cells(
-            [c.held, c.reaped, *(ch for d in (c.acquire, c.heartbeat, c.release)
-                                 for ch in d.values())],
-            [c.seconds, c.hold])
-
-    def acquired(self, outcome: str, reaped: int, held: int | None,
-                 seconds: float | None) -> None:
-        counter = self._acq[outcome]  # a bad outcome raises before anything is written
-        add = promclient.add
-        with self._lock:
-            add(counter, 1)
-            if reaped:
-                add(self._reaped_v, reaped)
-            if held is not None:
-                promclient.put(self._held_v, float(held))
-            if seconds is not None:
-                promclient.observe_cells(self._sec, seconds)
-
-    def renewed(self, outcome: str) -> None:
-        counter = self._beat[outcome]
-        with self._lock:
-            promclient.add(counter, 1)
-
-    def released(self, outcome: str, held_seconds: float | None) -> None:
-        counter = self._rel[outcome]
-        with self._lock:
-            promclient.add(counter, 1)
-            if held_seconds is not None:
-                promclient.observe_cells(self._hold_h, held_seconds)
-
-
-def _quota_metrics(telemetry: Telemetry, quota: str) -> _Quota:
-    c = _QuotaChildren(telemetry, quota)
-    cells = _LockedQuota.hot_cells(c)
-    return _QuotaMetrics(c) if cells is None else _LockedQuota(c, cells)
 
 
 class MetricsObserver(HasTelemetry, Observer):
@@ -337,7 +254,7 @@ class MetricsObserver(HasTelemetry, Observer):
         found = self._quotas.get(quota)  # type: ignore[call-overload]
         if found is None:
             name = _name(quota, "quota")
-            found = self._quotas[name] = _quota_metrics(self.telemetry, name)
+            found = self._quotas[name] = _Quota(_QuotaChildren(self.telemetry, name))
         return found
 
     # --- leases -------------------------------------------------------------------

@@ -1,5 +1,6 @@
-"""The observer's lease fast path: exact under threads, and the general path in
-multiprocess mode writes the same samples as prometheus_client's public API."""
+"""The observer's one lease write path (prometheus_client's public API on children bound
+once): the same samples as direct public calls in process and in multiprocess mode, and
+exact under threads."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import threading
 from prometheus_client import CollectorRegistry
 
 from corevo_obs.core.metrics import child
-from corevo_obs.observer import MetricsObserver, _LockedQuota
+from corevo_obs.observer import MetricsObserver
 
 VALUES = [0.0, 0.0005, 0.0007, 0.001, 0.3, 1.0, 7.5, 1e9]   # on bounds, between, +Inf
 
@@ -35,9 +36,8 @@ DRIVE = """
 import json, sys
 from prometheus_client import CollectorRegistry
 from prometheus_client.multiprocess import MultiProcessCollector
-from corevo_obs.observer import MetricsObserver, _LockedQuota
+from corevo_obs.observer import MetricsObserver
 obs = MetricsObserver(worker="w0")
-assert not isinstance(obs._quota("q"), _LockedQuota), "mmap values must take the general path"
 for v in json.loads(sys.argv[1]):
     obs.lease_acquired("q", "granted", reaped=2, held=3, limit=4, seconds=v)
     obs.lease_released("q", "released", held_seconds=v)
@@ -55,7 +55,23 @@ def _samples(rows) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
             and "limit" not in name and value != 0}   # observers pre-bind zero series
 
 
-def test_multiprocess_values_take_the_general_path_with_the_same_samples(tmp_path):
+def _drive_in_process(registry: CollectorRegistry) -> None:
+    obs = MetricsObserver(worker="w0", registry=registry)
+    for v in VALUES:
+        obs.lease_acquired("q", "granted", reaped=2, held=3, limit=4, seconds=v)
+        obs.lease_released("q", "released", held_seconds=v)
+        obs.lease_heartbeat("q", "lost")
+
+
+def test_in_process_values_get_the_public_api_samples(registry):
+    _drive_in_process(registry)
+    got = _samples([(s.name, s.labels, s.value) for m in registry.collect() for s in m.samples])
+    want = _samples([(s.name, s.labels, s.value) for m in _reference().collect()
+                     for s in m.samples])
+    assert got == want
+
+
+def test_multiprocess_values_get_the_same_samples(tmp_path):
     env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path)}
     out = subprocess.run([sys.executable, "-c", DRIVE, json.dumps(VALUES)], env=env,
                          capture_output=True, text=True, timeout=120)
@@ -66,13 +82,12 @@ def test_multiprocess_values_take_the_general_path_with_the_same_samples(tmp_pat
     assert got == want
 
 
-def test_fast_path_is_in_use_and_exact_under_threads(registry):
+def test_exact_under_threads(registry):
     """Two observers of one worker (same children) and a public-API writer, in threads
     switching as often as they can: every update is counted."""
     n = 5_000
     a, b = MetricsObserver(worker="w0", registry=registry), MetricsObserver(
         worker="w0", registry=registry)
-    assert isinstance(a._quota("q"), _LockedQuota) and isinstance(b._quota("q"), _LockedQuota)
     public = child("corevo_lease_acquire_total", registry, worker="w0", quota="q",
                    outcome="granted")
 
@@ -115,64 +130,3 @@ def test_a_bad_outcome_is_absorbed_and_writes_nothing(registry):
         "corevo_instrumentation_errors_total", {"worker": "w0", "component": "observer"}) == 1
     assert registry.get_sample_value(
         "corevo_lease_reaped_total", {"worker": "w0", "quota": "q"}) == 0
-
-
-def test_fast_path_waits_for_the_lock_prometheus_takes(registry):
-    """A scrape's ``get()`` or a public ``inc()`` takes the value's own lock: the fast
-    path must wait for that very lock, for every series it writes."""
-    obs = MetricsObserver(worker="w0", registry=registry)
-    quota = obs._quota("q")
-    assert isinstance(quota, _LockedQuota)
-    series = [
-        child("corevo_lease_acquire_total", registry, worker="w0", quota="q", outcome="granted"),
-        child("corevo_lease_release_total", registry, worker="w0", quota="q", outcome="noop"),
-        child("corevo_lease_heartbeat_total", registry, worker="w0", quota="q", outcome="lost"),
-        child("corevo_lease_reaped_total", registry, worker="w0", quota="q"),
-        child("corevo_lease_held", registry, quota="q"),
-    ]
-    histograms = [child(n, registry, worker="w0", quota="q")
-                  for n in ("corevo_lease_acquire_seconds", "corevo_lease_hold_seconds")]
-    locks = {id(s._value._lock) for s in series}
-    locks |= {id(v._lock) for h in histograms for v in (h._sum, *h._buckets)}
-    assert len(locks) == 1
-
-    def calls() -> None:
-        obs.lease_acquired("q", "granted", reaped=1, held=1, seconds=0.1)
-        obs.lease_released("q", "noop", held_seconds=0.1)
-        obs.lease_heartbeat("q", "lost")
-
-    lock = series[0]._value._lock
-    with lock:
-        worker = threading.Thread(target=calls)
-        worker.start()
-        worker.join(0.3)
-        assert worker.is_alive()              # blocked behind the lock prometheus takes
-        assert series[0]._value._value == 0
-    worker.join(60)
-    assert not worker.is_alive()
-    assert registry.get_sample_value("corevo_lease_acquire_total",
-                                     {"worker": "w0", "quota": "q", "outcome": "granted"}) == 1
-
-
-def test_an_unknown_mutex_value_layout_takes_the_public_path(registry, monkeypatch):
-    """A prometheus_client whose MutexValue no longer keeps ``_value`` under ``_lock``
-    must not get the fast path: its writes would land where no scrape reads."""
-    from prometheus_client import values
-
-    from corevo_obs.core import promclient
-
-    class Renamed(values.MutexValue):
-        def get(self):  # reads elsewhere, as a refactored release might
-            return 0.0
-
-    promclient._mutex_layout_ok.cache_clear()
-    monkeypatch.setattr(values, "MutexValue", Renamed)
-    try:
-        assert promclient._mutex_layout_ok() is False
-        obs = MetricsObserver(worker="w0", registry=registry)
-        assert not isinstance(obs._quota("q"), _LockedQuota)
-        obs.lease_acquired("q", "granted", reaped=2, held=1, seconds=0.25)
-        assert registry.get_sample_value(
-            "corevo_lease_reaped_total", {"worker": "w0", "quota": "q"}) == 2
-    finally:
-        promclient._mutex_layout_ok.cache_clear()

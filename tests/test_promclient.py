@@ -1,13 +1,11 @@
-"""prometheus_client's insides, used only by corevo_obs.core.promclient: the installed
-release is one the module was checked against, and each fast writer leaves exactly the
-samples the public API would (so a change in a new release shows up here first)."""
+"""prometheus_client's insides, used only by corevo_obs.core.promclient (the multiprocess
+value file and merge): the installed release is one the module was checked against, and
+the reserved value file is the format an unmodified reader reads (so a change in a new
+release shows up here first; .ci/promclient_versions.sh runs this under both ends)."""
 
 from __future__ import annotations
 
-import threading
 from importlib.metadata import version
-
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from corevo_obs.core import promclient
 
@@ -25,49 +23,23 @@ def test_installed_release_is_within_the_checked_range() -> None:
         "then widen SUPPORTED")
 
 
-def _pair(kind: type, **kw: object) -> tuple[object, object, CollectorRegistry, CollectorRegistry]:
-    ra, rb = CollectorRegistry(), CollectorRegistry()
-    a = kind("m", "h", ["l"], registry=ra, **kw).labels(l="x")  # type: ignore[operator]
-    b = kind("m", "h", ["l"], registry=rb, **kw).labels(l="x")  # type: ignore[operator]
-    return a, b, ra, rb
+def test_pyproject_range_and_ci_releases_match_supported() -> None:
+    """pyproject's prometheus-client range is exactly SUPPORTED's, and CI tests both ends
+    (.ci/promclient_versions.sh), so neither can widen without the other."""
+    import re
+    import tomllib
+    from pathlib import Path
 
-
-def _samples(reg: CollectorRegistry) -> list[tuple[str, dict[str, str], float]]:
-    return [(s.name, s.labels, s.value) for m in reg.collect() for s in m.samples
-            if not s.name.endswith("_created")]
-
-
-def test_fast_writers_leave_the_public_api_samples() -> None:
-    a, b, ra, rb = _pair(Counter)
-    promclient.fast_inc(a)(2.5)
-    b.inc(2.5)  # type: ignore[attr-defined]
-    assert _samples(ra) == _samples(rb)
-    a, b, ra, rb = _pair(Gauge)
-    promclient.fast_set(a)(7)
-    b.set(7)  # type: ignore[attr-defined]
-    assert _samples(ra) == _samples(rb)
-    a, b, ra, rb = _pair(Histogram, buckets=(0.1, 1.0))
-    for v in (0.05, 0.1, 0.5, 3.0):
-        promclient.FastObserve(a).observe(v)
-        b.observe(v)  # type: ignore[attr-defined]
-    assert _samples(ra) == _samples(rb)
-
-
-def test_cells_under_one_shared_lock_match_the_public_api() -> None:
-    reg, ref = CollectorRegistry(), CollectorRegistry()
-    c = Counter("c", "h", registry=reg)
-    h = Histogram("h", "h", buckets=(0.1, 1.0), registry=reg)
-    cells = promclient.plain_cells([c], [h])
-    assert cells is not None, "the in-process layout is no longer the known one"
-    lock = promclient.share_lock(cells)
-    assert isinstance(lock, type(threading.Lock()))
-    hist = promclient.histogram_cells(h)
-    with lock:
-        promclient.add(promclient.value_cell(c), 3)
-        promclient.observe_cells(hist, 0.5)
-    Counter("c", "h", registry=ref).inc(3)
-    Histogram("h", "h", buckets=(0.1, 1.0), registry=ref).observe(0.5)
-    assert _samples(reg) == _samples(ref)
+    root = Path(__file__).resolve().parent.parent
+    deps = tomllib.loads((root / "pyproject.toml").read_text())["project"]["dependencies"]
+    spec = next(d for d in deps if d.startswith("prometheus-client"))
+    (lo_major, lo_minor), (hi_major, hi_minor) = promclient.SUPPORTED
+    assert spec == f"prometheus-client>={lo_major}.{lo_minor},<{hi_major}.{hi_minor + 1}"
+    script = (root / ".ci" / "promclient_versions.sh").read_text()
+    releases = re.search(r"^RELEASES=\((.*)\)$", script, re.M)
+    assert releases is not None
+    tested = {tuple(int(x) for x in r.split(".")[:2]) for r in releases.group(1).split()}
+    assert tested == set(promclient.SUPPORTED)
 
 
 def test_reserved_value_file_is_prometheus_clients_format_with_no_holes(tmp_path) -> None:
