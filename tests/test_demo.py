@@ -84,8 +84,15 @@ def _wait_for(proc: subprocess.Popen[str], marker: str, timeout: float) -> str:
 
 
 def _start(*args: str) -> subprocess.Popen[str]:
+    """The demo as a terminal starts it: with SIGINT at its default even when the test run
+    was started in the background (a shell's ``&`` leaves SIGINT ignored, and Python then
+    installs no KeyboardInterrupt handler, so the Ctrl-C these tests send would be lost)."""
     return subprocess.Popen([*DEMO, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, preexec_fn=_default_sigint)
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _workdir(stderr: str) -> Path:
