@@ -52,7 +52,8 @@ class BlockingView:
         self._store, self._loop = store, loop
 
     def __getattr__(self, name: str) -> Any:
-        value = getattr(self._store, name)
+        # the sync protocol's close() is the async store's aclose()
+        value = getattr(self._store, "aclose" if name == "close" else name)
         if not inspect.iscoroutinefunction(value):
             return value
 

@@ -246,7 +246,7 @@ def test_a_raising_clock_does_not_kill_the_watchdog_thread(registry):
         assert failures["n"] == 20 and dog.running
         assert _errors(registry, "stall_watchdog") >= 1
     finally:
-        dog.stop()
+        dog.close()
 
 
 def test_stop_and_the_watchdog_thread_drain_ended_stalls_exactly_once(registry):
@@ -272,7 +272,7 @@ def test_stop_and_the_watchdog_thread_drain_ended_stalls_exactly_once(registry):
             dog._stop.clear()
     stop.set()
     drainer.join()
-    dog.stop()
+    dog.close()
     assert len(dog.reports) == planted
     assert registry.get_sample_value(
         "corevo_event_loop_stalls_total", {"worker": "w0"}) == planted

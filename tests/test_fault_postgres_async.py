@@ -76,7 +76,7 @@ def test_sigstopped_server_ends_each_awaited_claim_within_the_bound_loop_free(
                     assert isinstance(result, BackendUnavailable), result
                     assert took <= BOUND + SLACK, took
         finally:
-            await sampler.stop()
+            await sampler.aclose()
             cluster_up.thaw(pids)
         won = await _recover(store, jobs)
         assert first.won and won.won and _errors(registry, "ab") >= 4
@@ -90,7 +90,7 @@ def test_sigstopped_server_ends_each_awaited_claim_within_the_bound_loop_free(
         print(f"\n[pg SIGSTOP, async store] worst loop lag {sampler.max_lag * 1000:.1f} ms; "
               f"{len(rows)} late commits given back")
         await store.db.run(f"DROP TABLE {store.table}", {})
-        await store.close()
+        await store.aclose()
 
     asyncio.run(main())
 
@@ -109,7 +109,7 @@ def test_immediate_stop_fails_fast_and_the_async_pool_reconnects(
             assert result.backend == "postgresql" and took <= BOUND + SLACK
         await asyncio.to_thread(cluster_up.start)
         assert (await _recover(store, jobs)).won
-        await store.close()
+        await store.aclose()
 
     asyncio.run(main())
 
@@ -130,7 +130,7 @@ def test_a_reply_lost_after_commit_is_read_back_by_the_async_store(
             assert not (await store.claim(job)).won
             assert _errors(registry, "ac") == 1
         finally:
-            await store.close()
+            await store.aclose()
 
     try:
         asyncio.run(main())
