@@ -338,7 +338,7 @@ class MetricsServer:
     def close(self) -> None:
         """Stop serving and stop the janitor; safe to call twice."""
         if self._janitor is not None:
-            self._janitor.stop()
+            self._janitor.close()
             self._janitor = None
         httpd, self._httpd = self._httpd, None
         if httpd is not None:

@@ -145,3 +145,18 @@ def test_sync_stores_are_context_managers(tmp_path: Path) -> None:
     for store in stores:
         with store as entered:
             assert entered is store
+
+
+def test_janitor_closes_by_with_and_stop_warns(tmp_path: Path) -> None:
+    from corevo_obs.mpdir import Janitor
+
+    with Janitor(tmp_path, interval=0.01).start() as janitor:
+        assert janitor._thread is not None and janitor._thread.is_alive()
+    assert janitor._thread is None
+    janitor = Janitor(tmp_path, interval=0.01).start()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        janitor.stop()
+    assert _deprecations(caught) == [
+        "Janitor.stop() is deprecated: call close() (the alias is removed in 0.3)"]
+    assert janitor._thread is None

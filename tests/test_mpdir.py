@@ -228,7 +228,7 @@ def test_health_metrics_and_janitor(worker_env, mpdir):
         while time.monotonic() < deadline and janitor.runs < 3:
             time.sleep(0.02)
     finally:
-        janitor.stop()
+        janitor.close()
     assert reg.get_sample_value("corevo_metrics_compactions_total") == 1
     assert reg.get_sample_value("corevo_metrics_dir_dead_writers") == 0
     assert reg.get_sample_value("corevo_metrics_dir_files") == 7  # accumulators only

@@ -99,7 +99,7 @@ class Scraper:
             nxt += self.interval
             self._stop.wait(max(0.0, nxt - self.clock()))
 
-    def stop(self) -> None:
+    def close(self) -> None:
         self._stop.set()
         self._thread.join(5)
 

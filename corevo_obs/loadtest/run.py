@@ -96,7 +96,7 @@ def run_loadtest(app: str, workload: Workload, *, workers: int, out_dir: Path,
         result = asyncio.run(driver.run())
         scraper.mark("end")
         _settle(scraper, workload.settle_seconds)
-        scraper.stop()
+        scraper.close()
         if not target.served and target.log is not None:
             time.sleep(0.3)  # the last lines the app wrote
             target.log.join()
@@ -115,12 +115,12 @@ def run_loadtest(app: str, workload: Workload, *, workers: int, out_dir: Path,
         return RunResult(verdicts, report, html, js)
     finally:
         if scraper is not None:
-            scraper.stop()
+            scraper.close()
         if target is not None and target.served:
-            target.stop()
+            target.close()
             if target.mp_dir is not None:
                 shutil.rmtree(target.mp_dir, ignore_errors=True)
-        upstream.stop()
+        upstream.close()
 
 
 async def _no_kill() -> dict[str, Any]:

@@ -234,7 +234,7 @@ class Target:
         finally:
             os.close(fd)
 
-    def stop(self) -> None:
+    def close(self) -> None:
         if not self.served and self.log is not None:
             self.log.join()
         for proc in reversed(self.procs):
@@ -323,7 +323,7 @@ def serve_app(app: str, *, workers: int, env: dict[str, str], out_dir: Path,
     try:
         _wait_ready(target_, ready_timeout)
     except BaseException:
-        target_.stop()
+        target_.close()
         raise
     return target_
 

@@ -52,7 +52,7 @@ class Upstream:
         except (OSError, ValueError):
             return {}
 
-    def stop(self) -> None:
+    def close(self) -> None:
         if self.proc.stdout is not None:
             self.proc.stdout.close()
         if self.proc.poll() is None:

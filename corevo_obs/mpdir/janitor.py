@@ -15,6 +15,7 @@ from typing import Final
 from ..core import promclient
 from ..core.errors import ConfigError
 from ..core.guard import absorb
+from ..core.lifecycle import Closing, renamed
 from .compactor import CompactionResult, compact_backlog
 from .lock import LockBusy
 from .status import scan
@@ -22,14 +23,14 @@ from .status import scan
 DEFAULT_INTERVAL: Final = 10.0
 
 
-class Janitor:
+class Janitor(Closing):
     """Compact ``directory`` in the background.
 
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as metrics_dir:
     ...     janitor = Janitor(metrics_dir, interval=5.0).start()  # one pass every 5 s
     ...     first = janitor.run_once()  # a pass now: no writer is dead yet, nothing to do
-    ...     janitor.stop()
+    ...     janitor.close()
     >>> first is None, janitor.runs
     (True, 1)
     """
@@ -77,8 +78,14 @@ class Janitor:
             self._thread.start()
         return self
 
-    def stop(self) -> None:
+    def close(self) -> None:
+        """Stop the thread after its current pass (bounded: 10 s); safe to call twice."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
             self._thread = None
+
+    def stop(self) -> None:
+        """Deprecated: ``close()``."""
+        renamed(self, "stop", "close")
+        self.close()

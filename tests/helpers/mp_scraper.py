@@ -90,7 +90,7 @@ def main() -> int:
         stop.wait(max(0.0, next_at - time.monotonic()))
     elapsed = time.monotonic() - t_start
     if janitor is not None:
-        janitor.stop()
+        janitor.close()
     print(json.dumps({
         "scrapes": len(times), "seconds": elapsed, "decreases": decreases[:20],
         "errors": errors[:20], "failed": len(errors), "spans": spans, "events": events,
