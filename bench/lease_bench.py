@@ -1,6 +1,6 @@
 """Lease acquire+release round trips per second: instrumented store vs the bare Lua script.
 
-Both variants run the same ACQUIRE_LUA + ZREM against the same private redis-server, in
+Both variants run the same ACQUIRE_LUA + RELEASE_LUA scripts against the same private redis-server, in
 interleaved rounds (order alternating), and the medians are compared in this run; the
 ratio is the cost of the instrumentation (timing, observer, metrics, holder ids, the
 Lease handle). Client and server are pinned to different CPUs when the machine has two.
@@ -40,6 +40,7 @@ from corevo_obs.leases import AsyncRedisLeaseStore, RedisLeaseStore
 from corevo_obs.leases.redis_store import (
     ACQUIRE_LUA,
     CONNECT_TIMEOUT,
+    RELEASE_LUA,
     SOCKET_TIMEOUT,
     quota_keys,
 )
@@ -79,6 +80,7 @@ VARIANTS = ("bare", "instrumented")
 def sync_variants(url: str) -> dict[str, Callable[[int], None]]:
     bare_client = redis.Redis.from_url(url, **CLIENT)
     script = bare_client.register_script(ACQUIRE_LUA)
+    release = bare_client.register_script(RELEASE_LUA)
     store = RedisLeaseStore("bench", url, limit=LIMIT, timeout=TIMEOUT, worker="bench",
                             registry=CollectorRegistry(), key="corevo:lease:bench-i")
     store.declare_fresh()  # a private server: no restart fence
@@ -89,7 +91,7 @@ def sync_variants(url: str) -> dict[str, Callable[[int], None]]:
         for i in range(n):
             holder = f"bare#{i}"
             script(keys=keys, args=[TIMEOUT, LIMIT, holder])
-            bare_client.zrem(keys[0], holder)
+            release(keys=keys[:1], args=[TIMEOUT, holder])
 
     def instrumented(n: int) -> None:
         for _ in range(n):
@@ -103,6 +105,7 @@ def sync_variants(url: str) -> dict[str, Callable[[int], None]]:
 def async_variants(url: str, tasks: int) -> dict[str, Callable[[int], Awaitable[None]]]:
     bare_client = redis.asyncio.Redis.from_url(url, **CLIENT)
     script = bare_client.register_script(ACQUIRE_LUA)
+    release = bare_client.register_script(RELEASE_LUA)
     store = AsyncRedisLeaseStore("bench", url, limit=LIMIT, timeout=TIMEOUT, worker="bench",
                                  registry=CollectorRegistry(), key="corevo:lease:bench-ai")
     keys = quota_keys("bench", "corevo:lease:bench-ab")
@@ -115,7 +118,7 @@ def async_variants(url: str, tasks: int) -> dict[str, Callable[[int], Awaitable[
         for i in range(n):
             holder = f"bare#{t}.{i}"
             await script(keys=keys, args=[TIMEOUT, LIMIT, holder])
-            await bare_client.zrem(keys[0], holder)
+            await release(keys=keys[:1], args=[TIMEOUT, holder])
 
     async def inst_task(n: int, t: int) -> None:
         for _ in range(n):
