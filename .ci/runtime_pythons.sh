@@ -5,7 +5,8 @@
 # health, the offload adapter, the stages, the stores and the lifecycle run on each.
 # Each interpreter gets its own venv (reused between runs) with the package installed
 # from this checkout (`pip install .`, non-editable: the package installs there too)
-# and the tests import this checkout via PYTHONPATH. Needs the servers of .ci/run.
+# and the tests import this checkout via PYTHONPATH, except the docs code blocks, which
+# run against the installed package. Needs the servers of .ci/run.
 # Usage: bash .ci/runtime_pythons.sh [MAIN_PYTHON]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,9 +38,15 @@ for version in 3.12 3.13; do
   fi
   venv="$venvs/$version"
   echo "-- Python $version ($py, venv $venv)"
-  ci_venv "$py" "$venv" ".[redis,postgres-binary,httpx,aiohttp,pyspy,pytest]" pytest-timeout \
-    opentelemetry-sdk jsonschema pyyaml
+  ci_venv "$py" "$venv" --force-reinstall --no-deps .
+  ci_venv "$py" "$venv" \
+    ".[redis,postgres-binary,otel,monitor,pyspy,contracts,dashboards,aiohttp,httpx,gunicorn,pytest]" \
+    pytest-timeout opentelemetry-sdk jsonschema pyyaml fastapi uvicorn
   PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" \
     "$venv/bin/python" -m pytest -q -p no:cacheprovider "${TESTS[@]}" || status=1
+  # every docs code block, importing the package installed in the venv (not this checkout)
+  COREVO_DOCS_INSTALLED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" \
+    "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/test_doctests.py -k doc_block \
+    || status=1
 done
 exit $status

@@ -53,6 +53,8 @@ def test_docstring_examples_run(name: str) -> None:
 #   <!-- needs: postgres -->       $DATABASE_URL (a DSN), as in CI
 #   <!-- needs: multiproc-dir -->  $PROMETHEUS_MULTIPROC_DIR, an empty directory
 #   <!-- not-run: REASON -->       skipped, REASON shown in the test report
+# With $COREVO_DOCS_INSTALLED=1 the blocks import the package installed in this
+# interpreter's environment, not this checkout (CI: a venv with `pip install .`).
 ROOT = Path(__file__).resolve().parent.parent
 DOC_PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 MARKER = re.compile(r"<!--\s*(needs|not-run):\s*(.*?)\s*-->")
@@ -106,8 +108,10 @@ def test_doc_block_runs(block: Block, tmp_path: Path, request: pytest.FixtureReq
     if block.not_run:
         pytest.skip(f"{block.page}:{block.line} not-run: {block.not_run}")
     env = {k: v for k, v in os.environ.items()
-           if k not in ("PROMETHEUS_MULTIPROC_DIR", "COREVO_WORKER")}
-    env["PYTHONPATH"] = str(ROOT)
+           if k not in ("PROMETHEUS_MULTIPROC_DIR", "COREVO_WORKER", "PYTHONPATH")}
+    installed = os.environ.get("COREVO_DOCS_INSTALLED") == "1"
+    if not installed:
+        env["PYTHONPATH"] = str(ROOT)
     if "redis" in block.needs:
         env["REDIS_URL"] = request.getfixturevalue("redis_url")
     if "postgres" in block.needs:
@@ -117,9 +121,12 @@ def test_doc_block_runs(block: Block, tmp_path: Path, request: pytest.FixtureReq
         env["PROMETHEUS_MULTIPROC_DIR"] = str(tmp_path / "metrics")
     snippet = tmp_path / "snippet.py"
     snippet.write_text(block.source, encoding="utf-8")
+    runner = ["-m", "tests.helpers.run_snippet"]
+    if installed:  # by path: nothing of the checkout on sys.path, and it says so
+        runner = [str(ROOT / "tests" / "helpers" / "run_snippet.py"), "--not-under", str(ROOT)]
     done = subprocess.run(
-        [sys.executable, "-W", "error::DeprecationWarning", "-m", "tests.helpers.run_snippet",
-         str(snippet)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+        [sys.executable, "-W", "error::DeprecationWarning", *runner, str(snippet)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     said = f"{block.page}:{block.line}\n{block.source}\n--- stderr:\n{done.stderr}"
     assert done.returncode == 0, said
     assert "Warning" not in done.stderr, said  # a block a user pastes must not warn either
