@@ -75,8 +75,10 @@ def hold() -> None:
     sys.stdin.read()
 
 
-def _child(env: dict[str, str], *args: str, **kw: object) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, __file__, *args], env=env, text=True, **kw)  # type: ignore[call-overload]
+def _child(env: dict[str, str], *args: str, stdin: int | None = None,
+           stdout: int | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, __file__, *args], env=env, text=True,
+                            stdin=stdin, stdout=stdout)
 
 
 def scrape_seconds(collector: type, d: Path) -> float:

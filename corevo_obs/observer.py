@@ -251,7 +251,7 @@ class MetricsObserver(HasTelemetry, Observer):
         absorb("observer", exc, telemetry=self.telemetry)
 
     def _quota(self, quota: object) -> _Quota:
-        found = self._quotas.get(quota)  # type: ignore[call-overload]
+        found = self._quotas.get(quota) if isinstance(quota, str) else None
         if found is None:
             name = _name(quota, "quota")
             found = self._quotas[name] = _Quota(_QuotaChildren(self.telemetry, name))

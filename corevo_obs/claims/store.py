@@ -221,6 +221,7 @@ class _JobCore(HasTelemetry):
         return StartOutcome(claim.job_id, execution_id)
 
     def _finish(self, claim: Claim, execution_id: str, state: TerminalState) -> Step[bool]:
+        n: int  # the rowcount the shell sends back (a Step's send type is Any)
         try:
             _, n = yield self._sql(sql.FINISH, job=claim.job_id, owner=claim.owner,
                                    epoch=claim.epoch, token=claim.token,
@@ -235,6 +236,7 @@ class _JobCore(HasTelemetry):
         return n == 1
 
     def _cancel_queued(self, job_id: str) -> Step[bool]:
+        n: int  # the rowcount the shell sends back (a Step's send type is Any)
         _, n = yield self._sql(sql.CANCEL_QUEUED, job=job_id, now=self.clock())
         self.observer.terminal("cancelled", n)
         return n == 1
@@ -250,6 +252,7 @@ class _JobCore(HasTelemetry):
             template, params["before"] = template + sql.CLAIMED_BEFORE, claimed_before
         if not params:
             raise ConfigError("reclaim_prestart needs owner= or claimed_before=")
+        n: int  # the rowcount the shell sends back (a Step's send type is Any)
         _, n = yield self._sql(template, **params)
         self.observer.reclaimed(n)
         return n
@@ -276,6 +279,7 @@ class _JobCore(HasTelemetry):
             template, params["before"] = template + sql.STARTED_BEFORE, started_before
         if len(params) == 2:
             raise ConfigError("mark_lost needs owner= or started_before=")
+        n: int  # the rowcount the shell sends back (a Step's send type is Any)
         _, n = yield self._sql(template, **params)
         self.observer.terminal(state, n)
         return n

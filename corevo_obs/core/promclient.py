@@ -19,8 +19,8 @@ import os
 import struct
 import threading
 import time
-from collections.abc import Mapping
-from typing import Any, Final
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final, cast
 
 from prometheus_client import mmap_dict, values
 from prometheus_client.metrics_core import Metric
@@ -40,6 +40,11 @@ __all__ = [
 #: prometheus_client releases whose insides this module was checked against
 SUPPORTED: Final = ((0, 20), (0, 26))
 
+# prometheus_client's insides are unannotated: the signatures this module relies on, for
+# the casts at each call (looked up at the call, as before, so a missing one still shows)
+_PackInteger = Callable[[Any, int, int], None]  # (buffer, offset, value)
+_ValueRows = Callable[[], Iterable[tuple[str, float, float, int]]]  # key, value, ts, offset
+
 
 def use_multiprocess_values() -> None:
     """Switch new metrics to mmap-backed values (what ``PROMETHEUS_MULTIPROC_DIR`` at
@@ -47,7 +52,7 @@ def use_multiprocess_values() -> None:
     space before a page is touched (``ReservedMmapedDict``)."""
     reserve_value_files()
     if values.ValueClass is values.MutexValue:
-        values.ValueClass = values.MultiProcessValue()
+        values.ValueClass = cast("Callable[[], type]", values.MultiProcessValue)()
 
 
 def reserve_value_files() -> None:
@@ -58,7 +63,8 @@ def reserve_value_files() -> None:
     SIGBUS on a full disk. prometheus_client looks ``MmapedDict`` up when it opens a
     file, so a value class chosen at its import takes this too."""
     if _mmap_layout_ok():
-        values.MmapedDict = ReservedMmapedDict  # type: ignore[misc]
+        # values imports MmapedDict without re-exporting it; the lookup is what we replace
+        values.MmapedDict = ReservedMmapedDict  # type: ignore[attr-defined]
 
 
 # --- value files that never SIGBUS on a full disk ---------------------------------------
@@ -123,7 +129,7 @@ def _count_no_room(where: str) -> None:
     threading.Thread(target=run, name="corevo-metrics-space", daemon=True).start()
 
 
-class ReservedMmapedDict(mmap_dict.MmapedDict):  # type: ignore[misc]
+class ReservedMmapedDict(mmap_dict.MmapedDict):
     """prometheus_client's per-process value file, given its space before use.
 
     The stock file grows with ``truncate``, which leaves holes: the first store into a
@@ -137,7 +143,7 @@ class ReservedMmapedDict(mmap_dict.MmapedDict):  # type: ignore[misc]
 
     def __init__(self, filename: str, read_mode: bool = False) -> None:
         if read_mode:
-            super().__init__(filename, read_mode=True)
+            cast("Callable[[str, bool], None]", super().__init__)(filename, True)
             return
         self._fname = filename
         self._positions: dict[str, int] = {}
@@ -158,9 +164,9 @@ class ReservedMmapedDict(mmap_dict.MmapedDict):  # type: ignore[misc]
         self._used = mmap_dict._unpack_integer(self._m, 0)[0]
         if self._used == 0:
             self._used = 8
-            mmap_dict._pack_integer(self._m, 0, self._used)
+            cast(_PackInteger, mmap_dict._pack_integer)(self._m, 0, self._used)
         else:
-            for key, _, _, pos in self._read_all_values():
+            for key, _, _, pos in cast(_ValueRows, self._read_all_values)():
                 self._positions[key] = pos
 
     def _map(self, capacity: int) -> bool:
@@ -185,7 +191,9 @@ class ReservedMmapedDict(mmap_dict.MmapedDict):  # type: ignore[misc]
         _count_no_room(self._fname)
 
     def _write_held(self, key: str, value: float, timestamp: float) -> None:
-        mmap_dict.MmapedDict.write_value(self, key, value, timestamp)
+        write = cast("Callable[[ReservedMmapedDict, str, float, float], None]",
+                     mmap_dict.MmapedDict.write_value)
+        write(self, key, value, timestamp)
         now = time.monotonic()
         if now < self._retry_at:
             return
@@ -214,7 +222,7 @@ class ReservedMmapedDict(mmap_dict.MmapedDict):  # type: ignore[misc]
             self._capacity = capacity
         self._m[self._used:end] = entry
         self._used = end
-        mmap_dict._pack_integer(self._m, 0, end)
+        cast(_PackInteger, mmap_dict._pack_integer)(self._m, 0, end)
         self._positions[key] = end - 16
 
     def close(self) -> None:
@@ -233,7 +241,9 @@ def in_memory_values() -> bool:
 
 def merge_multiprocess(metrics: Mapping[str, Metric]) -> list[Metric]:
     """prometheus_client's own merge of per-process samples (what a scrape serves)."""
-    return list(MultiProcessCollector._accumulate_metrics(dict(metrics), True))
+    accumulate = cast("Callable[[dict[str, Metric], bool], Iterable[Metric]]",
+                      MultiProcessCollector._accumulate_metrics)
+    return list(accumulate(dict(metrics), True))
 
 
 def set_multiprocess_mode(metric: Metric, mode: str) -> None:

@@ -56,7 +56,7 @@ class _Timeline:
         past = [s for s in self.samples if now - self.t0 - s["t"] <= RATE_WINDOW]
         if not past or now - self.t0 - past[0]["t"] <= 0:
             return 0.0
-        rate = (done - past[0][key]) / (now - self.t0 - past[0]["t"])
+        rate: float = (done - past[0][key]) / (now - self.t0 - past[0]["t"])
         return round(rate * HOLD_SECONDS, 2)
 
     def sample(self) -> None:

@@ -7,8 +7,9 @@ processes that have exited (or were SIGKILLed): counters and histograms outlive 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.multiprocess import MultiProcessCollector
@@ -18,7 +19,9 @@ STAGES: Final = ("dispatch", "first_event", "external", "total")
 
 def _families(mp: Path) -> dict[str, Any]:
     reg = CollectorRegistry()
-    MultiProcessCollector(reg, path=str(mp))
+    # prometheus_client leaves the constructor (registry, path) unannotated; it registers
+    new = cast("Callable[[CollectorRegistry, str], MultiProcessCollector]", MultiProcessCollector)
+    new(reg, str(mp))
     return {fam.name: fam for fam in reg.collect()}
 
 

@@ -27,7 +27,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Protocol, cast, runtime_checkable
 
 from ..core.errors import ConfigError
 
@@ -277,6 +277,8 @@ def _lease_lines(name: str, snap: dict[str, Any]) -> list[str]:
 # --- aiomonitor glue (imported lazily) --------------------------------------------------
 
 _commands_registered = False
+#: aiomonitor's command decorators: they wrap a command callback, keeping its signature
+_CommandDecorator = Callable[[Callable[..., None]], Callable[..., None]]
 _monitor_cls: type | None = None
 
 
@@ -285,7 +287,11 @@ def _register_commands() -> None:
     if _commands_registered:
         return
     import click
-    from aiomonitor.termui.commands import auto_command_done, custom_help_option, monitor_cli
+    from aiomonitor.termui import commands  # unannotated: typed views of what is used here
+
+    monitor_cli = cast(click.Group, commands.monitor_cli)
+    custom_help_option = cast("_CommandDecorator", commands.custom_help_option)
+    auto_command_done = cast("_CommandDecorator", commands.auto_command_done)
 
     def _obj(ctx: click.Context) -> Any:
         mon = ctx.obj
@@ -400,9 +406,9 @@ def start_monitor(
         host=host, termui_port=port, webui_port=webui_port,
         console_port=console_port, console_enabled=console,
     )
-    mon.corevo_health = health  # type: ignore[attr-defined]
-    mon.corevo_recent = recent  # type: ignore[attr-defined]
-    mon.corevo_native = native  # type: ignore[attr-defined]
+    mon.corevo_health = health
+    mon.corevo_recent = recent
+    mon.corevo_native = native
     mon.prompt = f"corevo[{health.worker}] >>> "
     mon.start()
     return mon

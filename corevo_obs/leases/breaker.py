@@ -125,7 +125,8 @@ class CircuitBreaker:
 
     def allow(self) -> bool:
         """Whether this call may go to the backend; False is a short-circuit (counted)."""
-        if self.state == "closed":  # the hot path: one attribute read
+        state = self.state  # a local: the re-read under the lock below is not narrowed
+        if state == "closed":  # the hot path: one attribute read
             return True
         with self._lock:
             now = self._clock()

@@ -84,6 +84,7 @@ from .base import (
     Counted,
     Hold,
     Lease,
+    _LeaseCore,
 )
 from .breaker import open_pause
 from .provision import provision_command
@@ -343,7 +344,8 @@ class _ShardCore(HasTelemetry):
         if all(s._breaker_open() for s in self.shards):
             after = min(s.breaker.retry_after() for s in self.shards)
             return open_pause(self.quota, after, started, wait)
-        return self.shards[0]._rejected(started, wait, poll)
+        first: _LeaseCore = self.shards[0]  # a shard store, of either flavour
+        return first._rejected(started, wait, poll)
 
     def _call(self, op: LimitOp | None) -> Any:
         """Send one call of ``_round`` (a coroutine on the asyncio store)."""

@@ -86,7 +86,7 @@ def run_loadtest(app: str, workload: Workload, *, workers: int, out_dir: Path,
         tgt = target
 
         async def on_phase(name: str) -> None:
-            await asyncio.to_thread(scraper.mark, name)  # type: ignore[union-attr]
+            await asyncio.to_thread(scraper.mark, name)
 
         async def kill() -> dict[str, Any]:
             return await asyncio.to_thread(_kill_one, tgt, clock, workload.seed)

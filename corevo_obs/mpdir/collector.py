@@ -18,9 +18,10 @@ left out and the accumulators it would rename in are read from where they wait.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
+from typing import cast
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -55,7 +56,9 @@ class LockedMultiProcessCollector(MultiProcessCollector):
         self._only_pid = only_pid
         self._own = own
         promclient.reserve_value_files()  # a scraper's own counters: no SIGBUS either
-        super().__init__(registry, path)
+        init = cast("Callable[[CollectorRegistry | None, str | None], None]",
+                    super().__init__)  # prometheus_client leaves it unannotated
+        init(registry, path)
 
     def collect(self) -> Iterable[Metric]:
         d = Path(self._path)

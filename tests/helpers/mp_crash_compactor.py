@@ -39,7 +39,7 @@ def die() -> None:
 
 def arm(stage: str, top: Path) -> None:
     if stage in ("before_commit", "after_commit"):
-        real_commit = compactor.commit
+        real_commit = compactor.commit  # type: ignore[attr-defined]  # its import of journal.commit
 
         def commit(*args: Any, **kw: Any) -> None:
             if stage == "after_commit":
@@ -48,7 +48,7 @@ def arm(stage: str, top: Path) -> None:
             if stage == "before_commit":  # resumed after --stop: commit as if never stopped
                 real_commit(*args, **kw)
 
-        compactor.commit = commit  # the name the compactor calls
+        compactor.commit = commit  # type: ignore[attr-defined]  # the name the compactor calls
         return
     real_fsync_dir = journal.fsync_dir
 

@@ -53,7 +53,7 @@ class ShrinkOnlyLayersContract(Contract):
 
     def validate(self) -> None:
         errors: dict[str, str] = {}
-        if self.missing_modules not in _MISSING_MODES:
+        if str(self.missing_modules) not in _MISSING_MODES:
             errors["missing_modules"] = f"Must be one of {', '.join(_MISSING_MODES)}."
         seen: dict[str, str] = {}
         for layer, names in self.layers().items():
@@ -75,7 +75,7 @@ class ShrinkOnlyLayersContract(Contract):
         """The layers and a warning per missing module; raises if missing ones are errors."""
         layers = self.layers()
         missing = missing_modules(graph, layers)
-        if missing and self.missing_modules == "error":
+        if missing and str(self.missing_modules) == "error":
             raise CorevoObsError(
                 f"contract {self.name!r}: layer module(s) not found: {', '.join(missing)} "
                 "(set missing_modules = warn to allow packages that do not exist yet)"

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...core.errors import ConfigError
-from .boundary import Outcome, find_violations
+from .boundary import Outcome, Violation, find_violations
 from .contract import ShrinkOnlyLayersContract
+from .debt import DebtEntry
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,9 @@ def check(config: str | None, base: str | None) -> list[tuple[str, Outcome]]:
     return [(c.name, c.evaluate(loaded.graph, base)) for c in loaded.contracts]
 
 
-def current_violations(config: str | None) -> list[tuple[ShrinkOnlyLayersContract, dict]]:
+def current_violations(
+    config: str | None,
+) -> list[tuple[ShrinkOnlyLayersContract, dict[DebtEntry, Violation]]]:
     """Today's forbidden imports per contract, for ``debt init``."""
     loaded = load(config)
     return [

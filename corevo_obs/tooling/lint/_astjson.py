@@ -7,9 +7,9 @@ import json
 import sys
 
 
-def convert(node):  # type: ignore[no-untyped-def]
+def convert(node: object) -> object:
     if isinstance(node, ast.AST):
-        out = {"_t": type(node).__name__,
+        out: dict[str, object] = {"_t": type(node).__name__,
                "_k": "stmt" if isinstance(node, ast.stmt) else
                      "expr" if isinstance(node, ast.expr) else "other"}
         for name in node._fields:

@@ -117,7 +117,7 @@ def _int(x: object) -> int:
 
 
 def _list(x: object, n: int | None = None) -> list[Any]:
-    _check(type(x) is list and (n is None or len(x) == n))  # type: ignore[arg-type]
+    _check(type(x) is list and (n is None or len(x) == n))
     return x  # type: ignore[return-value]
 
 
@@ -134,7 +134,7 @@ def _enc_const(c: object) -> object:
 def _dec_const(x: object) -> object:
     if x is None or type(x) in (bool, int, float, str):
         return x
-    _check(type(x) is dict and len(x) == 1)  # type: ignore[arg-type]
+    _check(type(x) is dict and len(x) == 1)
     assert isinstance(x, dict)
     if "b" in x:
         return bytes.fromhex(_str(x["b"]))

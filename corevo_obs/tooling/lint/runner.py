@@ -22,9 +22,9 @@ from .hierarchy import Hierarchy
 from .model import FileResult, Finding, FuncFacts
 from .noqa import is_silenced
 from .observed import FrameIndex, Stall, blocking_facts
-from .returns import AMBIGUOUS, ReturnTypes
+from .returns import AMBIGUOUS, ReturnTypes, follow_reexport
 from .rules import message, meta
-from .rules.chains import MAX_REEXPORT_HOPS, ChainIndex, follow_reexport
+from .rules.chains import MAX_REEXPORT_HOPS, ChainIndex
 from .scan import scan_source
 
 SKIP_DIRS = frozenset({"__pycache__", "node_modules", "venv", ".venv", ".git", ".tox"})

@@ -15,7 +15,7 @@ import sys
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from .call_catalog import Catalog
 from .imports import AMBIGUOUS, GETTER, PROPERTY_DECORATORS, ImportTracker, Ref
@@ -308,7 +308,7 @@ class _Inline(ast.NodeTransformer):
         if isinstance(node.value, ast.Name) and node.value.id == self.me:
             prop = self.props.get(node.attr)
             if prop is not None:
-                return _Rename(prop[0], self.me).visit(copy.deepcopy(prop[1]))
+                return cast(ast.AST, _Rename(prop[0], self.me).visit(copy.deepcopy(prop[1])))
         return self.generic_visit(node)
 
 
