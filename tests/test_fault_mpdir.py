@@ -4,7 +4,7 @@ Real processes throughout: dead writers are real ``mp_writer.py`` processes (exi
 SIGKILLed), scrapes go over HTTP to a real ``MetricsServer`` (``mp_server.py``), and
 compaction is the real ``corevo-obs metrics compact`` CLI in a subprocess. Counter sums
 are compared before and after every step: they must never go down. Each test prints its
-measured figures (``-s`` shows them) for docs/reliability.md.
+measured figures (``-s`` shows them) for bench/README.md.
 """
 
 from __future__ import annotations

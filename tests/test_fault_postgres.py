@@ -4,7 +4,7 @@ The cluster is this module's own (initdb in a temp dir, free port, fsync off), b
 tests stop, kill and freeze it. Every claim must end within its configured bound with a
 ``BackendUnavailable`` while the server cannot answer, succeed again soon after it is
 back, and no job may be won twice — checked against the workers' own records.
-The measured figures are printed (``-s``) for docs/reliability.md.
+The measured figures are printed (``-s``) for bench/README.md.
 """
 
 from __future__ import annotations
