@@ -125,10 +125,9 @@ class _LeaseCore:
         timeout: float = DEFAULT_TIMEOUT,
         heartbeat_interval: float | None = None,
         margin: float | None = None,
-        worker: str | None = None,
         observer: Observer | None = None,
+        worker: str | None = None,
         registry: CollectorRegistry | None = None,
-        telemetry: Telemetry | None = None,
         fail_open: bool = False,
         breaker: CircuitBreaker | None = None,
         clock: Callable[[], float] = time.time,
@@ -147,9 +146,10 @@ class _LeaseCore:
                        else _number(margin, "margin", zero=True))
         self._check_waits()
         #: the worker label and registry of this store's series, resolved once
-        self.telemetry = Telemetry.resolve(worker, registry, telemetry)
+        self.telemetry = Telemetry.resolve(worker, registry)
         self.worker = self.telemetry.worker
-        self.observer = observer or MetricsObserver(telemetry=self.telemetry)
+        self.observer = observer or MetricsObserver(worker=self.worker,
+                                                    registry=self.telemetry.registry)
         self.fail_open = fail_open
         #: the client's wall clock; no lease decision reads it (kept so a test can skew it)
         self.clock = clock
