@@ -140,8 +140,8 @@ class OffloadAdapter(HasTelemetry):
         max_waiting: int = DEFAULT_MAX_WAITING,
         wait_timeout: float | None = DEFAULT_WAIT_TIMEOUT,
         on_background_error: ErrorCallback | None = None,
-        registry: CollectorRegistry | None = None,
         worker: str | None = None,
+        registry: CollectorRegistry | None = None,
         executor: Executor | None = None,
     ) -> None:
         problems = []
