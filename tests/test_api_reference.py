@@ -122,13 +122,13 @@ def test_every_series_writer_takes_worker_and_registry_keyword_only() -> None:
     """One way to say who reports (issue 26): no ``telemetry=`` anywhere public, and the same
     two keywords, same kind, same defaults, same order, on every documented series writer."""
     documented = _documented_names()
-    for module, names in SERIES_WRITERS.items():
-        assert set(names) <= documented[module], set(names) - documented[module]
+    for module, listed in SERIES_WRITERS.items():
+        assert set(listed) <= documented[module], set(listed) - documented[module]
     writers = {id(getattr(importlib.import_module(m), n)) for m, ns in SERIES_WRITERS.items()
                for n in ns}
     other = {id(getattr(importlib.import_module(w.rsplit(".", 1)[0]), w.rsplit(".", 1)[1]))
              for w in OTHER_MEANING}
-    wrong = []
+    wrong: list[str] = []
     for module, names in sorted(documented.items()):
         for name in sorted(names):
             obj = getattr(importlib.import_module(module), name)
