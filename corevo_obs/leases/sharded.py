@@ -436,9 +436,9 @@ class _Keyed:
 class ShardedLeaseStore(_ShardCore, Closing):
     """A sharded quota on a blocking client (``RedisCluster`` or plain ``Redis``).
 
-    ``client`` is shared by the shards; ``store_options`` (``timeout``,
-    ``heartbeat_interval``, ``margin``, ``worker``, ``registry``, ``socket_timeout``, …)
-    go to every shard store. ``spill`` bounds the shards one admission tries (default:
+    ``client`` is shared by the shards; ``worker`` / ``registry`` and ``store_options``
+    (``timeout``, ``heartbeat_interval``, ``margin``, ``socket_timeout``, …) go to every
+    shard store. ``spill`` bounds the shards one admission tries (default:
     all), ``view_ttl`` how long a shard seen full is skipped (0: never). The handle
     returned is the shard's own ``Lease``: heartbeat and release go to that shard.
     """
