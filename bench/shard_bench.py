@@ -120,7 +120,7 @@ def workload(topo: RedisCluster3, kind: int, steps: int, hot: float,
     # more workers: more stores on the same quota, each with its own view of the shards
     # (it sees only its own replies and releases); the first one rebalances
     fleet = [store] + [make(kind, cl, name, fresh=False) for _ in range(workers - 1)]
-    registries = [one.telemetry.registry for one in fleet]
+    registries = [one.registry for one in fleet]
     front: list[Any] = [LeaseBuffer(one, size=buffer, idle=IDLE[0]) for one in fleet] \
         if buffer else fleet
     rng = random.Random(seed)

@@ -38,7 +38,6 @@ from prometheus_client import CollectorRegistry
 from .core.lifecycle import AsyncClosing, Closing
 from .core.marker import blocking
 from .core.sqlite import open_sqlite
-from .core.telemetry import Telemetry
 from .observer import MetricsObserver, Observer, ProjectOutcome
 
 __all__ = [
@@ -96,15 +95,13 @@ class Projector:
         sink: Callable[[Event], object],
         *,
         max_buffer: int = DEFAULT_MAX_BUFFER,
-        worker: str | None = None,
         observer: Observer | None = None,
+        worker: str | None = None,
         registry: CollectorRegistry | None = None,
-        telemetry: Telemetry | None = None,
     ) -> None:
         self.sink = sink
         self.max_buffer = max_buffer
-        self.observer = observer or MetricsObserver(worker=worker, registry=registry,
-                                                    telemetry=telemetry)
+        self.observer = observer or MetricsObserver(worker=worker, registry=registry)
         self._streams: dict[str, _Stream] = {}
 
     def offer(self, event: Event) -> ProjectOutcome:

@@ -228,9 +228,8 @@ class MetricsObserver(HasTelemetry, Observer):
         *,
         worker: str | None = None,
         registry: CollectorRegistry | None = None,
-        telemetry: Telemetry | None = None,
     ) -> None:
-        self.telemetry = sc = Telemetry.resolve(worker, registry, telemetry)
+        self.telemetry = sc = Telemetry.resolve(worker, registry)
         self._quotas: dict[str, _Quota] = {}
         self._claim = _per_value(sc, "corevo_claim_total", "outcome")
         self._start = _per_value(sc, "corevo_claim_start_total", "outcome")

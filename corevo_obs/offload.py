@@ -140,9 +140,8 @@ class OffloadAdapter(HasTelemetry):
         max_waiting: int = DEFAULT_MAX_WAITING,
         wait_timeout: float | None = DEFAULT_WAIT_TIMEOUT,
         on_background_error: ErrorCallback | None = None,
-        registry: CollectorRegistry | None = None,
         worker: str | None = None,
-        telemetry: Telemetry | None = None,
+        registry: CollectorRegistry | None = None,
         executor: Executor | None = None,
     ) -> None:
         problems = []
@@ -160,7 +159,7 @@ class OffloadAdapter(HasTelemetry):
         self.max_in_flight = max_in_flight
         self.max_waiting = max_waiting
         self.wait_timeout = wait_timeout
-        self.telemetry = Telemetry.resolve(worker, registry, telemetry)
+        self.telemetry = Telemetry.resolve(worker, registry)
         self._on_error = on_background_error
         self._executor = executor
         self._owns_executor = executor is None

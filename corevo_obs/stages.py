@@ -148,14 +148,13 @@ class StageRecorder(HasTelemetry):
         *,
         worker: str | None = None,
         registry: CollectorRegistry | None = None,
-        telemetry: Telemetry | None = None,
         kinds: Collection[str] | None = None,
         dependencies: Collection[str] | None = None,
         max_kinds: int = DEFAULT_MAX_VALUES,
         max_dependencies: int = DEFAULT_MAX_VALUES,
         tracer_provider: Any | None = None,
     ) -> None:
-        self.telemetry = Telemetry.resolve(worker, registry, telemetry)
+        self.telemetry = Telemetry.resolve(worker, registry)
         self.kinds = BoundedValues(kinds, cap=max_kinds)
         self.dependencies = BoundedValues(dependencies, cap=max_dependencies)
         self._series: dict[str, _KindSeries] = {}
@@ -198,32 +197,31 @@ _shared: weakref.WeakKeyDictionary[CollectorRegistry, dict[str, StageRecorder]] 
     weakref.WeakKeyDictionary()
 )
 _shared_lock = threading.Lock()
-_last_shared: (
-    tuple[CollectorRegistry | None, str | None, Telemetry | None, StageRecorder] | None
-) = None
+_last_shared: tuple[CollectorRegistry | None, str | None, StageRecorder] | None = None
 
 
 def shared_recorder(
+    *,
     worker: str | None = None,
     registry: CollectorRegistry | None = None,
-    telemetry: Telemetry | None = None,
 ) -> StageRecorder:
-    """The process-wide recorder for a telemetry (or worker, registry), built on first use.
+    """The process-wide recorder for a worker label and a registry, built on first use.
 
     Built on a task's path, so a bad ``$COREVO_WORKER`` is absorbed there (counted, logged
     once, label ``pid<N>``) instead of failing every ``@track_task`` call.
     """
     global _last_shared
     last = _last_shared
-    if last is not None and last[0] is registry and last[1] == worker and last[2] is telemetry:
-        return last[3]  # the common case: one registry, one worker, every task
-    resolved = Telemetry.resolve_on_use("stages", worker, registry, telemetry)
+    if last is not None and last[0] is registry and last[1] == worker:
+        return last[2]  # the common case: one registry, one worker, every task
+    resolved = Telemetry.resolve_on_use("stages", worker, registry)
     with _shared_lock:
         per = _shared.setdefault(resolved.registry, {})
         found = per.get(resolved.worker)
         if found is None:
-            found = per[resolved.worker] = StageRecorder(telemetry=resolved)
-    _last_shared = (registry, worker, telemetry, found)
+            found = per[resolved.worker] = StageRecorder(worker=resolved.worker,
+                                                         registry=resolved.registry)
+    _last_shared = (registry, worker, found)
     return found
 
 
@@ -243,14 +241,14 @@ class TaskStages:
         kind: str,
         worker: str | None = None,
         registry: CollectorRegistry | None = None,
-        telemetry: Telemetry | None = None,
         accepted_at: float | None = None,
         job_id: str | None = None,
         execution_id: str | None = None,
         attributes: Mapping[str, AttributeValue] | None = None,
         recorder: StageRecorder | None = None,
     ) -> None:
-        rec = recorder if recorder is not None else shared_recorder(worker, registry, telemetry)
+        rec = (recorder if recorder is not None
+               else shared_recorder(worker=worker, registry=registry))
         self._setup(rec, kind, accepted_at, job_id, execution_id, attributes)
 
     def _setup(
@@ -473,7 +471,6 @@ def track_task(
     recorder: StageRecorder | None = None,
     worker: str | None = None,
     registry: CollectorRegistry | None = None,
-    telemetry: Telemetry | None = None,
     accepted_at_arg: str | None = None,
     job_id_arg: str | None = None,
     execution_id_arg: str | None = None,
@@ -491,7 +488,8 @@ def track_task(
     def decorate(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
         @functools.wraps(fn)
         async def handler(*args: P.args, **kwargs: P.kwargs) -> R:
-            rec = recorder if recorder is not None else shared_recorder(worker, registry, telemetry)
+            rec = (recorder if recorder is not None
+                   else shared_recorder(worker=worker, registry=registry))
             at = kwargs.get(accepted_at_arg) if accepted_at_arg is not None else None
             job = kwargs.get(job_id_arg) if job_id_arg is not None else None
             ex = kwargs.get(execution_id_arg) if execution_id_arg is not None else None

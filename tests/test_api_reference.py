@@ -6,6 +6,7 @@ same namespaces (checked here too), so a new namespace cannot go undocumented.
 from __future__ import annotations
 
 import importlib
+import inspect
 import re
 from pathlib import Path
 
@@ -23,7 +24,6 @@ PUBLIC = (
     "corevo_obs.events",
     "corevo_obs.cancel",
     "corevo_obs.core.identity",
-    "corevo_obs.core.telemetry",
     "corevo_obs.core.marker",
     "corevo_obs.core.settings",
     "corevo_obs.integrations.asgi",
@@ -87,3 +87,69 @@ def test_docs_api_lists_every_public_name_and_no_other() -> None:
         assert documented[module] == public, (
             f"{module}: undocumented {sorted(public - documented[module])}, "
             f"documented but not public {sorted(documented[module] - public)}")
+
+
+#: the public callables that write series of their own: each takes ``worker=`` (the label)
+#: and ``registry=`` (where the series go), keyword-only, default None, worker first
+SERIES_WRITERS = {
+    "corevo_obs": ("LoopHealth", "install_loop_health", "StageRecorder", "TaskStages",
+                   "track_task", "OffloadAdapter", "MetricsObserver"),
+    "corevo_obs.loop": ("LoopLagSampler", "StallWatchdog"),
+    "corevo_obs.stages": ("shared_recorder",),
+    "corevo_obs.leases": ("LeaseStore", "AsyncLeaseStore", "SqliteLeaseStore",
+                          "AsyncSqliteLeaseStore", "RedisLeaseStore", "AsyncRedisLeaseStore",
+                          "ShardedLeaseStore", "AsyncShardedLeaseStore", "CircuitBreaker"),
+    "corevo_obs.claims": ("JobStore", "AsyncJobStore", "SqliteJobStore", "AsyncSqliteJobStore",
+                          "PostgresJobStore", "AsyncPostgresJobStore"),
+    "corevo_obs.events": ("Projector",),
+    "corevo_obs.integrations.asgi": ("StagesMiddleware",),
+    "corevo_obs.integrations.aiohttp_web": ("setup_stages",),
+}
+#: public callables with a parameter named worker or registry that is not "who reports"
+OTHER_MEANING = {
+    "corevo_obs.MetricsServer": "registry= is the registry it serves, it writes none",
+    "corevo_obs.loop.StallReport": "a record: the worker that stalled",
+    "corevo_obs.leases.HolderId": "a record: the worker part of a holder id",
+    "corevo_obs.core.settings.resolve_in_host": "process settings, counted before a worker",
+    "corevo_obs.integrations.gunicorn.master_settings": "the master's settings, no worker",
+    "corevo_obs.integrations.gunicorn.pre_fork": "gunicorn's worker object",
+    "corevo_obs.integrations.gunicorn.post_fork": "gunicorn's worker object",
+    "corevo_obs.integrations.gunicorn.child_exit": "gunicorn's worker object",
+}
+
+
+def test_every_series_writer_takes_worker_and_registry_keyword_only() -> None:
+    """One way to say who reports (issue 26): no ``telemetry=`` anywhere public, and the same
+    two keywords, same kind, same defaults, same order, on every documented series writer."""
+    documented = _documented_names()
+    for module, listed in SERIES_WRITERS.items():
+        assert set(listed) <= documented[module], set(listed) - documented[module]
+    writers = {id(getattr(importlib.import_module(m), n)) for m, ns in SERIES_WRITERS.items()
+               for n in ns}
+    other = {id(getattr(importlib.import_module(w.rsplit(".", 1)[0]), w.rsplit(".", 1)[1]))
+             for w in OTHER_MEANING}
+    wrong: list[str] = []
+    for module, names in sorted(documented.items()):
+        for name in sorted(names):
+            obj = getattr(importlib.import_module(module), name)
+            if not callable(obj):
+                continue
+            try:
+                params = inspect.signature(obj).parameters
+            except ValueError:  # a builtin base without a signature (an exception class)
+                continue
+            where = f"{module}.{name}"
+            if "telemetry" in params:
+                wrong.append(f"{where}: telemetry=")
+            if id(obj) in writers:
+                order = list(params)
+                for key in ("worker", "registry"):
+                    p = params.get(key)
+                    if p is None or p.kind is not p.KEYWORD_ONLY or p.default is not None:
+                        wrong.append(f"{where}: {key}= not keyword-only with default None")
+                if {"worker", "registry"} <= set(order) and (
+                        order.index("worker") > order.index("registry")):
+                    wrong.append(f"{where}: registry= before worker=")
+            elif ({"worker", "registry"} & set(params)) and id(obj) not in other:
+                wrong.append(f"{where}: worker/registry but not listed as a series writer")
+    assert not wrong, wrong

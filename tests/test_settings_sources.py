@@ -56,7 +56,7 @@ def test_loop_health_bad_values_name_their_source(
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     with pytest.raises(ConfigError) as err:
-        LoopHealthConfig.resolve(worker="t0", **kwargs)
+        LoopHealthConfig.resolve(**kwargs)
     assert needle in str(err.value)
 
 
@@ -65,16 +65,16 @@ def test_loop_health_config_precedence_and_immutability(monkeypatch: pytest.Monk
     monkeypatch.setenv("COREVO_LOOP_INTERVAL", "0.05")
     monkeypatch.setenv("COREVO_LOOP_STALL_THRESHOLD", "0.3")
     monkeypatch.setenv("COREVO_LOOP_PROJECT_ROOTS", os.pathsep.join(["/srv/a", "/srv/b"]))
-    monkeypatch.setenv("COREVO_LOOP_WORKER", "ignored")  # the worker is COREVO_WORKER's
-    monkeypatch.setenv("COREVO_WORKER", "w3")
+    monkeypatch.setenv("COREVO_LOOP_WORKER", "ignored")  # the worker is not a setting
     cfg = LoopHealthConfig.resolve(interval=0.2, stall_threshold=None)
-    assert (cfg.interval, cfg.stall_threshold, cfg.project_roots, cfg.worker) == (
-        0.2, 0.3, ("/srv/a", "/srv/b"), "w3")
+    assert (cfg.interval, cfg.stall_threshold, cfg.project_roots) == (
+        0.2, 0.3, ("/srv/a", "/srv/b"))
+    assert "worker" not in {f.name for f in dataclasses.fields(cfg)}
     with pytest.raises(dataclasses.FrozenInstanceError):
         cfg.interval = 1.0  # type: ignore[misc]
     assert dataclasses.replace(cfg, watchdog=False).watchdog is False and cfg.watchdog
     with pytest.raises(ConfigError) as err:  # both problems in one message
-        LoopHealthConfig.resolve(worker="t0", interval="fast", check_interval=-1)
+        LoopHealthConfig.resolve(interval="fast", check_interval=-1)
     assert "(interval=...)" in str(err.value) and "(check_interval=...)" in str(err.value)
 
 

@@ -1,4 +1,5 @@
-"""One Telemetry (worker label + registry) resolved once and shared by the components."""
+"""Who reports: every public component takes keyword-only ``worker=`` and ``registry=``
+(resolved once into the internal ``Telemetry``) and shares them with the parts it builds."""
 
 from __future__ import annotations
 
@@ -7,12 +8,12 @@ import dataclasses
 import os
 
 import pytest
-from prometheus_client import REGISTRY, CollectorRegistry
+from prometheus_client import REGISTRY
 
 from corevo_obs.core import guard
 from corevo_obs.core.errors import ConfigError
 from corevo_obs.core.telemetry import Telemetry
-from corevo_obs.loop import LoopLagSampler, StallWatchdog
+from corevo_obs.loop import LoopLagSampler
 
 
 def test_explicit_keywords_win_over_the_environment(monkeypatch, registry):
@@ -51,27 +52,6 @@ def test_a_bad_environment_on_a_task_path_is_absorbed_not_raised(monkeypatch, re
         Telemetry.resolve_on_use("stages", worker="worker/1", registry=registry)
 
 
-def test_an_explicit_telemetry_wins_over_the_environment(monkeypatch, registry):
-    telemetry = Telemetry("w0", registry)
-    monkeypatch.setenv("COREVO_WORKER", "from-env")
-    assert Telemetry.resolve(telemetry=telemetry) is telemetry
-    assert Telemetry.resolve(worker="w0", registry=registry, telemetry=telemetry) is telemetry
-
-
-def test_a_telemetry_with_a_different_worker_names_both(registry):
-    with pytest.raises(ConfigError) as caught:
-        Telemetry.resolve(worker="w1", telemetry=Telemetry("w0", registry))
-    assert "telemetry=Telemetry(worker='w0') and worker='w1'" in str(caught.value)
-
-
-def test_a_telemetry_with_a_different_registry_names_both(registry):
-    with pytest.raises(ConfigError) as caught:
-        Telemetry.resolve(registry=CollectorRegistry(), worker="w1",
-                          telemetry=Telemetry("w0", registry))
-    assert "telemetry=Telemetry(worker='w0') and worker='w1' and a different registry=" in str(
-        caught.value)
-
-
 def test_a_bad_worker_name_is_refused_however_the_telemetry_is_built(registry):
     with pytest.raises(ConfigError, match="1-64 characters"):
         Telemetry("not a label!", registry)
@@ -84,7 +64,7 @@ def test_a_telemetry_is_immutable(registry):
         Telemetry("w0", registry).worker = "w1"  # type: ignore[misc]
 
 
-def test_absorb_counts_in_the_sink(registry):
+def test_absorb_counts_in_the_telemetry(registry):
     guard.absorb("telemetry-test", RuntimeError("boom"), telemetry=Telemetry("w7", registry))
     assert registry.get_sample_value(
         "corevo_instrumentation_errors_total", {"worker": "w7", "component": "telemetry-test"}
@@ -102,25 +82,21 @@ def test_components_keep_worker_and_registry_keywords(registry):
     assert sampler.worker == "w2"
 
 
-def test_a_component_refuses_a_telemetry_and_a_different_worker(registry):
-    with pytest.raises(ConfigError, match="worker='w9'"):
-        StallWatchdog(telemetry=Telemetry("w0", registry), worker="w9")
-
-
-def test_one_telemetry_shared_by_loop_components_gives_one_label_and_registry(
+def test_loop_health_gives_its_sampler_and_watchdog_one_label_and_registry(
     monkeypatch, registry
 ):
     from corevo_obs import install_loop_health
 
     monkeypatch.setenv("COREVO_WORKER", "not-this-one")
-    telemetry = Telemetry("shared", registry)
 
     async def main() -> None:
-        async with install_loop_health(telemetry=telemetry, interval=0.01) as health:
+        async with install_loop_health(worker="shared", registry=registry,
+                                       interval=0.01) as health:
             await asyncio.sleep(0.05)
-        assert health.telemetry is telemetry and health.worker == "shared"
-        assert health.config.worker == "shared"
-        assert health.watchdog is not None and health.watchdog.telemetry is telemetry
+        assert (health.worker, health.registry) == ("shared", registry)
+        assert health.watchdog is not None
+        for part in (health.sampler, health.watchdog):
+            assert (part.worker, part.registry) == ("shared", registry)
 
     asyncio.run(main())
     assert registry.get_sample_value(
@@ -134,24 +110,24 @@ def test_one_telemetry_shared_by_loop_components_gives_one_label_and_registry(
     ) is None
 
 
-def test_stages_recorder_middleware_and_decorator_share_a_telemetry(registry):
+def test_stages_recorder_middleware_and_decorator_take_the_same_keywords(registry):
     from corevo_obs.integrations.asgi import StagesMiddleware
     from corevo_obs.stages import StageRecorder, shared_recorder, track_task
 
-    telemetry = Telemetry("web0", registry)
-    rec = StageRecorder(telemetry=telemetry)
+    rec = StageRecorder(worker="web0", registry=registry)
     assert (rec.worker, rec.registry) == ("web0", registry)
-    assert shared_recorder(telemetry=telemetry) is shared_recorder(telemetry=telemetry)
+    assert (shared_recorder(worker="web0", registry=registry)
+            is shared_recorder(worker="web0", registry=registry))
 
     async def app(_s, _r, _send) -> None:
         return None
 
-    middleware = StagesMiddleware(app, telemetry=telemetry)
-    assert middleware.recorder.telemetry is telemetry
-    with pytest.raises(ConfigError, match="worker='web1'"):
-        StagesMiddleware(app, telemetry=telemetry, worker="web1")
+    middleware = StagesMiddleware(app, worker="web0", registry=registry)
+    assert (middleware.recorder.worker, middleware.recorder.registry) == ("web0", registry)
+    with pytest.raises(ConfigError, match="worker argument"):  # at start, not per request
+        StagesMiddleware(app, worker="web/1", registry=registry)
 
-    @track_task("job", telemetry=telemetry)
+    @track_task("job", worker="web0", registry=registry)
     async def job() -> None:
         return None
 
@@ -163,17 +139,17 @@ def test_stages_recorder_middleware_and_decorator_share_a_telemetry(registry):
             {"worker": "web0", "kind": kind, "outcome": "completed"}) == 1.0
 
 
-def test_one_telemetry_gives_offload_observer_and_sampler_one_worker_and_registry(
+def test_offload_observer_and_sampler_report_under_the_worker_and_registry_given(
     monkeypatch, registry
 ):
     from corevo_obs.observer import MetricsObserver
     from corevo_obs.offload import OffloadAdapter
 
     monkeypatch.setenv("COREVO_WORKER", "not-this-one")
-    telemetry = Telemetry.resolve(worker="host1", registry=registry)
-    adapter = OffloadAdapter(name="sdk", max_in_flight=2, telemetry=telemetry)
-    observer = MetricsObserver(telemetry=telemetry)
-    sampler = LoopLagSampler(telemetry=telemetry)
+    who = {"worker": "host1", "registry": registry}
+    adapter = OffloadAdapter(name="sdk", max_in_flight=2, **who)
+    observer = MetricsObserver(**who)
+    sampler = LoopLagSampler(**who)
     assert adapter.worker == observer.worker == sampler.worker == "host1"
     assert observer.registry is registry
 
@@ -197,13 +173,12 @@ def test_one_telemetry_gives_offload_observer_and_sampler_one_worker_and_registr
                                      {"worker": "host1", "adapter": "sdk"}) is None
 
 
-def test_job_store_and_projector_share_a_telemetry(tmp_path, registry):
+def test_job_store_and_projector_take_the_same_keywords(tmp_path, registry):
     from corevo_obs.claims import SqliteJobStore
     from corevo_obs.events import Event, Projector
 
-    telemetry = Telemetry("jobs0", registry)
-    jobs = SqliteJobStore(tmp_path / "jobs.db", telemetry=telemetry)
-    projector = Projector(lambda _e: None, telemetry=telemetry)
+    jobs = SqliteJobStore(tmp_path / "jobs.db", worker="jobs0", registry=registry)
+    projector = Projector(lambda _e: None, worker="jobs0", registry=registry)
     assert jobs.worker == "jobs0" and "jobs0" in jobs.owner
     job_id = jobs.create_job(payload="{}")
     assert jobs.claim(job_id).claim is not None
@@ -215,7 +190,7 @@ def test_job_store_and_projector_share_a_telemetry(tmp_path, registry):
                                      {"worker": "jobs0", "outcome": "applied"}) == 1.0
 
 
-def test_resolve_in_host_counts_a_bad_value_in_the_telemetry(registry):
+def test_resolve_in_host_counts_a_bad_value_under_the_worker_and_registry(registry):
     from corevo_obs.core.settings import option, resolve_in_host
 
     @dataclasses.dataclass(frozen=True)
@@ -224,28 +199,25 @@ def test_resolve_in_host_counts_a_bad_value_in_the_telemetry(registry):
 
     knobs = resolve_in_host(Knobs, "COREVO_TELEMETRY_TEST", component="telemetry-knobs",
                             environ={"COREVO_TELEMETRY_TEST_EVERY": "fast"},
-                            telemetry=Telemetry("w5", registry))
+                            worker="w5", registry=registry)
     assert knobs.every == 1.0
     assert registry.get_sample_value(
         "corevo_instrumentation_errors_total", {"worker": "w5", "component": "telemetry-knobs"}
     ) == 1.0
 
 
-def test_lease_stores_take_the_same_telemetry(tmp_path, registry):
+def test_lease_stores_take_the_same_keywords(tmp_path, registry):
     """Leases too: their grants, the observer's series and absorbed failures all land under
-    the one worker label and registry; a different worker= beside it is refused."""
+    the one worker label and registry."""
     from corevo_obs.leases import SqliteLeaseStore
 
-    telemetry = Telemetry("lease0", registry)
     store = SqliteLeaseStore("tq", tmp_path / "l.db", limit=1, timeout=10.0,
-                             telemetry=telemetry)
-    assert (store.worker, store.telemetry) == ("lease0", telemetry)
+                             worker="lease0", registry=registry)
+    assert (store.worker, store.registry) == ("lease0", registry)
+    assert store.observer.worker == "lease0"  # type: ignore[attr-defined]
     lease = store.acquire()
     assert lease is not None and lease.holder.startswith("lease0@")
     lease.release()
     assert registry.get_sample_value("corevo_lease_acquire_total", {
         "worker": "lease0", "quota": "tq", "outcome": "granted"}) == 1.0
-    with pytest.raises(ConfigError, match="worker='other'"):
-        SqliteLeaseStore("tq", tmp_path / "l.db", limit=1, timeout=10.0,
-                         telemetry=telemetry, worker="other")
     store.close()

@@ -51,6 +51,8 @@ from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
+from prometheus_client import CollectorRegistry
+
 from ..core.errors import BackendUnavailable, ConfigError
 from . import sql
 from .store import AsyncDatabase, AsyncJobStore, Database, JobStore, Rows
@@ -364,10 +366,11 @@ class PostgresJobStore(JobStore):
     those of ``JobStore``.
     """
 
-    def __init__(self, dsn: Any, **options: Any) -> None:
+    def __init__(self, dsn: Any, *, worker: str | None = None,
+                 registry: CollectorRegistry | None = None, **options: Any) -> None:
         db = PostgresDatabase(dsn, options=PostgresOptions.take(options))
         try:
-            super().__init__(db, **options)
+            super().__init__(db, worker=worker, registry=registry, **options)
         except BaseException:
             db.close()
             raise
@@ -506,6 +509,7 @@ class AsyncPostgresJobStore(AsyncJobStore):
     Same timeouts and options as ``PostgresJobStore``.
     """
 
-    def __init__(self, dsn: Any, **options: Any) -> None:
+    def __init__(self, dsn: Any, *, worker: str | None = None,
+                 registry: CollectorRegistry | None = None, **options: Any) -> None:
         super().__init__(AsyncPostgresDatabase(dsn, options=PostgresOptions.take(options)),
-                         **options)
+                         worker=worker, registry=registry, **options)

@@ -13,6 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Final
 
+from prometheus_client import CollectorRegistry
+
 from ..core.sqlite import open_sqlite
 from .store import AsyncDatabase, AsyncJobStore, Database, JobStore, Rows
 
@@ -73,8 +75,9 @@ class AsyncSqliteDatabase(AsyncDatabase):
 class SqliteJobStore(JobStore):
     """A ``JobStore`` on a SQLite file (options: those of ``JobStore``)."""
 
-    def __init__(self, path: str | Path, **options: Any) -> None:
-        super().__init__(SqliteDatabase(path), **options)
+    def __init__(self, path: str | Path, *, worker: str | None = None,
+                 registry: CollectorRegistry | None = None, **options: Any) -> None:
+        super().__init__(SqliteDatabase(path), worker=worker, registry=registry, **options)
 
 
 class AsyncSqliteJobStore(AsyncJobStore):
@@ -82,5 +85,7 @@ class AsyncSqliteJobStore(AsyncJobStore):
     thread (see ``AsyncSqliteDatabase``). Options: those of ``JobStore``.
     """
 
-    def __init__(self, path: str | Path, **options: Any) -> None:
-        super().__init__(AsyncSqliteDatabase(path), **options)
+    def __init__(self, path: str | Path, *, worker: str | None = None,
+                 registry: CollectorRegistry | None = None, **options: Any) -> None:
+        super().__init__(AsyncSqliteDatabase(path), worker=worker, registry=registry,
+                         **options)

@@ -111,20 +111,20 @@ class _JobCore(HasTelemetry):
         self,
         *,
         table: str = "corevo_jobs",
-        worker: str | None = None,
         owner: str | None = None,
         observer: Observer | None = None,
+        worker: str | None = None,
         registry: CollectorRegistry | None = None,
-        telemetry: Telemetry | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.table = sql.check_table(table)
-        if telemetry is None and registry is None and isinstance(observer, MetricsObserver):
+        if registry is None and isinstance(observer, MetricsObserver):
             registry = observer.registry  # failures are counted where the observer writes
-        self.telemetry = Telemetry.resolve(worker, registry, telemetry)
+        self.telemetry = Telemetry.resolve(worker, registry)
         #: this process's owner id; names the pid so a recovery pass can tell it is gone
         self.owner = owner or HolderIds(self.worker).new()
-        self.observer = observer or MetricsObserver(telemetry=self.telemetry)
+        self.observer = observer or MetricsObserver(
+            worker=self.telemetry.worker, registry=self.telemetry.registry)
         self.clock = clock
         #: job -> token of a claim sent whose outcome never came back (see give_back_undecided)
         self.undecided: dict[str, str] = {}
@@ -313,8 +313,9 @@ class JobStore(_JobCore, Closing):
     talks to the database is ``@blocking``; on an event loop use ``AsyncJobStore``.
     """
 
-    def __init__(self, db: Database, **options: Any) -> None:
-        super().__init__(**options)
+    def __init__(self, db: Database, *, worker: str | None = None,
+                 registry: CollectorRegistry | None = None, **options: Any) -> None:
+        super().__init__(worker=worker, registry=registry, **options)
         self.db = db
         self._drive(self._schema())
 
@@ -428,8 +429,9 @@ class AsyncJobStore(_JobCore, AsyncClosing):
     constructor cannot await. Methods mirror ``JobStore``'s one for one (see there).
     """
 
-    def __init__(self, db: AsyncDatabase, **options: Any) -> None:
-        super().__init__(**options)
+    def __init__(self, db: AsyncDatabase, *, worker: str | None = None,
+                 registry: CollectorRegistry | None = None, **options: Any) -> None:
+        super().__init__(worker=worker, registry=registry, **options)
         self.db = db
         self._ready: asyncio.Future[None] | None = None
 

@@ -40,8 +40,6 @@ from .errors import ConfigError
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
 
-    from .telemetry import Telemetry
-
 __all__ = ["option", "resolve", "resolve_in_host"]
 
 T = TypeVar("T")
@@ -89,13 +87,12 @@ def resolve_in_host(
     environ: Mapping[str, str] | None = None,
     worker: str = "unknown",
     registry: CollectorRegistry | None = None,
-    telemetry: Telemetry | None = None,
     **kwargs: Any,
 ) -> T:
     """``resolve`` for code that runs inside a host (a server hook, a watchdog thread),
-    where raising would break the host: each bad value is counted in ``telemetry`` (or
-    ``worker`` / ``registry``) and logged once (``core.guard.absorb`` under
-    ``component``) and its default used; the good ones stay.
+    where raising would break the host: each bad value is counted under ``worker`` in
+    ``registry`` (process-wide settings have no worker yet: "unknown") and logged once
+    (``core.guard.absorb`` under ``component``) and its default used; the good ones stay.
     """
     values, problems = _collect(cls, prefix, caller, environ, kwargs)
     if problems:
@@ -104,7 +101,7 @@ def resolve_in_host(
         instead = " (the default is used instead)" if len(problems) == 1 else \
             " (the defaults are used instead)"
         absorb(component, ConfigError("; ".join(problems) + instead), worker=worker,
-               registry=registry, telemetry=telemetry)
+               registry=registry)
     return cls(**values)
 
 

@@ -52,7 +52,6 @@ def setup_stages(
     recorder: StageRecorder | None = None,
     worker: str | None = None,
     registry: CollectorRegistry | None = None,
-    telemetry: Telemetry | None = None,
     exclude: Collection[str] = DEFAULT_EXCLUDE,
     kind_format: str = "{method} {route}",
     request_start_header: str | None = HEADER,
@@ -63,9 +62,12 @@ def setup_stages(
     A bad ``$COREVO_WORKER`` is counted and logged once and ``pid<N>`` is used: a worker's
     app factory must not fail on the instrumentation's environment.
     """
-    rec = recorder if recorder is not None else StageRecorder(
-        telemetry=Telemetry.resolve_on_use("stages", worker, registry, telemetry),
-        max_kinds=DEFAULT_MAX_KINDS)
+    if recorder is not None:
+        rec = recorder
+    else:
+        resolved = Telemetry.resolve_on_use("stages", worker, registry)
+        rec = StageRecorder(worker=resolved.worker, registry=resolved.registry,
+                            max_kinds=DEFAULT_MAX_KINDS)
     app.middlewares.insert(0, stages_middleware(
         rec, exclude=exclude, kind_format=kind_format,
         request_start_header=request_start_header, max_request_start_age=max_request_start_age,

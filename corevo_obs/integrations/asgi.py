@@ -66,9 +66,8 @@ class StagesMiddleware:
     ``{method}`` and ``{route}``. ``request_start_header=None`` ignores proxy stamps (do
     that when no proxy in front overwrites the header).
 
-    ``telemetry`` (a ``core.telemetry.Telemetry``) fixes the worker label and the
-    registry; without it ``worker`` / ``registry`` are resolved in each process on its
-    first request, so a pre-forked server's children get their own worker names. A bad
+    ``worker`` / ``registry`` are resolved in each process on its first request, so a
+    pre-forked server's children get their own worker names (``$COREVO_WORKER``). A bad
     ``$COREVO_WORKER`` found then is counted and logged once and ``pid<N>`` is used; if
     the recorder cannot be built at all, requests are served untracked (counted): the
     middleware never fails a request of its own.
@@ -81,7 +80,6 @@ class StagesMiddleware:
         recorder: StageRecorder | None = None,
         worker: str | None = None,
         registry: CollectorRegistry | None = None,
-        telemetry: Telemetry | None = None,
         exclude: Collection[str] = DEFAULT_EXCLUDE,
         kind_format: str = "{method} {route}",
         group_unmatched: bool = True,
@@ -95,9 +93,7 @@ class StagesMiddleware:
         self._recorder: StageRecorder | None = recorder
         self._pid = os.getpid()
         self._worker, self._registry = worker, registry
-        self._telemetry = (None if telemetry is None
-                           else Telemetry.resolve(worker, registry, telemetry))
-        if telemetry is None and worker is not None:
+        if worker is not None:
             worker_name(worker)  # the host's own argument: wrong at start, not per request
         self._max_kinds = max_kinds
         self._exact = frozenset(e for e in exclude if not e.endswith("*"))
@@ -117,9 +113,10 @@ class StagesMiddleware:
         rec = self._recorder
         if rec is None or (self._given is None and self._pid != os.getpid()):
             self._pid = os.getpid()
-            telemetry = self._telemetry or Telemetry.resolve_on_use(
-                "stages", self._worker, self._registry)
-            rec = self._recorder = StageRecorder(telemetry=telemetry, max_kinds=self._max_kinds)
+            resolved = Telemetry.resolve_on_use("stages", self._worker, self._registry)
+            rec = self._recorder = StageRecorder(worker=resolved.worker,
+                                                 registry=resolved.registry,
+                                                 max_kinds=self._max_kinds)
         return rec
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

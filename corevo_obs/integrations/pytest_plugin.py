@@ -71,13 +71,12 @@ class LoopProbe:
         from ..loop.health import LoopHealth, LoopHealthConfig
 
         config = LoopHealthConfig(
-            worker="loop-probe",
             interval=self.interval,
             stall_threshold=self.budget / 2,
             check_interval=max(0.002, min(0.02, self.budget / 10)),
             project_roots=self.project_roots,
         )
-        self._health = LoopHealth(config, registry=CollectorRegistry()).start()
+        self._health = LoopHealth(config, worker="loop-probe", registry=CollectorRegistry()).start()
         await asyncio.sleep(0)  # let the heartbeat start its first tick before the body runs
         return self
 

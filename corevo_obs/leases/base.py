@@ -53,7 +53,7 @@ from ..core.errors import ConfigError, LeaseLost, LeaseRejected
 from ..core.guard import absorb
 from ..core.lifecycle import AsyncClosing, Closing
 from ..core.marker import blocking
-from ..core.telemetry import Telemetry
+from ..core.telemetry import HasTelemetry, Telemetry
 from ..observer import AcquireOutcome, MetricsObserver, Observer
 from .breaker import CircuitBreaker, ShortCircuited, open_pause
 from .holder import HolderIds
@@ -111,7 +111,7 @@ class Counted:
         return self.done
 
 
-class _LeaseCore:
+class _LeaseCore(HasTelemetry):
     """Validation, instrumentation and failure policy shared by sync and async stores."""
 
     #: set by ``hold()``'s acquire loop: the last acquire's outcome (informational)
@@ -125,10 +125,9 @@ class _LeaseCore:
         timeout: float = DEFAULT_TIMEOUT,
         heartbeat_interval: float | None = None,
         margin: float | None = None,
-        worker: str | None = None,
         observer: Observer | None = None,
+        worker: str | None = None,
         registry: CollectorRegistry | None = None,
-        telemetry: Telemetry | None = None,
         fail_open: bool = False,
         breaker: CircuitBreaker | None = None,
         clock: Callable[[], float] = time.time,
@@ -147,9 +146,9 @@ class _LeaseCore:
                        else _number(margin, "margin", zero=True))
         self._check_waits()
         #: the worker label and registry of this store's series, resolved once
-        self.telemetry = Telemetry.resolve(worker, registry, telemetry)
-        self.worker = self.telemetry.worker
-        self.observer = observer or MetricsObserver(telemetry=self.telemetry)
+        self.telemetry = Telemetry.resolve(worker, registry)
+        self.observer = observer or MetricsObserver(worker=self.worker,
+                                                    registry=self.telemetry.registry)
         self.fail_open = fail_open
         #: the client's wall clock; no lease decision reads it (kept so a test can skew it)
         self.clock = clock

@@ -34,6 +34,8 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
+from prometheus_client import CollectorRegistry
+
 from ..core.errors import ConfigError, CorevoObsError
 from ..core.guard import absorb
 from ..core.marker import blocking
@@ -324,12 +326,13 @@ class RedisLeaseStore(_RedisSetup, LeaseStore):
                  socket_timeout: float = SOCKET_TIMEOUT,
                  connect_timeout: float = CONNECT_TIMEOUT, replicas: int = 0,
                  wait_timeout: float = WAIT_TIMEOUT, replica_fail_open: bool = False,
+                 worker: str | None = None, registry: CollectorRegistry | None = None,
                  **options: Any) -> None:
         self._setup(quota, client, key, asyncio=False, socket_timeout=socket_timeout,
                     connect_timeout=connect_timeout, replicas=replicas,
                     wait_timeout=wait_timeout, replica_fail_open=replica_fail_open,
                     limit_key=self._limit_key, options=options)
-        super().__init__(quota, limit=limit, **options)
+        super().__init__(quota, limit=limit, worker=worker, registry=registry, **options)
 
     _limit_key = False
 
@@ -397,12 +400,13 @@ class AsyncRedisLeaseStore(_RedisSetup, AsyncLeaseStore):
                  socket_timeout: float = SOCKET_TIMEOUT,
                  connect_timeout: float = CONNECT_TIMEOUT, replicas: int = 0,
                  wait_timeout: float = WAIT_TIMEOUT, replica_fail_open: bool = False,
+                 worker: str | None = None, registry: CollectorRegistry | None = None,
                  **options: Any) -> None:
         self._setup(quota, client, key, asyncio=True, socket_timeout=socket_timeout,
                     connect_timeout=connect_timeout, replicas=replicas,
                     wait_timeout=wait_timeout, replica_fail_open=replica_fail_open,
                     limit_key=self._limit_key, options=options)
-        super().__init__(quota, limit=limit, **options)
+        super().__init__(quota, limit=limit, worker=worker, registry=registry, **options)
 
     _limit_key = False
 

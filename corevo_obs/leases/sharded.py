@@ -71,6 +71,8 @@ from dataclasses import dataclass
 from time import monotonic
 from typing import Any, Final, TypeVar
 
+from prometheus_client import CollectorRegistry
+
 from ..core.errors import ConfigError, LeaseRejected
 from ..core.guard import absorb
 from ..core.lifecycle import AsyncClosing, Closing
@@ -228,7 +230,8 @@ class _ShardCore(HasTelemetry):
 
     def __init__(self, quota: str, client: Any, *, limit: int, shards: int,
                  spill: int | None = None, rebalance_every: float | None = None,
-                 view_ttl: float = VIEW_TTL, **store_options: Any) -> None:
+                 view_ttl: float = VIEW_TTL, worker: str | None = None,
+                 registry: CollectorRegistry | None = None, **store_options: Any) -> None:
         if isinstance(shards, bool) or not isinstance(shards, int) or not 1 <= shards <= 64:
             raise ConfigError(f"shards must be an int in 1..64, got {shards!r}",
                               source="sharded lease store")
@@ -243,6 +246,8 @@ class _ShardCore(HasTelemetry):
                                 else float(rebalance_every))
         self.names = shard_names(quota, shards)
         self.client = client
+        t = Telemetry.resolve(worker, registry)  # once: every shard reports the same
+        store_options.update(worker=t.worker, registry=t.registry)
         self.shards: list[Any] = [self._shard_cls(n, client, limit=max(1, limit // shards),
                                                   **store_options) for n in self.names]
         self.rebalancer = self._rebalancer_cls(f"{quota}.rebalance", client, limit=1,
@@ -433,9 +438,9 @@ class _Keyed:
 class ShardedLeaseStore(_ShardCore, Closing):
     """A sharded quota on a blocking client (``RedisCluster`` or plain ``Redis``).
 
-    ``client`` is shared by the shards; ``store_options`` (``timeout``,
-    ``heartbeat_interval``, ``margin``, ``worker``, ``registry``, ``socket_timeout``, …)
-    go to every shard store. ``spill`` bounds the shards one admission tries (default:
+    ``client`` is shared by the shards; ``worker`` / ``registry`` and ``store_options``
+    (``timeout``, ``heartbeat_interval``, ``margin``, ``socket_timeout``, …) go to every
+    shard store. ``spill`` bounds the shards one admission tries (default:
     all), ``view_ttl`` how long a shard seen full is skipped (0: never). The handle
     returned is the shard's own ``Lease``: heartbeat and release go to that shard.
     """

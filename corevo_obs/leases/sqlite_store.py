@@ -23,6 +23,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
+from prometheus_client import CollectorRegistry
+
 from ..core.marker import blocking
 from ..core.sqlite import BUSY_TIMEOUT_MS, open_sqlite, open_sqlite_readonly
 from .base import AcquireResult, AsyncLeaseStore, Counted, LeaseStore, _number
@@ -176,11 +178,13 @@ class _SqliteOptions:
 
     def __init__(self, quota: str, path: str | Path, *, limit: int,
                  busy_timeout: float = BUSY_TIMEOUT_MS / 1000, readonly: bool = False,
+                 worker: str | None = None, registry: CollectorRegistry | None = None,
                  **options: Any) -> None:
         self._rows = _SqliteLeases(path, quota, _number(busy_timeout, "busy_timeout"),
                                    readonly)
         try:
-            super().__init__(quota, limit=limit, **options)  # type: ignore[call-arg]
+            super().__init__(quota, limit=limit, worker=worker,  # type: ignore[call-arg]
+                             registry=registry, **options)
         except BaseException:
             self._rows.close()
             raise

@@ -5,12 +5,11 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Final
 
 from prometheus_client import CollectorRegistry
 
-from ..core.identity import worker_name
 from ..core.lifecycle import AsyncClosing, renamed
 from ..core.settings import option, resolve
 from ..core.telemetry import HasTelemetry, Telemetry
@@ -38,22 +37,21 @@ class LoopHealthConfig:
     ``stack_frames`` is how many innermost frames a stall report prints as they are
     (above them only the host's frames, library runs folded). A stall still going on
     after ``ongoing_after`` seconds is logged at once and again at doubling ages;
-    ``log_format="json"`` makes each stall record one JSON line. ``worker`` comes from the
-    argument or ``$COREVO_WORKER`` (``core.identity.worker_name``), never from
-    ``$COREVO_LOOP_WORKER``. A bad value is a ``ConfigError`` naming its source; the
+    ``log_format="json"`` makes each stall record one JSON line. Who reports is not a
+    setting: ``LoopHealth`` / ``install_loop_health`` take ``worker=`` and ``registry=`` as
+    every component does. A bad value is a ``ConfigError`` naming its source; the
     config is immutable (``dataclasses.replace`` makes a changed copy).
 
-    >>> LoopHealthConfig.resolve(worker="w0", interval=0.05).interval
+    >>> LoopHealthConfig.resolve(interval=0.05).interval
     0.05
     >>> from corevo_obs.core.errors import ConfigError
     >>> try:
-    ...     LoopHealthConfig.resolve(worker="w0", stall_threshold=0)
+    ...     LoopHealthConfig.resolve(stall_threshold=0)
     ... except ConfigError as exc:
     ...     print(exc)
     install_loop_health(stall_threshold=...): 0.0 is outside 0.001..3600
     """
 
-    worker: str | None = option(None, env=False)
     interval: float = option(DEFAULT_INTERVAL, minimum=0.001, maximum=60)
     stall_threshold: float = option(DEFAULT_THRESHOLD, minimum=0.001, maximum=3600)
     check_interval: float = option(DEFAULT_CHECK_INTERVAL, minimum=0.001, maximum=60)
@@ -69,8 +67,7 @@ class LoopHealthConfig:
     def resolve(cls, *, caller: str = "install_loop_health",
                 **overrides: Any) -> LoopHealthConfig:
         """The config ``install_loop_health(**overrides)`` would use (None = not given)."""
-        config = resolve(cls, ENV_PREFIX, caller=caller, **overrides)
-        return replace(config, worker=worker_name(config.worker))
+        return resolve(cls, ENV_PREFIX, caller=caller, **overrides)
 
 
 class LoopHealth(HasTelemetry, AsyncClosing):
@@ -89,19 +86,21 @@ class LoopHealth(HasTelemetry, AsyncClosing):
         self,
         config: LoopHealthConfig,
         *,
+        worker: str | None = None,
         registry: CollectorRegistry | None = None,
-        telemetry: Telemetry | None = None,
     ) -> None:
-        self.telemetry = Telemetry.resolve(config.worker, registry, telemetry)
-        self.config = replace(config, worker=self.telemetry.worker)
-        self.sampler = LoopLagSampler(interval=config.interval, telemetry=self.telemetry)
+        self.telemetry = t = Telemetry.resolve(worker, registry)
+        self.config = config
+        self.sampler = LoopLagSampler(interval=config.interval, worker=t.worker,
+                                      registry=t.registry)
         self.watchdog: StallWatchdog | None = None
         if config.watchdog:
             self.watchdog = StallWatchdog(
                 threshold=config.stall_threshold,
                 check_interval=config.check_interval,
                 beat_interval=config.interval,
-                telemetry=self.telemetry,
+                worker=t.worker,
+                registry=t.registry,
                 max_reports=config.max_reports,
                 log_interval=config.log_interval,
                 project_roots=config.project_roots,
@@ -145,18 +144,18 @@ class LoopHealth(HasTelemetry, AsyncClosing):
 
 def install_loop_health(
     *,
+    worker: str | None = None,
     registry: CollectorRegistry | None = None,
-    telemetry: Telemetry | None = None,
     loop: asyncio.AbstractEventLoop | None = None,
     project_roots: Iterable[str] | None = None,
     **options: Any,
 ) -> LoopHealth:
     """Start the sampler, heartbeat and watchdog on the running loop (or ``loop``).
 
-    ``telemetry`` (a host's ``core.telemetry.Telemetry``) gives the worker label and the registry;
-    ``worker=`` / ``registry=`` still work alone and must agree with it when both are given.
+    ``worker`` (default ``$COREVO_WORKER`` or ``pid<N>``) labels the series written to
+    ``registry`` (default: prometheus_client's global registry); ``options`` are
+    ``LoopHealthConfig``'s.
     """
-    telemetry = Telemetry.resolve(options.get("worker"), registry, telemetry)
-    config = LoopHealthConfig.resolve(project_roots=project_roots,
-                                      **{**options, "worker": telemetry.worker})
-    return LoopHealth(config, telemetry=telemetry).start(loop)
+    telemetry = Telemetry.resolve(worker, registry)  # a bad worker fails before the config
+    config = LoopHealthConfig.resolve(project_roots=project_roots, **options)
+    return LoopHealth(config, worker=telemetry.worker, registry=telemetry.registry).start(loop)

@@ -43,13 +43,12 @@ class LoopLagSampler(HasTelemetry):
         interval: float = DEFAULT_INTERVAL,
         worker: str | None = None,
         registry: CollectorRegistry | None = None,
-        telemetry: Telemetry | None = None,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
         if not 0.001 <= interval <= 60:
             raise ConfigError(f"lag sampler interval must be within 1 ms..60 s, got {interval}")
         self.interval = interval
-        self.telemetry = Telemetry.resolve(worker, registry, telemetry)
+        self.telemetry = Telemetry.resolve(worker, registry)
         self._wall = wall_clock
         self._lag = self.telemetry.child("corevo_event_loop_lag_seconds")
         # bound at the first stamp: a series born at 0 would read as a heartbeat 56 years

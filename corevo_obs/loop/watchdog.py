@@ -189,7 +189,6 @@ class StallWatchdog(HasTelemetry):
         beat_interval: float = 0.02,
         worker: str | None = None,
         registry: CollectorRegistry | None = None,
-        telemetry: Telemetry | None = None,
         max_reports: int = DEFAULT_MAX_REPORTS,
         log_interval: float = DEFAULT_LOG_INTERVAL,
         project_roots: Iterable[str] = (),
@@ -217,7 +216,7 @@ class StallWatchdog(HasTelemetry):
         self.threshold = threshold
         self.check_interval = check_interval
         self.beat_interval = beat_interval
-        self.telemetry = Telemetry.resolve(worker, registry, telemetry)
+        self.telemetry = Telemetry.resolve(worker, registry)
         self.project_roots = tuple(project_roots)
         # taken as given here (no filesystem call on the loop thread); the watchdog
         # thread swaps in the resolved filter when it starts

@@ -44,11 +44,12 @@ def _attach(loop: asyncio.AbstractEventLoop) -> None:
     from corevo_obs.loop.health import LoopHealth, LoopHealthConfig
 
     budget = _budget()
-    config = LoopHealthConfig(worker="suite-probe", interval=min(0.005, budget / 4),
+    config = LoopHealthConfig(interval=min(0.005, budget / 4),
                               stall_threshold=budget / 2, check_interval=0.002,
                               project_roots=(LIBRARY, TESTS))
     try:
-        _healths.append(LoopHealth(config, registry=CollectorRegistry()).start(loop))
+        _healths.append(LoopHealth(config, worker="suite-probe",
+                                   registry=CollectorRegistry()).start(loop))
     except Exception as exc:  # noqa: BLE001 - the probe must never break a test
         _other.append(f"probe not attached: {exc!r}")
 
