@@ -1,8 +1,8 @@
 """Lease acquire+release round trips per second: instrumented store vs the bare Lua script.
 
-Both variants run the same ACQUIRE_LUA + RELEASE_LUA scripts against the same private redis-server, in
-interleaved rounds (order alternating), and the medians are compared in this run; the
-ratio is the cost of the instrumentation (timing, observer, metrics, holder ids, the
+Both variants run the same ACQUIRE_LUA + RELEASE_LUA scripts against the same private
+redis-server, in interleaved rounds (order alternating), and the medians are compared in
+this run; the ratio is the cost of the instrumentation (timing, observer, metrics, holder ids, the
 Lease handle). Client and server are pinned to different CPUs when the machine has two.
 
     python bench/lease_bench.py [--rounds 15] [--pairs 2000] [--tasks 64] [--url URL]
