@@ -48,7 +48,6 @@ __all__ = [
     "current_stages",
     "external",
     "outcome_of",
-    "shared_recorder",
     "track_task",
 ]
 
@@ -207,6 +206,9 @@ def shared_recorder(
 ) -> StageRecorder:
     """The process-wide recorder for a worker label and a registry, built on first use.
 
+    Internal: what ``@track_task`` and the middlewares use when given no recorder. A user
+    makes a tracker with ``StageRecorder(...).task(kind)``, one way only.
+
     Built on a task's path, so a bad ``$COREVO_WORKER`` is absorbed there (counted, logged
     once, label ``pid<N>``) instead of failing every ``@track_task`` call.
     """
@@ -226,7 +228,7 @@ def shared_recorder(
 
 
 class TaskStages:
-    """The stage marks of one task. Cheap to create; use one per task, on one loop.
+    """The stage marks of one task, from ``StageRecorder.task()``; one per task, on one loop.
 
     Intervals are measured on the monotonic clock from ``accepted``. ``accepted_at`` is a
     wall-clock timestamp so a task accepted on another worker (or before a queue) keeps
@@ -235,21 +237,9 @@ class TaskStages:
 
     __slots__ = ("_s", "_rec", "_accepted", "_marks", "_span", "_wall_anchor")
 
-    def __init__(
-        self,
-        *,
-        kind: str,
-        worker: str | None = None,
-        registry: CollectorRegistry | None = None,
-        accepted_at: float | None = None,
-        job_id: str | None = None,
-        execution_id: str | None = None,
-        attributes: Mapping[str, AttributeValue] | None = None,
-        recorder: StageRecorder | None = None,
-    ) -> None:
-        rec = (recorder if recorder is not None
-               else shared_recorder(worker=worker, registry=registry))
-        self._setup(rec, kind, accepted_at, job_id, execution_id, attributes)
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        raise TypeError("a TaskStages is made by StageRecorder(...).task(kind) "
+                        "(or by @track_task and the middlewares), not constructed directly")
 
     def _setup(
         self,

@@ -92,10 +92,9 @@ def test_docs_api_lists_every_public_name_and_no_other() -> None:
 #: the public callables that write series of their own: each takes ``worker=`` (the label)
 #: and ``registry=`` (where the series go), keyword-only, default None, worker first
 SERIES_WRITERS = {
-    "corevo_obs": ("LoopHealth", "install_loop_health", "StageRecorder", "TaskStages",
+    "corevo_obs": ("LoopHealth", "install_loop_health", "StageRecorder",
                    "track_task", "OffloadAdapter", "MetricsObserver"),
     "corevo_obs.loop": ("LoopLagSampler", "StallWatchdog"),
-    "corevo_obs.stages": ("shared_recorder",),
     "corevo_obs.leases": ("LeaseStore", "AsyncLeaseStore", "SqliteLeaseStore",
                           "AsyncSqliteLeaseStore", "RedisLeaseStore", "AsyncRedisLeaseStore",
                           "ShardedLeaseStore", "AsyncShardedLeaseStore", "CircuitBreaker"),

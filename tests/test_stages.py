@@ -290,7 +290,7 @@ def test_global_sdk_provider_is_picked_up(tmp_path):
             InMemorySpanExporter,
         )
         from prometheus_client import CollectorRegistry
-        from corevo_obs.stages import TaskStages
+        from corevo_obs.stages import StageRecorder
 
         exporter = InMemorySpanExporter()
         provider = TracerProvider()
@@ -298,7 +298,7 @@ def test_global_sdk_provider_is_picked_up(tmp_path):
         trace.set_tracer_provider(provider)
 
         async def main():
-            t = TaskStages(kind="chat", worker="w1", registry=CollectorRegistry())
+            t = StageRecorder(worker="w1", registry=CollectorRegistry()).task("chat")
             t.started()
             async with t.external("tool"):
                 await asyncio.sleep(0)
