@@ -34,6 +34,7 @@ import argparse
 import csv
 import json
 import math
+import os
 import shutil
 import subprocess
 import sys
@@ -69,6 +70,9 @@ HELDOUT: tuple[tuple[str, str], ...] = (
     ("aiormq", "7.2.4"),
 )
 SETS = {"tuned": (PROJECTS, LABELS), "heldout": (HELDOUT, HERE / "heldout.tsv")}
+# the checkout's own lint, whatever the directory it runs in (not an installed copy)
+OWN = {**os.environ, "PYTHONPATH": os.pathsep.join(
+    p for p in (str(HERE.parent.parent), os.environ.get("PYTHONPATH", "")) if p)}
 COLUMNS = ("project", "version", "location", "code", "verdict", "reason")
 Key = tuple[str, str, str]  # project, file:line, code
 
@@ -155,7 +159,7 @@ def lint(root: Path) -> list[tuple[str, str, str, str]]:
     confidence (the default output is the ``medium`` and ``high`` ones)."""
     proc = subprocess.run([sys.executable, "-m", "corevo_obs.cli.main", "lint", ".",
                            "--format", "json", "--no-cache", "--min-confidence", "low"],
-                          cwd=root, capture_output=True, text=True, timeout=900)
+                          cwd=root, capture_output=True, text=True, timeout=900, env=OWN)
     if proc.returncode not in (0, 1, 2) or "Traceback" in proc.stderr:
         raise SystemExit(f"lint failed in {root} ({proc.returncode}): {proc.stderr[-2000:]}")
     out = []
