@@ -341,8 +341,12 @@ class ImportTracker:
                 elif isinstance(st, ast.If):
                     env = merge(run(st.body, env), run(st.orelse, env))
                 elif isinstance(st, ast.Try | ast.TryStar):
-                    ends = [run(st.body, env), *(run(h.body, env) for h in st.handlers)]
-                    env = run(st.finalbody, merge(env, *ends, run(st.orelse, ends[0])))
+                    body = run(st.body, env)
+                    # a handler may start anywhere in the body: what it re-declares is unknown
+                    raised = {**env, **{k: AMBIGUOUS for k, ts in declared_in(st.body).items()
+                                        if ts != {env.get(k)}}}
+                    ends = [run(st.orelse, body), *(run(h.body, raised) for h in st.handlers)]
+                    env = run(st.finalbody, merge(raised, *ends))
                 elif isinstance(st, ast.Match):
                     env = merge(env, *(run(c.body, env) for c in st.cases))
             return env
