@@ -39,6 +39,17 @@ async def redeclared_in_a_loop(f: TextIOWrapper) -> None:
         f: int = 7
 
 
+async def redeclared_in_a_try(f: TextIOWrapper) -> None:
+    try:
+        f: int = 7
+        f.read()
+        f: TextIOWrapper = make()
+        f.read()  # error: COB100
+    except ValueError:
+        f.read()  # the handler may start before either annotation: unknown
+    f.read()
+
+
 async def unbound_optional(client: "Optional[io.TextIOWrapper]") -> None:  # noqa: F821
     client.write("x")  # error: COB100
 
