@@ -181,7 +181,16 @@ def generate_tree(root: Path, modules: int, per_package: int = 50) -> list[str]:
     return sorted(str(p) for p in root.rglob("*.py"))
 
 
-CORPUS = Path(__file__).resolve().parent.parent / "tests" / "lint_corpus"
+REPO = Path(__file__).resolve().parent.parent
+CORPUS = REPO / "tests" / "lint_corpus"
+
+
+def own_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment with this checkout first on the path: the tools run in another
+    directory, where ``python -m corevo_obs...`` would import an installed copy instead."""
+    env = dict(os.environ if base is None else base)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
+    return env
 _LABEL = re.compile(r"#\s*error:\s*COB\d{3}")
 _REPORT = re.compile(r"^(?:\./)?(?P<path>[^:\s]+\.py):(?P<line>\d+):\d+: (?P<code>[A-Z]+\d+)\b")
 _BLOCKING_CODE = re.compile(r"^(COB1\d\d|ASYNC2\d\d)$")
@@ -200,6 +209,7 @@ def blocking_lines(output: str) -> set[Line]:
 
 def run(cmd: list[str], files_arg: list[str], cwd: str | Path,
         env: dict[str, str] | None = None) -> tuple[float, set[Line]]:
+    env = own_env(env)
     start = time.perf_counter()
     proc = subprocess.run([*cmd, *files_arg], cwd=cwd, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - start
@@ -263,6 +273,20 @@ def copy_sample(files: list[str], tree: Path, into: Path) -> list[str]:
     return out
 
 
+PARSE_FLOOR = ("import ast, sys\n"
+               "for f in sys.argv[1:]:\n"
+               "    with open(f, 'rb') as fh:\n"
+               "        ast.parse(fh.read(), f)\n")
+
+
+def parse_floor(files: list[str], cwd: Path, env: dict[str, str]) -> float:
+    """Wall time of a process that only reads and parses every file, one by one: what
+    no AST lint run as a process can beat on one core (issue 25: cold within 2x)."""
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", PARSE_FLOOR, *files], cwd=cwd, check=True, env=env)
+    return time.perf_counter() - start
+
+
 def timing(files: list[str], tools: list[str], rounds: int, jobs: int, work: Path,
            changed: str, before: Path | None = None) -> None:
     """Cold, warm and one-file-changed wall times per tool, interleaved; ratios printed."""
@@ -274,7 +298,9 @@ def timing(files: list[str], tools: list[str], rounds: int, jobs: int, work: Pat
     cwd.mkdir()
     for name in tools:  # untimed: writes the tools' own bytecode caches
         run(commands(jobs, before)[name], files[:20], cwd, env)
+    floors: list[float] = []
     for r in range(rounds):
+        floors.append(parse_floor(files, cwd, env))
         order = tools[r % len(tools):] + tools[: r % len(tools)]
         for name in order:
             cache = work / f"cache-{r}-{name}"
@@ -300,6 +326,12 @@ def timing(files: list[str], tools: list[str], rounds: int, jobs: int, work: Pat
     for name in tools:
         print(f"{name:13s} " + " ".join(f"{statistics.median(walls[name, p]):16.2f}"
                                         for p in PHASES) + f"   {len(found[name])}")
+    floor = statistics.median(floors)
+    cold = statistics.median(walls["corevo-obs", "cold"])
+    warm = statistics.median(walls["corevo-obs", "warm"])
+    print(f"parse floor (one process reads and parses every file) {floor:.2f} s; "
+          f"corevo-obs cold / floor {cold / floor:.2f}x (target <= 2x); "
+          f"warm {warm:.2f} s (target <= 0.3 s on 1,000 files)")
     for peer in tools[1:]:
         ratios = []
         for phase in PHASES:

@@ -25,7 +25,9 @@ printed too and fails ``--check`` (label it: ``--append-unlabelled`` adds it wit
 Two sets: ``tuned`` (the projects the lint was developed against, ``findings.tsv``) and
 ``heldout`` (projects chosen without looking at their findings, linted once at the end of
 a piece of work and labelled then, ``heldout.tsv``; never tuned on). Precision is printed
-with its 95 % Wilson interval, overall and per confidence (docs/lint.md).
+with its 95 % Wilson interval, overall and per confidence (docs/lint.md). A whole run
+also writes ``<set>.run.tsv`` (each finding with its confidence), from which
+``bench/lint_precision.py`` computes the per-rule and per-confidence tables of the docs.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import argparse
 import csv
 import json
 import math
+import os
 import shutil
 import subprocess
 import sys
@@ -69,6 +72,14 @@ HELDOUT: tuple[tuple[str, str], ...] = (
     ("aiormq", "7.2.4"),
 )
 SETS = {"tuned": (PROJECTS, LABELS), "heldout": (HELDOUT, HERE / "heldout.tsv")}
+# what the last whole run of a set reported, with each finding's confidence: the
+# per-rule / per-confidence tables of docs/lint.md are computed from it and the labels
+# (bench/lint_precision.py), so they are regenerated, not typed
+RUNS = {"tuned": HERE / "tuned.run.tsv", "heldout": HERE / "heldout.run.tsv"}
+RUN_COLUMNS = ("project", "version", "location", "code", "confidence")
+# the checkout's own lint, whatever the directory it runs in (not an installed copy)
+OWN = {**os.environ, "PYTHONPATH": os.pathsep.join(
+    p for p in (str(HERE.parent.parent), os.environ.get("PYTHONPATH", "")) if p)}
 COLUMNS = ("project", "version", "location", "code", "verdict", "reason")
 Key = tuple[str, str, str]  # project, file:line, code
 
@@ -155,7 +166,7 @@ def lint(root: Path) -> list[tuple[str, str, str, str]]:
     confidence (the default output is the ``medium`` and ``high`` ones)."""
     proc = subprocess.run([sys.executable, "-m", "corevo_obs.cli.main", "lint", ".",
                            "--format", "json", "--no-cache", "--min-confidence", "low"],
-                          cwd=root, capture_output=True, text=True, timeout=900)
+                          cwd=root, capture_output=True, text=True, timeout=900, env=OWN)
     if proc.returncode not in (0, 1, 2) or "Traceback" in proc.stderr:
         raise SystemExit(f"lint failed in {root} ({proc.returncode}): {proc.stderr[-2000:]}")
     out = []
@@ -193,6 +204,7 @@ def main() -> int:
     graded = {c: [0, 0] for c in CONFIDENCES}  # confidence -> [true, false]
     unlabelled: list[Label] = []
     lost: list[Label] = []
+    record: list[tuple[str, str, str, str, str]] = []
     print(f"{'project':12s} {'version':9s} {'files':>6s} {'findings':>8s} {'true':>5s} "
           f"{'false':>5s} {'?':>3s}")
     for name, version in projects:
@@ -204,6 +216,7 @@ def main() -> int:
         seen: set[Key] = set()
         counts = {"true": 0, "false": 0, "?": 0}
         for location, code, msg, confidence in found:
+            record.append((name, version, location, code, confidence))
             key = (name, location, code)
             seen.add(key)
             label = labels.get(key)
@@ -222,6 +235,11 @@ def main() -> int:
         false += counts["false"]
         print(f"{name:12s} {version:9s} {files:6d} {len(found):8d} {counts['true']:5d} "
               f"{counts['false']:5d} {counts['?']:3d}", flush=True)
+    if not wanted:  # a whole run: the record the docs' tables are computed from
+        with RUNS[args.which].open("w", newline="") as fh:
+            writer = csv.writer(fh, delimiter="\t", lineterminator="\n")
+            writer.writerow(RUN_COLUMNS)
+            writer.writerows(sorted(record))
     judged = true + false
     precision = true / judged if judged else 1.0
     low, high = wilson(true, judged)

@@ -61,6 +61,11 @@ class Scope:
     bindings: dict[str, Binding] = field(default_factory=dict)
     self_name: str | None = None
     cls: ClassInfo | None = None
+    # a function's annotated names: name -> the types its annotations declare (None: one
+    # the lint cannot resolve, e.g. ``int``), and the names a def / class / import binds
+    declared: dict[str, set[str | None]] = field(default_factory=dict)
+    nonvar: set[str] = field(default_factory=set)
+    flow: dict[str, str | None] = field(default_factory=dict)  # re-declared: type at entry
 
     def bind(self, name: str, binding: Binding) -> None:
         old = self.bindings.get(name)
@@ -80,6 +85,14 @@ def _compound_children(stmt: ast.stmt) -> Iterator[list[ast.stmt]]:
         yield handler.body
     for case in getattr(stmt, "cases", ()):
         yield case.body
+
+
+def _own_statements(stmts: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """These statements and the ones nested in their blocks, not in nested defs."""
+    for stmt in stmts:
+        yield stmt
+        for block in _compound_children(stmt):
+            yield from _own_statements(block)
 
 
 def _made_nonblocking(stmt: ast.stmt) -> ast.expr | None:
@@ -147,18 +160,40 @@ class ImportTracker:
             if not any(isinstance(d, ast.Name) and d.id == "staticmethod"
                        for d in node.decorator_list):
                 scope.self_name = params[0].arg
+        entry: dict[str, str | None] = {}  # annotated parameters: their declared types
         for a, default in _params_with_defaults(args):
             typ = self._annotation_type(a.annotation)
+            if a.annotation is not None:
+                scope.declared[a.arg] = {typ}
+                entry[a.arg] = typ
             if typ is None and a.annotation is None and default is not None:
                 typ = self.value_type(default)  # evaluated at def time, in the parent scope
             scope.bindings[a.arg] = Binding("var", typ)
         if scope.self_name is not None and parent.cls is not None:
             scope.bindings[scope.self_name] = Binding("self", parent.cls.qualname)
+            scope.declared.pop(scope.self_name, None)
         self.stack.append(scope)
         if isinstance(node, ast.Lambda):
             return scope
         self._collect(node.body, scope)
+        self._declare(scope, entry)
         return scope
+
+    def _declare(self, scope: Scope, entry: dict[str, str | None]) -> None:
+        """A variable's annotation is its type, as a type checker reads it (PEP 526): a
+        plain ``x = f()`` later does not change what ``x`` is. One resolved declared type
+        holds in the whole function; a name declared with several (``f: int = 7`` then
+        ``f: TextIOWrapper = ...``) is typed statement by statement (:meth:`flow_types`)."""
+        for name, types in scope.declared.items():
+            if name in scope.nonvar or name == scope.self_name:
+                continue
+            resolved = types - {None, AMBIGUOUS}
+            if not resolved:
+                continue
+            if len(types) == 1:
+                scope.bindings[name] = Binding("var", next(iter(resolved)))
+            else:
+                scope.flow[name] = entry.get(name, AMBIGUOUS)
 
     def push_class(self, node: ast.ClassDef, qualname: str) -> Scope:
         info = ClassInfo(qualname, bases=self.class_bases(node))
@@ -214,29 +249,36 @@ class ImportTracker:
                 qualname = (f"{scope.qualname}.{stmt.name}" if scope.kind != "function"
                             else f"{scope.qualname}.<locals>.{stmt.name}")
                 scope.bind(stmt.name, Binding("def", qualname))
+                scope.nonvar.add(stmt.name)
                 if stmt.returns is not None:
                     self.returns[qualname] = stmt.returns
             elif isinstance(stmt, ast.ClassDef):
                 scope.bind(stmt.name, Binding("class", f"{scope.qualname}.{stmt.name}"))
+                scope.nonvar.add(stmt.name)
             elif isinstance(stmt, ast.Import):
                 for alias in stmt.names:
                     if alias.asname:
                         scope.bind(alias.asname, Binding("import", alias.name))
+                        scope.nonvar.add(alias.asname)
                     else:
                         top = alias.name.partition(".")[0]
                         scope.bind(top, Binding("import", top))
+                        scope.nonvar.add(top)
             elif isinstance(stmt, ast.ImportFrom):
                 base = self._from_base(stmt)
                 for alias in stmt.names:
                     if alias.name != "*":
                         qualname = f"{base}.{alias.name}" if base else alias.name
                         scope.bind(alias.asname or alias.name, Binding("import", qualname))
+                        scope.nonvar.add(alias.asname or alias.name)
             elif isinstance(stmt, ast.Assign):
                 typ = self.value_type(stmt.value)
                 for lhs in stmt.targets:
                     self._bind_target(lhs, scope, typ)
             elif isinstance(stmt, ast.AnnAssign):
                 typ = self._annotation_type(stmt.annotation)
+                if scope.kind == "function" and isinstance(stmt.target, ast.Name):
+                    scope.declared.setdefault(stmt.target.id, set()).add(typ)
                 if typ is None and stmt.value is not None:
                     typ = self.value_type(stmt.value)
                 self._bind_target(stmt.target, scope, typ)
@@ -257,6 +299,60 @@ class ImportTracker:
                 self._bind_target(quiet, scope, AMBIGUOUS)
             for block in _compound_children(stmt):
                 self._collect(block, scope)
+
+    def flow_types(self, body: list[ast.stmt],
+                   scope: Scope) -> dict[int, dict[str, str | None]]:
+        """For each statement of a function body (nested blocks included, nested defs
+        not), the type each re-declared name (``scope.flow``) has when it starts: the last
+        annotation on every path there; paths that disagree, or a loop that re-declares
+        it, make it unknown."""
+        records: dict[int, dict[str, str | None]] = {}
+        names = scope.flow
+
+        def declared_in(stmts: list[ast.stmt]) -> dict[str, set[str | None]]:
+            out: dict[str, set[str | None]] = {}
+            for n in _own_statements(stmts):
+                if (isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
+                        and n.target.id in names):
+                    out.setdefault(n.target.id, set()).add(self._annotation_type(n.annotation))
+            return out
+
+        def merge(*envs: dict[str, str | None]) -> dict[str, str | None]:
+            out = dict(envs[0])
+            for env in envs[1:]:
+                for k, v in env.items():
+                    if out.get(k) != v:
+                        out[k] = AMBIGUOUS
+            return out
+
+        def run(stmts: list[ast.stmt], env: dict[str, str | None]) -> dict[str, str | None]:
+            for st in stmts:
+                records[id(st)] = env
+                if isinstance(st, ast.AnnAssign):
+                    if isinstance(st.target, ast.Name) and st.target.id in names:
+                        env = {**env, st.target.id: self._annotation_type(st.annotation)}
+                elif isinstance(st, ast.For | ast.AsyncFor | ast.While):
+                    inside = declared_in([*st.body, *st.orelse])
+                    env = {**env, **{k: AMBIGUOUS for k, ts in inside.items()
+                                     if ts != {env.get(k)}}}
+                    env = merge(env, run(st.body, env), run(st.orelse, env))
+                elif isinstance(st, ast.With | ast.AsyncWith):
+                    env = run(st.body, env)
+                elif isinstance(st, ast.If):
+                    env = merge(run(st.body, env), run(st.orelse, env))
+                elif isinstance(st, ast.Try | ast.TryStar):
+                    body = run(st.body, env)
+                    # a handler may start anywhere in the body: what it re-declares is unknown
+                    raised = {**env, **{k: AMBIGUOUS for k, ts in declared_in(st.body).items()
+                                        if ts != {env.get(k)}}}
+                    ends = [run(st.orelse, body), *(run(h.body, raised) for h in st.handlers)]
+                    env = run(st.finalbody, merge(raised, *ends))
+                elif isinstance(st, ast.Match):
+                    env = merge(env, *(run(c.body, env) for c in st.cases))
+            return env
+
+        run(body, {k: v for k, v in names.items()})
+        return records
 
     def _collect_self_attrs(self, body: Iterable[ast.stmt], self_name: str,
                             info: ClassInfo, params: dict[str, str | None]) -> None:
@@ -358,6 +454,12 @@ class ImportTracker:
         elif isinstance(ann, ast.Subscript):
             ref = self.resolve(ann.value)
             generic = ref.name if ref is not None else ""
+            if (ref is None and isinstance(ann.value, ast.Name)
+                    and ann.value.id in ("Optional", "Union")
+                    and self.lookup(ann.value.id) is None):
+                # an annotation is often never evaluated (a string, PEP 563 / 649): an
+                # unbound ``Optional`` there can only mean typing's
+                generic = f"typing.{ann.value.id}"
             if generic in ("typing.Optional", "typing_extensions.Optional"):
                 return self._strip_optional(ann.slice, depth + 1)
             if generic in ("typing.Union", "typing_extensions.Union"):

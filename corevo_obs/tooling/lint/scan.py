@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from .call_catalog import Catalog
-from .imports import AMBIGUOUS, GETTER, PROPERTY_DECORATORS, ImportTracker, Ref
+from .imports import AMBIGUOUS, GETTER, PROPERTY_DECORATORS, Binding, ImportTracker, Ref, Scope
 from .model import FIRST_USE, CallSite, Edge, FileResult, Finding, FuncFacts, Pending
 from .narrowing import OPAQUE, SELF, UNKNOWN, Args, Atom, Guard, Kind, Value, atoms
 from .newer import parse_with_newer
@@ -462,9 +462,17 @@ class FileScanner(ast.NodeVisitor):
             ctx = _Ctx(qualname, display, on_loop=False, facts=facts, node=node,
                        walrus=self._walrus)
             self._method_attrs(node, ctx)
-        self.tracker.push_function(node, qualname)
+        scope = self.tracker.push_function(node, qualname)
         self._ctx.append(ctx)
-        self._visit_block(node.body)
+        if scope.flow:  # a name re-declared with another type: typed statement by statement
+            saved = self._dispatch
+            self._dispatch = self._flow_dispatch(scope, self.tracker.flow_types(node.body, scope))
+            try:
+                self._visit_block(node.body)
+            finally:
+                self._dispatch = saved
+        else:
+            self._visit_block(node.body)
         self._ctx.pop()
         self.tracker.pop()
         self._note_return(node, qualname, ctx)
@@ -473,6 +481,30 @@ class FileScanner(ast.NodeVisitor):
                 ctx.facts.rebinds.setdefault(key, ())  # stored where no guard was seen
             if ctx.init_values:
                 ctx.facts.inits = dict(ctx.init_values)
+
+    def _flow_dispatch(self, scope: Scope,
+                       records: dict[int, dict[str, str | None]]) -> dict[type, Any]:
+        """The dispatch with every statement first setting the re-declared names to the
+        types they have where it starts (``ImportTracker.flow_types``)."""
+        base = self._dispatch
+
+        def wrap(kind: type) -> Any:
+            handler = base.get(kind)
+
+            def visit(stmt: ast.stmt) -> None:
+                env = records.get(id(stmt))
+                if env is not None:
+                    for name, typ in env.items():
+                        scope.bindings[name] = Binding("var", typ)
+                if handler is not None:
+                    handler(stmt)
+                elif not isinstance(stmt, _LEAVES):
+                    self.generic_visit(stmt)
+            return visit
+
+        kinds = [k for k in vars(ast).values()
+                 if isinstance(k, type) and issubclass(k, ast.stmt) and k is not ast.stmt]
+        return {**base, **{k: wrap(k) for k in kinds}}
 
     def _note_return(self, node: ast.FunctionDef | ast.AsyncFunctionDef, qualname: str,
                      ctx: _Ctx) -> None:
@@ -886,6 +918,9 @@ class FileScanner(ast.NodeVisitor):
 
     def _classify(self, node: ast.Call, ref: Ref, ctx: _Ctx) -> None:
         hit = declared.configured(ref, self.catalog) or catalogued.classify(ref, self.catalog)
+        if hit is not None and id(node) in self._awaited:
+            return  # ``await open(p)``: a sync call's result is no awaitable, so the name is
+            # bound at run time to an async namesake the lint cannot see (docs/lint.md)
         if hit is not None and catalogued.returns_at_once(
                 node, ref, self.catalog, self.tracker, ctx.seen,
                 [a for a in ctx.guard if a.param in ctx.stable_params()],
