@@ -38,6 +38,7 @@ from prometheus_client import CollectorRegistry
 from .core.lifecycle import AsyncClosing, Closing
 from .core.marker import blocking
 from .core.sqlite import open_sqlite
+from .core.telemetry import HasTelemetry, Telemetry
 from .observer import MetricsObserver, Observer, ProjectOutcome
 
 __all__ = [
@@ -82,12 +83,14 @@ class _Stream:
     early: dict[int, Event] = field(default_factory=dict)
 
 
-class Projector:
+class Projector(HasTelemetry):
     """Applies each job's events exactly once and in order, whatever the channel did.
 
     ``sink`` receives applied events; if it raises, the event stays unapplied (a retry or
     a replay delivers it again). ``max_buffer`` bounds the early arrivals kept per job;
     beyond it events are dropped as ``overflow`` and a replay must fill the gap.
+    Its series are the observer's: given a ``MetricsObserver``, its ``worker`` and
+    ``registry`` are the defaults of this one's.
     """
 
     def __init__(
@@ -101,7 +104,11 @@ class Projector:
     ) -> None:
         self.sink = sink
         self.max_buffer = max_buffer
-        self.observer = observer or MetricsObserver(worker=worker, registry=registry)
+        if isinstance(observer, MetricsObserver):  # it writes the series: report as it does
+            worker = observer.worker if worker is None else worker
+            registry = observer.registry if registry is None else registry
+        self._telemetry = t = Telemetry.resolve(worker, registry)
+        self.observer = observer or MetricsObserver(worker=t.worker, registry=t.registry)
         self._streams: dict[str, _Stream] = {}
 
     def offer(self, event: Event) -> ProjectOutcome:

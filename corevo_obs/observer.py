@@ -229,7 +229,7 @@ class MetricsObserver(HasTelemetry, Observer):
         worker: str | None = None,
         registry: CollectorRegistry | None = None,
     ) -> None:
-        self.telemetry = sc = Telemetry.resolve(worker, registry)
+        self._telemetry = sc = Telemetry.resolve(worker, registry)
         self._quotas: dict[str, _Quota] = {}
         self._claim = _per_value(sc, "corevo_claim_total", "outcome")
         self._start = _per_value(sc, "corevo_claim_start_total", "outcome")
@@ -247,13 +247,13 @@ class MetricsObserver(HasTelemetry, Observer):
         self._late = sc.child("corevo_late_side_effects_total")
 
     def _absorb(self, exc: Exception) -> None:
-        absorb("observer", exc, telemetry=self.telemetry)
+        absorb("observer", exc, telemetry=self._telemetry)
 
     def _quota(self, quota: object) -> _Quota:
         found = self._quotas.get(quota) if isinstance(quota, str) else None
         if found is None:
             name = _name(quota, "quota")
-            found = self._quotas[name] = _Quota(_QuotaChildren(self.telemetry, name))
+            found = self._quotas[name] = _Quota(_QuotaChildren(self._telemetry, name))
         return found
 
     # --- leases -------------------------------------------------------------------

@@ -159,7 +159,7 @@ class OffloadAdapter(HasTelemetry):
         self.max_in_flight = max_in_flight
         self.max_waiting = max_waiting
         self.wait_timeout = wait_timeout
-        self.telemetry = Telemetry.resolve(worker, registry)
+        self._telemetry = Telemetry.resolve(worker, registry)
         self._on_error = on_background_error
         self._executor = executor
         self._owns_executor = executor is None
@@ -170,7 +170,7 @@ class OffloadAdapter(HasTelemetry):
         self._drained: asyncio.Future[None] | None = None
         self._closed = False
 
-        c = functools.partial(self.telemetry.child, adapter=name)
+        c = functools.partial(self._telemetry.child, adapter=name)
         self._in_flight = c("corevo_offload_in_flight")
         self._waiting = c("corevo_offload_waiting")
         self._slot_wait = c("corevo_offload_slot_wait_seconds")
@@ -385,7 +385,7 @@ class OffloadAdapter(HasTelemetry):
         try:
             self._on_error(exc)
         except Exception as err:  # noqa: BLE001 - a faulty callback must not break the loop
-            guard.absorb("offload.callback", err, telemetry=self.telemetry)
+            guard.absorb("offload.callback", err, telemetry=self._telemetry)
 
     # --- shutdown ----------------------------------------------------------------------
 

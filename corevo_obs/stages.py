@@ -101,7 +101,7 @@ class _KindSeries:
     __slots__ = ("kind", "dispatch", "first_event", "total", "_external", "_errors", "_rec")
 
     def __init__(self, rec: StageRecorder, kind: str) -> None:
-        telemetry = rec.telemetry
+        telemetry = rec._telemetry
         self.kind = kind
         self._rec = rec
         self.dispatch = telemetry.child("corevo_task_dispatch_seconds", kind=kind)
@@ -120,7 +120,7 @@ class _KindSeries:
             bounded = self._rec.dependencies(dependency)
             found = self._external.get(bounded)
             if found is None:
-                found = (bounded, self._rec.telemetry.child(
+                found = (bounded, self._rec._telemetry.child(
                     "corevo_task_external_seconds", kind=self.kind, dependency=bounded,
                 ))
                 self._external[bounded] = found
@@ -129,7 +129,7 @@ class _KindSeries:
     def mark_error(self, reason: str) -> None:
         found = self._errors.get(reason)
         if found is None:
-            found = self._errors[reason] = self._rec.telemetry.child(
+            found = self._errors[reason] = self._rec._telemetry.child(
                 "corevo_task_mark_errors_total", kind=self.kind, reason=reason,
             )
         found.inc()
@@ -153,7 +153,7 @@ class StageRecorder(HasTelemetry):
         max_dependencies: int = DEFAULT_MAX_VALUES,
         tracer_provider: Any | None = None,
     ) -> None:
-        self.telemetry = Telemetry.resolve(worker, registry)
+        self._telemetry = Telemetry.resolve(worker, registry)
         self.kinds = BoundedValues(kinds, cap=max_kinds)
         self.dependencies = BoundedValues(dependencies, cap=max_dependencies)
         self._series: dict[str, _KindSeries] = {}
@@ -161,7 +161,7 @@ class StageRecorder(HasTelemetry):
         try:
             self.tracer = resolve_tracer(tracer_provider)
         except Exception as exc:  # noqa: BLE001 - a broken OTel setup must not stop the host
-            guard.absorb("stages.tracing", exc, telemetry=self.telemetry)
+            guard.absorb("stages.tracing", exc, telemetry=self._telemetry)
             self.tracer = None
 
     def series(self, kind: str) -> _KindSeries:
@@ -368,7 +368,7 @@ class TaskStages:
         return wall_ns + int((mono - anchor) * 1e9)
 
     def _absorb(self, exc: BaseException) -> None:
-        guard.absorb("stages", exc, telemetry=self._rec.telemetry)
+        guard.absorb("stages", exc, telemetry=self._rec._telemetry)
 
 
 class ExternalWait:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import re
+import typing
 from pathlib import Path
 
 import pytest
@@ -151,4 +152,28 @@ def test_every_series_writer_takes_worker_and_registry_keyword_only() -> None:
                     wrong.append(f"{where}: registry= before worker=")
             elif ({"worker", "registry"} & set(params)) and id(obj) not in other:
                 wrong.append(f"{where}: worker/registry but not listed as a series writer")
+    assert not wrong, wrong
+
+
+def test_every_series_writer_shows_worker_and_registry_read_only() -> None:
+    """Who reports is read back as ``.worker`` / ``.registry``: read-only properties on every
+    series writer (a function, on the component it returns: ``install_loop_health`` a
+    ``LoopHealth``, ``setup_stages`` a ``StageRecorder``; ``track_task`` returns a
+    decorator, its recorder is a ``StageRecorder``). That no instance shows a
+    ``.telemetry`` any more is checked on built components in test_telemetry.py."""
+    wrong: list[str] = []
+    checked: set[type] = set()
+    for module, names in SERIES_WRITERS.items():
+        for name in names:
+            obj = getattr(importlib.import_module(module), name)
+            if not inspect.isclass(obj):
+                obj = typing.get_type_hints(obj).get("return")
+                if not inspect.isclass(obj):
+                    continue
+            checked.add(obj)
+            for key in ("worker", "registry"):
+                found = inspect.getattr_static(obj, key, None)
+                if not isinstance(found, property) or found.fset is not None:
+                    wrong.append(f"{module}.{name}: .{key} is not a read-only property")
+    assert len(checked) >= 20, sorted(c.__name__ for c in checked)
     assert not wrong, wrong

@@ -78,8 +78,74 @@ def test_absorb_counts_in_the_telemetry(registry):
 
 def test_components_keep_worker_and_registry_keywords(registry):
     sampler = LoopLagSampler(worker="w2", registry=registry)
-    assert sampler.telemetry == Telemetry("w2", registry)
-    assert sampler.worker == "w2"
+    assert (sampler.worker, sampler.registry) == ("w2", registry)
+    assert not hasattr(sampler, "telemetry")  # the internal Telemetry is not shown
+
+
+def test_every_component_shows_worker_and_registry_read_only(tmp_path, registry):
+    """What replaced ``.telemetry``: each component built with ``worker=`` / ``registry=``
+    reads them back as ``.worker`` / ``.registry``, cannot be re-pointed, and shows no
+    ``telemetry`` attribute."""
+    from corevo_obs import LoopHealth, MetricsObserver, OffloadAdapter, StageRecorder
+    from corevo_obs.claims import SqliteJobStore
+    from corevo_obs.events import Projector
+    from corevo_obs.integrations.asgi import StagesMiddleware
+    from corevo_obs.leases import CircuitBreaker, LeaseBuffer, SqliteLeaseStore
+    from corevo_obs.loop import LoopHealthConfig, StallWatchdog
+
+    async def app(_s, _r, _send) -> None:
+        return None
+
+    who = {"worker": "w9", "registry": registry}
+    leases = SqliteLeaseStore("q9", tmp_path / "l.db", limit=2, timeout=10.0,
+                              breaker=CircuitBreaker("lease:q9"), **who)
+    jobs = SqliteJobStore(tmp_path / "j.db", **who)
+    components = [
+        LoopLagSampler(**who), StallWatchdog(threshold=0.5, **who),
+        LoopHealth(LoopHealthConfig.resolve(), **who), StageRecorder(**who),
+        OffloadAdapter(name="sdk", max_in_flight=1, **who), MetricsObserver(**who),
+        leases, leases.breaker, LeaseBuffer(leases, size=1, idle=1.0), jobs,
+        Projector(lambda _e: None, **who), StagesMiddleware(app, **who),
+        CircuitBreaker("lease:other", **who),
+    ]
+    try:
+        for component in components:
+            name = type(component).__name__
+            assert (component.worker, component.registry) == ("w9", registry), name
+            assert not hasattr(component, "telemetry"), name
+            for attribute in ("worker", "registry"):
+                with pytest.raises(AttributeError):
+                    setattr(component, attribute, "other")
+    finally:
+        leases.close()
+        jobs.close()
+
+
+def test_a_projector_reports_as_the_observer_it_is_given(registry):
+    from corevo_obs.events import Event, Projector
+    from corevo_obs.observer import MetricsObserver
+
+    projector = Projector(lambda _e: None,
+                          observer=MetricsObserver(worker="obs1", registry=registry))
+    assert (projector.worker, projector.registry) == ("obs1", registry)
+    assert projector.offer(Event("j", "x", 1, 1, "k")) == "applied"
+    assert registry.get_sample_value("corevo_events_projected_total",
+                                     {"worker": "obs1", "outcome": "applied"}) == 1.0
+
+
+def test_a_breaker_given_only_a_registry_takes_the_default_worker(monkeypatch, registry):
+    """As every other component: ``$COREVO_WORKER`` (not a made-up ``unknown``), checked at
+    construction; unbound (neither given) it writes nothing until a store binds it."""
+    from corevo_obs.leases import CircuitBreaker
+
+    monkeypatch.setenv("COREVO_WORKER", "env-worker")
+    breaker = CircuitBreaker("lease:b", registry=registry)
+    assert (breaker.worker, breaker.registry) == ("env-worker", registry)
+    assert registry.get_sample_value("corevo_breaker_state", {
+        "worker": "env-worker", "backend": "lease:b"}) == 0.0
+    with pytest.raises(ConfigError, match="worker argument"):
+        CircuitBreaker("lease:b", worker="not a label!", registry=registry)
+    assert CircuitBreaker("lease:c").worker == "unknown"
 
 
 def test_loop_health_gives_its_sampler_and_watchdog_one_label_and_registry(

@@ -39,7 +39,7 @@ from ..claims.store import JobsOnLoop
 from ..core.guard import absorb
 from ..core.lifecycle import renamed
 from ..leases import AsyncLease
-from ..observer import CancelPath, CommandOutcome, Observer
+from ..observer import CancelPath, CommandOutcome, MetricsObserver, Observer
 from .bus import DEFAULT_MARKER_TTL, CancelBus, Command, Subscription
 
 StopState = Literal["completed", "failed", "cancelled", "lost"]
@@ -48,9 +48,10 @@ DEFAULT_RECONNECT: Final = 1.0
 
 def absorbed(component: str, exc: BaseException, observer: Observer,
              jobs: JobStore | AsyncJobStore) -> None:
-    """Count a transport failure under the observer's telemetry (a custom observer has none:
-    then the job store's), so it lands beside the series of the same component."""
-    absorb(component, exc, telemetry=getattr(observer, "telemetry", None) or jobs.telemetry)
+    """Count a transport failure under the observer's worker and registry (a custom observer
+    has none: then the job store's), so it lands beside the series of the same component."""
+    who = observer if isinstance(observer, MetricsObserver) else jobs
+    absorb(component, exc, worker=who.worker, registry=who.registry)
 
 
 def execution_holder(owner: str, execution_id: str) -> str:

@@ -120,11 +120,11 @@ class _JobCore(HasTelemetry):
         self.table = sql.check_table(table)
         if registry is None and isinstance(observer, MetricsObserver):
             registry = observer.registry  # failures are counted where the observer writes
-        self.telemetry = Telemetry.resolve(worker, registry)
+        self._telemetry = Telemetry.resolve(worker, registry)
         #: this process's owner id; names the pid so a recovery pass can tell it is gone
         self.owner = owner or HolderIds(self.worker).new()
         self.observer = observer or MetricsObserver(
-            worker=self.telemetry.worker, registry=self.telemetry.registry)
+            worker=self.worker, registry=self.registry)
         self.clock = clock
         #: job -> token of a claim sent whose outcome never came back (see give_back_undecided)
         self.undecided: dict[str, str] = {}
@@ -135,7 +135,7 @@ class _JobCore(HasTelemetry):
     def _failed(self, exc: BaseException) -> None:
         """What a shell does with an I/O error before throwing it into the step."""
         if isinstance(exc, BackendUnavailable):
-            absorb("claims-db", exc, telemetry=self.telemetry)
+            absorb("claims-db", exc, telemetry=self._telemetry)
 
     def _schema(self) -> Step[None]:
         for statement in (sql.SCHEMA, sql.INDEX):

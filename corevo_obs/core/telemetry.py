@@ -3,7 +3,8 @@
 Internal: every public component takes ``worker=`` and ``registry=`` (keyword-only, None =
 default) and resolves them here once into a ``Telemetry``, so its series, the series of the
 parts it builds (passed ``worker=t.worker, registry=t.registry``) and the failures it absorbs
-share one label and one registry. Not part of the public API.
+share one label and one registry. A component keeps it as ``_telemetry``; what it shows
+is ``.worker`` and ``.registry`` (``HasTelemetry``). Not part of the public API.
 """
 
 from __future__ import annotations
@@ -83,15 +84,17 @@ class Telemetry:
 
 
 class HasTelemetry:
-    """Base of a component that keeps one ``telemetry``: its public ``.worker`` and
-    ``.registry`` read it."""
+    """Base of a component that keeps one resolved ``_telemetry`` (private: ``Telemetry`` is
+    not public API); its public, read-only ``.worker`` and ``.registry`` read it."""
 
-    telemetry: Telemetry
+    _telemetry: Telemetry
 
     @property
     def worker(self) -> str:
-        return self.telemetry.worker
+        """The ``worker`` label of this component's series (as resolved at construction)."""
+        return self._telemetry.worker
 
     @property
     def registry(self) -> CollectorRegistry:
-        return self.telemetry.registry
+        """The registry this component's series are written to."""
+        return self._telemetry.registry

@@ -119,6 +119,16 @@ class StagesMiddleware:
                                                  max_kinds=self._max_kinds)
         return rec
 
+    @property
+    def worker(self) -> str:
+        """This process's ``worker`` label: its recorder's (built on first use)."""
+        return self.recorder.worker
+
+    @property
+    def registry(self) -> CollectorRegistry:
+        """The registry its series go to: its recorder's."""
+        return self.recorder.registry
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind_of = scope["type"]
         if kind_of != "http" and kind_of != "websocket":

@@ -475,10 +475,11 @@ class NativeStallCapture:
 
     def _bad_env(self, exc: ConfigError) -> None:
         # on the capture thread, inside the host: counted and logged once, then searched
-        if self._watchdog is not None and self._registry is None:
-            absorb("pyspy-config", exc, telemetry=self._watchdog.telemetry)
+        watchdog = self._watchdog
+        if watchdog is not None and self._registry is None:
+            absorb("pyspy-config", exc, worker=watchdog.worker, registry=watchdog.registry)
             return
-        worker = self._watchdog.worker if self._watchdog is not None else "unknown"
+        worker = watchdog.worker if watchdog is not None else "unknown"
         absorb("pyspy-config", exc, worker=worker, registry=self._registry)
 
     def _on_report(self, report: StallReport) -> None:

@@ -145,10 +145,10 @@ class _LeaseCore(HasTelemetry):
         self.margin = (self.timeout * MARGIN_SHARE if margin is None
                        else _number(margin, "margin", zero=True))
         self._check_waits()
-        #: the worker label and registry of this store's series, resolved once
-        self.telemetry = Telemetry.resolve(worker, registry)
+        # the worker label and registry of this store's series, resolved once
+        self._telemetry = Telemetry.resolve(worker, registry)
         self.observer = observer or MetricsObserver(worker=self.worker,
-                                                    registry=self.telemetry.registry)
+                                                    registry=self.registry)
         self.fail_open = fail_open
         #: the client's wall clock; no lease decision reads it (kept so a test can skew it)
         self.clock = clock
@@ -158,7 +158,7 @@ class _LeaseCore(HasTelemetry):
         #: short-circuits calls to a backend that failed repeatedly (see ``breaker.py``)
         self.breaker = breaker
         if breaker is not None:
-            breaker.bind(self.worker, self.telemetry.registry)
+            breaker.bind(self.worker, self.registry)
 
     def store_wait(self) -> tuple[float, str]:
         """The longest one backend call may block, and what that wait is (for messages)."""
@@ -254,7 +254,7 @@ class _LeaseCore(HasTelemetry):
         if not isinstance(exc, ShortCircuited):
             if self.breaker is not None and not getattr(exc, "backend_answered", False):
                 self.breaker.failure()
-            absorb(f"lease-{what}", exc, telemetry=self.telemetry)
+            absorb(f"lease-{what}", exc, telemetry=self._telemetry)
         return self.fail_open
 
     def _acquire_failed(self, exc: BaseException, t0: float) -> bool:
@@ -268,9 +268,9 @@ class _LeaseCore(HasTelemetry):
 
     def _fail_open_granted(self) -> None:
         try:
-            self.telemetry.child("corevo_lease_fail_open_total", quota=self.quota).inc()
+            self._telemetry.child("corevo_lease_fail_open_total", quota=self.quota).inc()
         except Exception as exc:  # noqa: BLE001 - reporting never stops the grant
-            absorb("lease-fail-open", exc, telemetry=self.telemetry)
+            absorb("lease-fail-open", exc, telemetry=self._telemetry)
 
     def _breaker_open(self) -> bool:
         b = self.breaker
@@ -604,7 +604,7 @@ class _LeaseHandle:
         try:
             fn(self)
         except Exception as exc:  # noqa: BLE001 - a callback must not stop the others
-            absorb("lease-on-lost", exc, telemetry=self.store.telemetry)
+            absorb("lease-on-lost", exc, telemetry=self.store._telemetry)
 
     def _lose(self, reason: str) -> None:
         with _event_lock:

@@ -32,10 +32,11 @@ from collections.abc import Callable
 from time import monotonic
 from typing import Any, Final, Literal
 
-from prometheus_client import CollectorRegistry
+from prometheus_client import REGISTRY, CollectorRegistry
 
 from ..core.errors import ConfigError, LeaseRejected
 from ..core.guard import absorb
+from ..core.telemetry import Telemetry
 
 State = Literal["closed", "half_open", "open"]
 STATE_VALUE: Final[dict[State, int]] = {"closed": 0, "half_open": 1, "open": 2}
@@ -66,7 +67,8 @@ class CircuitBreaker:
     Thread-safe and loop-agnostic (no awaits inside): a sync store's keeper threads and an
     async store's tasks share it alike. A probe that never reports (its task was
     cancelled) is given up after ``backoff`` seconds, so the breaker cannot stick.
-    ``clock`` is injectable for tests.
+    ``clock`` is injectable for tests. Given ``worker=`` or ``registry=`` it reports at
+    once; given neither, the store it is handed to binds it to the store's own.
     """
 
     def __init__(self, name: str, *, failures: int = DEFAULT_FAILURES, backoff: float = 1.0,
@@ -80,7 +82,8 @@ class CircuitBreaker:
             raise ConfigError(f"breaker backoff must be a finite number of seconds > 0, "
                               f"got {backoff!r}", source="circuit breaker")
         self.name, self.failures, self.backoff = name, failures, float(backoff)
-        self.worker, self._registry, self._clock = worker or "unknown", registry, clock
+        self._clock = clock
+        self._telemetry: Telemetry | None = None  # who reports, once bound
         self._lock = threading.Lock()
         self.state: State = "closed"
         #: consecutive failures so far (0 after any success)
@@ -89,11 +92,22 @@ class CircuitBreaker:
         self._probe_at: float | None = None  # when the running probe was let through
         self._children: dict[str, Any] | None = None
         if worker is not None or registry is not None:  # else a store binds it
-            self.bind(self.worker, registry)
+            t = Telemetry.resolve(worker, registry)
+            self.bind(t.worker, t.registry)
+
+    @property
+    def worker(self) -> str:
+        """The ``worker`` label of its series (``"unknown"`` until bound)."""
+        return "unknown" if self._telemetry is None else self._telemetry.worker
+
+    @property
+    def registry(self) -> CollectorRegistry:
+        """The registry its series go to (the global one until bound)."""
+        return REGISTRY if self._telemetry is None else self._telemetry.registry
 
     def bind(self, worker: str, registry: CollectorRegistry | None) -> None:
         """Report as ``worker`` into ``registry`` (a store hands its own to the breaker)."""
-        self.worker, self._registry = worker, registry
+        self._telemetry = Telemetry.resolve(worker, registry)
         self._bind()
         self._show()
 
@@ -103,15 +117,15 @@ class CircuitBreaker:
 
             labels = {"worker": self.worker, "backend": self.name}
             self._children = {
-                "state": child("corevo_breaker_state", self._registry, **labels),
-                "short": child("corevo_breaker_short_circuited_total", self._registry,
+                "state": child("corevo_breaker_state", self.registry, **labels),
+                "short": child("corevo_breaker_short_circuited_total", self.registry,
                                **labels),
-                **{to: child("corevo_breaker_transitions_total", self._registry,
+                **{to: child("corevo_breaker_transitions_total", self.registry,
                              to=to, **labels) for to in STATE_VALUE},
             }
         except Exception as exc:  # noqa: BLE001 - reporting must not stop the breaker
             self._children = None
-            absorb("breaker", exc, worker=self.worker, registry=self._registry)
+            absorb("breaker", exc, worker=self.worker, registry=self.registry)
 
     def _show(self) -> None:
         if self._children is not None:

@@ -48,7 +48,7 @@ from typing import Any, Final
 from ..core.errors import ConfigError
 from ..core.guard import absorb
 from ..core.lifecycle import AsyncClosing, Closing
-from ..core.telemetry import Telemetry
+from ..core.telemetry import HasTelemetry, Telemetry
 from .base import DEFAULT_POLL, AsyncHold, AsyncLease, Hold, Lease, _number
 from .sharded import _Keyed  # what a hold calls: acquire_within with the key bound
 
@@ -69,7 +69,7 @@ def _kept_alive(lease: Any) -> bool:
     return keeper.is_alive() if isinstance(keeper, threading.Thread) else not keeper.done()
 
 
-class _BufferCore:
+class _BufferCore(HasTelemetry):
     """The bookkeeping of both buffers (no I/O): what is kept, what is out, the metrics."""
 
     def __init__(self, store: Any, *, size: int, idle: float = DEFAULT_IDLE,
@@ -95,11 +95,11 @@ class _BufferCore:
         self._out: set[Any] = set()  # handed out by this buffer and not yet returned
         self._lock = threading.RLock()  # a lease lost inside valid() calls _dropped
         self._demand_at = float("-inf")
-        #: the store's worker label and registry (a sharded store's are its shards')
-        self.telemetry: Telemetry = store.telemetry
-        self._gauge = self.telemetry.child("corevo_lease_buffered", quota=self.quota)
-        self._count = {o: self.telemetry.child("corevo_lease_buffer_total", quota=self.quota,
-                                               outcome=o) for o in OUTCOMES}
+        # the store's worker label and registry (a sharded store's are its shards')
+        self._telemetry = Telemetry(store.worker, store.registry)
+        self._gauge = self._telemetry.child("corevo_lease_buffered", quota=self.quota)
+        self._count = {o: self._telemetry.child("corevo_lease_buffer_total", quota=self.quota,
+                                                outcome=o) for o in OUTCOMES}
 
     @property
     def buffered(self) -> int:
@@ -168,7 +168,7 @@ class _BufferCore:
         try:
             return bool(self._crowded(self.reserve))
         except Exception as exc:  # noqa: BLE001 - a broken hook must not stop releases
-            absorb("lease-buffer", exc, telemetry=self.telemetry)
+            absorb("lease-buffer", exc, telemetry=self._telemetry)
             return True
 
     def _dropped(self, lease: Any) -> None:
@@ -270,7 +270,7 @@ class LeaseBuffer(_BufferCore, Closing):
                 try:
                     self.sweep()
                 except Exception as exc:  # noqa: BLE001 - the next round retries
-                    absorb("lease-buffer", exc, telemetry=self.telemetry)
+                    absorb("lease-buffer", exc, telemetry=self._telemetry)
 
         if self._sweeper is None and not self._stop.is_set():
             self._sweeper = threading.Thread(target=loop, daemon=True,
@@ -345,7 +345,7 @@ class AsyncLeaseBuffer(_BufferCore, AsyncClosing):
                 try:
                     await self.sweep()
                 except Exception as exc:  # noqa: BLE001
-                    absorb("lease-buffer", exc, telemetry=self.telemetry)
+                    absorb("lease-buffer", exc, telemetry=self._telemetry)
 
         if self._sweeper is None or self._sweeper.done():
             self._sweeper = asyncio.get_running_loop().create_task(loop())

@@ -214,7 +214,7 @@ class _RedisSetup:
     quota: str
     limit: int
     worker: str
-    telemetry: Telemetry
+    _telemetry: Telemetry
 
     def _setup(self, quota: str, client: Any, key: str | None, *, asyncio: bool,
                socket_timeout: float, connect_timeout: float, replicas: int,
@@ -290,10 +290,10 @@ class _RedisSetup:
         if int(acked) >= self.replicas:
             return False
         try:
-            self.telemetry.child("corevo_lease_replica_wait_timeouts_total",
-                                 quota=self.quota, op=op).inc()
+            self._telemetry.child("corevo_lease_replica_wait_timeouts_total",
+                                  quota=self.quota, op=op).inc()
         except Exception as exc:  # noqa: BLE001
-            absorb("lease-replica-wait", exc, telemetry=self.telemetry)
+            absorb("lease-replica-wait", exc, telemetry=self._telemetry)
         return True
 
     def _hint_fence(self) -> None:

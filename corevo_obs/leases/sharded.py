@@ -256,10 +256,9 @@ class _ShardCore(HasTelemetry):
         for member in [*self.shards, self.rebalancer]:   # a fence hint names this quota
             member.provision_command = provision_command(quota, shards)
         self._limit_script = client.register_script(LIMIT_LUA)
-        #: the shards' own (every shard is built from the same options)
-        self.telemetry: Telemetry = self.shards[0].telemetry
-        self._stranded = self.telemetry.child("corevo_lease_stranded_total", quota=quota)
-        self._moved = self.telemetry.child("corevo_lease_rebalanced_total", quota=quota)
+        self._telemetry = t  # the shards' own: every shard is built from it
+        self._stranded = self._telemetry.child("corevo_lease_stranded_total", quota=quota)
+        self._moved = self._telemetry.child("corevo_lease_rebalanced_total", quota=quota)
         self._stop = threading.Event()  # ends the blocking store's rebalancer thread
 
     def order(self, key: str | None) -> list[int]:
@@ -501,7 +500,7 @@ class ShardedLeaseStore(_ShardCore, Closing):
                 try:
                     self.rebalance()
                 except Exception as exc:  # noqa: BLE001 - the next round retries
-                    absorb("lease-rebalance", exc, telemetry=self.telemetry)
+                    absorb("lease-rebalance", exc, telemetry=self._telemetry)
                 if self._stop.wait(self.rebalance_every):
                     return
 
@@ -589,7 +588,7 @@ class AsyncShardedLeaseStore(_ShardCore, AsyncClosing):
                 try:
                     await self.rebalance()
                 except Exception as exc:  # noqa: BLE001
-                    absorb("lease-rebalance", exc, telemetry=self.telemetry)
+                    absorb("lease-rebalance", exc, telemetry=self._telemetry)
                 await asyncio.sleep(self.rebalance_every)
 
         if self._task is None or self._task.done():

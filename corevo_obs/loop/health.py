@@ -89,7 +89,7 @@ class LoopHealth(HasTelemetry, AsyncClosing):
         worker: str | None = None,
         registry: CollectorRegistry | None = None,
     ) -> None:
-        self.telemetry = t = Telemetry.resolve(worker, registry)
+        self._telemetry = t = Telemetry.resolve(worker, registry)
         self.config = config
         self.sampler = LoopLagSampler(interval=config.interval, worker=t.worker,
                                       registry=t.registry)

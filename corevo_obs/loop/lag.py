@@ -48,9 +48,9 @@ class LoopLagSampler(HasTelemetry):
         if not 0.001 <= interval <= 60:
             raise ConfigError(f"lag sampler interval must be within 1 ms..60 s, got {interval}")
         self.interval = interval
-        self.telemetry = Telemetry.resolve(worker, registry)
+        self._telemetry = Telemetry.resolve(worker, registry)
         self._wall = wall_clock
-        self._lag = self.telemetry.child("corevo_event_loop_lag_seconds")
+        self._lag = self._telemetry.child("corevo_event_loop_lag_seconds")
         # bound at the first stamp: a series born at 0 would read as a heartbeat 56 years
         # old (``time() - 0``) to every alert and panel until the sampler's first tick
         self._heartbeat: Any = None
@@ -109,13 +109,13 @@ class LoopLagSampler(HasTelemetry):
             self._absorb("lag_sampler", task.exception())  # type: ignore[arg-type]
 
     def _absorb(self, component: str, exc: BaseException) -> None:
-        guard.absorb(component, exc, telemetry=self.telemetry)
+        guard.absorb(component, exc, telemetry=self._telemetry)
 
     def _stamp(self) -> None:
         try:
             now = self._wall()
             if self._heartbeat is None:
-                self._heartbeat = self.telemetry.child(
+                self._heartbeat = self._telemetry.child(
                     "corevo_event_loop_heartbeat_timestamp_seconds")
             self._heartbeat.set(now)
         except Exception as exc:  # noqa: BLE001 - never let the host see this

@@ -216,7 +216,7 @@ class StallWatchdog(HasTelemetry):
         self.threshold = threshold
         self.check_interval = check_interval
         self.beat_interval = beat_interval
-        self.telemetry = Telemetry.resolve(worker, registry)
+        self._telemetry = Telemetry.resolve(worker, registry)
         self.project_roots = tuple(project_roots)
         # taken as given here (no filesystem call on the loop thread); the watchdog
         # thread swaps in the resolved filter when it starts
@@ -228,12 +228,12 @@ class StallWatchdog(HasTelemetry):
         self._log_interval = log_interval
         self._last_log = float("-inf")
         self._suppressed = 0
-        self._stalls = self.telemetry.child("corevo_event_loop_stalls_total")
-        self._stall_seconds = self.telemetry.child("corevo_event_loop_stall_seconds")
-        self._in_progress = self.telemetry.child("corevo_event_loop_stall_in_progress_seconds")
+        self._stalls = self._telemetry.child("corevo_event_loop_stalls_total")
+        self._stall_seconds = self._telemetry.child("corevo_event_loop_stall_seconds")
+        self._in_progress = self._telemetry.child("corevo_event_loop_stall_in_progress_seconds")
         self._in_progress_value = 0.0
         self._by_cause = {
-            c: self.telemetry.child("corevo_event_loop_stalls_by_cause_total", cause=c)
+            c: self._telemetry.child("corevo_event_loop_stalls_by_cause_total", cause=c)
             for c in CAUSES
         }
         self._listeners: list[StallListener] = []
@@ -369,18 +369,18 @@ class StallWatchdog(HasTelemetry):
             try:
                 self._open_probe()
             except Exception as exc:  # noqa: BLE001 - no readings: stacks and gc still work
-                guard.absorb("stall_watchdog", exc, telemetry=self.telemetry)
+                guard.absorb("stall_watchdog", exc, telemetry=self._telemetry)
             while not self._stop.wait(self._wait()):
                 self.wakes += 1
                 try:
                     self._check()
                 except Exception as exc:  # noqa: BLE001 - the thread must outlive any bug
-                    guard.absorb("stall_watchdog", exc, telemetry=self.telemetry)
+                    guard.absorb("stall_watchdog", exc, telemetry=self._telemetry)
             with self._state:
                 reports = self._drain_ended(self._find_blocker)
             self._record_all(reports)
         except Exception as exc:  # noqa: BLE001
-            guard.absorb("stall_watchdog", exc, telemetry=self.telemetry)
+            guard.absorb("stall_watchdog", exc, telemetry=self._telemetry)
         finally:
             probe, self._probe = self._probe, None
             if probe is not None:
@@ -414,7 +414,7 @@ class StallWatchdog(HasTelemetry):
         try:
             return self._next_wait()
         except Exception as exc:  # noqa: BLE001 - e.g. an injected clock that raises
-            guard.absorb("stall_watchdog", exc, telemetry=self.telemetry)
+            guard.absorb("stall_watchdog", exc, telemetry=self._telemetry)
             return self.check_interval
 
     def _next_wait(self) -> float:
@@ -490,12 +490,12 @@ class StallWatchdog(HasTelemetry):
             log.warning("%s", report.log_line(self.log_format),
                         extra={"corevo_stall": report.as_dict()})
         except Exception as exc:  # noqa: BLE001 - a broken log handler is the host's
-            guard.absorb("stall_log", exc, telemetry=self.telemetry)
+            guard.absorb("stall_log", exc, telemetry=self._telemetry)
         for listener in _ongoing_listeners:
             try:
                 listener(report)
             except Exception as exc:  # noqa: BLE001
-                guard.absorb("stall_listener", exc, telemetry=self.telemetry)
+                guard.absorb("stall_listener", exc, telemetry=self._telemetry)
 
     def _set_in_progress(self, age: float, *, force: bool = False) -> None:
         if age == self._in_progress_value and not force:
@@ -504,7 +504,7 @@ class StallWatchdog(HasTelemetry):
         try:
             self._in_progress.set(age)
         except Exception as exc:  # noqa: BLE001 - a full metrics dir: counted, not raised
-            guard.absorb("stall_metrics", exc, telemetry=self.telemetry)
+            guard.absorb("stall_metrics", exc, telemetry=self._telemetry)
 
     def _catch(self) -> None:
         """The loop is stalled now: take its stack, state and syscall; caller holds _state."""
@@ -619,7 +619,7 @@ class StallWatchdog(HasTelemetry):
                 try:
                     listener(None)
                 except Exception as exc:  # noqa: BLE001
-                    guard.absorb("stall_listener", exc, telemetry=self.telemetry)
+                    guard.absorb("stall_listener", exc, telemetry=self._telemetry)
         for report, announced in reports:
             self._record(report, announced)
 
@@ -630,16 +630,16 @@ class StallWatchdog(HasTelemetry):
             self._stall_seconds.observe(report.duration)
             self._by_cause[report.cause].inc()
         except Exception as exc:  # noqa: BLE001
-            guard.absorb("stall_metrics", exc, telemetry=self.telemetry)
+            guard.absorb("stall_metrics", exc, telemetry=self._telemetry)
         try:
             self._log(report, announced)
         except Exception as exc:  # noqa: BLE001 - a broken log handler is the host's
-            guard.absorb("stall_log", exc, telemetry=self.telemetry)
+            guard.absorb("stall_log", exc, telemetry=self._telemetry)
         for listener in self._listeners:
             try:
                 listener(report)
             except Exception as exc:  # noqa: BLE001
-                guard.absorb("stall_listener", exc, telemetry=self.telemetry)
+                guard.absorb("stall_listener", exc, telemetry=self._telemetry)
 
     def _log(self, report: StallReport, announced: bool = False) -> None:
         """Throttled to one report per ``log_interval`` (the rest counted into the next),
