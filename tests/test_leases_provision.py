@@ -42,7 +42,7 @@ def test_provisioned_at_deploy_the_first_request_is_served(redis_url, registry):
                                      registry=registry)
         async with store.hold(wait=5) as lease:   # the docs' example, at once
             token = lease.token
-        await store.close()
+        await store.aclose()
         return token
 
     assert asyncio.run(first_request()) > 0
@@ -58,7 +58,7 @@ def test_provision_api_sync_and_async_is_idempotent(redis_url, registry):
         store = AsyncRedisLeaseStore("b", redis_url, limit=1, registry=registry)
         made, again = await store.provision(), await store.provision()
         granted = await store.acquire() is not None
-        await store.close()
+        await store.aclose()
         return made, again, granted
 
     assert asyncio.run(main()) == (True, False, True)
@@ -84,7 +84,7 @@ def test_declare_fresh_without_await_is_not_silent(redis_url, registry, caplog):
         fenced = await store.acquire() is None   # it did nothing: still fenced
         await store.declare_fresh()
         granted = await store.acquire() is not None
-        await store.close()
+        await store.aclose()
         return fenced and granted
 
     assert asyncio.run(main())
