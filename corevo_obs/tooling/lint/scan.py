@@ -31,6 +31,38 @@ _LEAVES = (ast.Name, ast.Constant, ast.expr_context, ast.operator, ast.cmpop, as
            ast.boolop, ast.alias, ast.Pass, ast.Break, ast.Continue, ast.Import,
            ast.ImportFrom, ast.Global, ast.Nonlocal)
 DEEP_RECURSION = 20_000
+# fields that never hold a node the walk enters (names, numbers, contexts, operators)
+_SCALAR_FIELDS = frozenset({"id", "attr", "name", "arg", "module", "level", "kind", "conversion",
+                            "is_async", "type_comment", "simple", "tag", "kwd_attrs", "ctx",
+                            "op", "names"})
+_NODE_TYPES = tuple(k for k in vars(ast).values() if isinstance(k, type) and issubclass(k, ast.AST))
+
+
+def _child_fields(kind: type) -> tuple[str, ...]:
+    """The fields of a node type that may hold nodes to walk, in ``_fields`` order (the
+    order ``ast.iter_child_nodes`` gives), computed once per type."""
+    fields = _CHILD_FIELDS[kind] = tuple(
+        f for f in getattr(kind, "_fields", ()) if f not in _SCALAR_FIELDS)
+    return fields
+
+
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+for _kind in _NODE_TYPES:
+    _child_fields(_kind)
+_LEAF_TYPES = tuple(k for k in _NODE_TYPES if issubclass(k, _LEAVES))
+_WALKED_TYPES = tuple(k for k in _NODE_TYPES if not issubclass(k, _LEAVES))
+_FD_NEEDLES: dict[int, tuple[Catalog, tuple[bytes, ...]]] = {}
+
+
+def _fd_needles(catalog: Catalog) -> tuple[bytes, ...]:
+    """What a file must spell to bind a descriptor: ``os.pipe``, ``x.fileno`` (per catalog,
+    computed once, not per file)."""
+    hit = _FD_NEEDLES.get(id(catalog))
+    if hit is None or hit[0] is not catalog:
+        needles = tuple(dict.fromkeys(".".join(n.split(".")[-2:]).encode() for n in
+                                      (*catalog.fd_factories, *catalog.pipes, ".fileno")))
+        hit = _FD_NEEDLES[id(catalog)] = (catalog, needles)
+    return hit[1]
 
 
 _SIMPLE = (str, int, bool, float, bytes, type(None))
@@ -348,7 +380,7 @@ class FileScanner(ast.NodeVisitor):
         self._dups: set[str] = set()
         selection = catalog.selection
         self._sites = selection.any_of("chains") or selection.any_of("declared")
-        self._dispatch: dict[type, Any] = {
+        handlers: dict[type, Any] = {
             ast.Module: self.visit_Module, ast.FunctionDef: self._visit_def,
             ast.AsyncFunctionDef: self._visit_def, ast.Lambda: self.visit_Lambda,
             ast.ClassDef: self.visit_ClassDef, ast.Call: self.visit_Call,
@@ -356,6 +388,12 @@ class FileScanner(ast.NodeVisitor):
             ast.AugAssign: self.visit_AugAssign, ast.Return: self.visit_Return,
             ast.Yield: self._visit_yield, ast.YieldFrom: self._visit_yield,
         }
+        # every node type: its handler, the generic walk, or None for a leaf (not entered)
+        # (a cycle through ``self``: ``scan_source`` breaks it when done, so a finished
+        # scanner is freed by reference counting, without the garbage collector)
+        self._dispatch: dict[type, Any] = dict.fromkeys(_LEAF_TYPES)
+        self._dispatch.update(dict.fromkeys(_WALKED_TYPES, self.generic_visit))
+        self._dispatch.update(handlers)
         self._written: set[str] = set()
         self._classes: list[dict[str, dict[str, int]]] = []  # attr -> method -> stores
         self._properties: list[dict[str, tuple[str, ast.expr]]] = []
@@ -365,8 +403,7 @@ class FileScanner(ast.NodeVisitor):
         self._decorated: set[str] = set()  # qualnames of decorated defs (maybe not functions)
         # a name can hold a descriptor only if the file spells a call that makes one
         # (``os.pipe``, ``x.fileno``; a name imported bare is missed: it stays flagged)
-        self._fd_text = any(".".join(n.split(".")[-2:]).encode() in source for n in
-                            (*catalog.fd_factories, *catalog.pipes, ".fileno"))
+        self._fd_text = any(n in source for n in _fd_needles(catalog))
         self._awaited: set[int] = set()
         self._urllib3 = False
 
@@ -409,20 +446,27 @@ class FileScanner(ast.NodeVisitor):
 
     # -- the walk: a type-keyed dispatch, cheaper than NodeVisitor's name lookup -------
     def visit(self, node: ast.AST) -> None:
-        handler = self._dispatch.get(type(node))
+        handler = self._dispatch.get(type(node), self.generic_visit)
         if handler is not None:
             handler(node)
-        elif not isinstance(node, _LEAVES):
-            self.generic_visit(node)
 
     def generic_visit(self, node: ast.AST) -> None:
+        """``ast.iter_child_nodes`` inlined: only the fields that can hold nodes, each child
+        sent straight to its handler (leaves, and values that are no node, are skipped)."""
         dispatch = self._dispatch
-        for child in ast.iter_child_nodes(node):
-            handler = dispatch.get(type(child))
-            if handler is not None:
-                handler(child)
-            elif not isinstance(child, _LEAVES):
-                self.generic_visit(child)
+        kind = type(node)
+        fields = _CHILD_FIELDS.get(kind)
+        for name in fields if fields is not None else _child_fields(kind):
+            value = getattr(node, name, None)
+            if type(value) is list:
+                for child in value:
+                    handler = dispatch.get(type(child))
+                    if handler is not None:
+                        handler(child)
+            elif value is not None:
+                handler = dispatch.get(type(value))
+                if handler is not None:
+                    handler(value)
 
     # -- scopes ----------------------------------------------------------------------
     def visit_Module(self, node: ast.Module) -> None:
@@ -498,8 +542,6 @@ class FileScanner(ast.NodeVisitor):
                         scope.bindings[name] = Binding("var", typ)
                 if handler is not None:
                     handler(stmt)
-                elif not isinstance(stmt, _LEAVES):
-                    self.generic_visit(stmt)
             return visit
 
         kinds = [k for k in vars(ast).values()
@@ -996,4 +1038,5 @@ def scan_source(path: str, module: str, source: bytes, catalog: Catalog, *,
         return result
     finally:
         sys.setrecursionlimit(limit)
+        scanner._dispatch = {}  # the bound handlers' cycle: freed now, not by a gc pass
     return scanner.finish()
