@@ -18,7 +18,16 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from .call_catalog import Catalog
-from .imports import AMBIGUOUS, GETTER, PROPERTY_DECORATORS, Binding, ImportTracker, Ref, Scope
+from .imports import (
+    AMBIGUOUS,
+    GETTER,
+    PROPERTY_DECORATORS,
+    Binding,
+    ImportTracker,
+    Ref,
+    Scope,
+    walk,
+)
 from .model import FIRST_USE, CallSite, Edge, FileResult, Finding, FuncFacts, Pending
 from .narrowing import OPAQUE, SELF, UNKNOWN, Args, Atom, Guard, Kind, Value, atoms
 from .newer import parse_with_newer
@@ -143,10 +152,10 @@ class _Ctx:
         name = node.args.kwarg.arg
         spread: set[int] = set()
         for stmt in node.body:
-            for n in ast.walk(stmt):
+            for n in walk(stmt):
                 if isinstance(n, ast.keyword) and n.arg is None:
                     spread.add(id(n.value))
-        return all(id(n) in spread for stmt in node.body for n in ast.walk(stmt)
+        return all(id(n) in spread for stmt in node.body for n in walk(stmt)
                    if isinstance(n, ast.Name) and n.id == name)
 
     def stable_params(self) -> frozenset[str]:
@@ -206,7 +215,7 @@ def _plain_defs(body: list[ast.stmt]) -> set[str]:
                 stmt, ast.ClassDef) else ""
             defs[stmt.name] = defs.get(stmt.name, 0) + (1 if key else 2)
             continue
-        for n in ast.walk(stmt):
+        for n in walk(stmt):
             if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
                 other.add(n.id)
             elif isinstance(n, ast.alias):
@@ -230,7 +239,7 @@ def _module_constants(body: list[ast.stmt]) -> dict[str, object]:
             if isinstance(stmt, ast.AugAssign):
                 value = None
         for t in targets:
-            for name in ast.walk(t):
+            for name in walk(t):
                 if isinstance(name, ast.Name):
                     if name.id in seen:
                         found.pop(name.id, None)
@@ -272,12 +281,12 @@ def _store_targets(stmts: list[ast.stmt]) -> Iterator[tuple[ast.AST, bool]]:
             yield st, False
         elif isinstance(st, ast.Match):
             for case in st.cases:
-                yield from ((n, False) for n in ast.walk(case.pattern))
+                yield from ((n, False) for n in walk(case.pattern))
                 stack.extend(case.body)
         elif isinstance(st, ast.Try | ast.TryStar):
             stack.extend(st.handlers)
         for t in targets:
-            yield from ((n, False) for n in ast.walk(t)
+            yield from ((n, False) for n in walk(t)
                         if isinstance(n, ast.Name | ast.Attribute)
                         and not isinstance(n.ctx, ast.Load))
         for name in _BODIES:
@@ -288,7 +297,7 @@ def _walk_stores(stmts: list[ast.stmt]) -> Iterator[tuple[ast.AST, bool]]:
     """The same as ``_store_targets`` by walking every node (for files that use ``:=``)."""
     plain: set[int] = set()
     for stmt in stmts:
-        for n in ast.walk(stmt):
+        for n in walk(stmt):
             if isinstance(n, ast.Assign) and len(n.targets) == 1:
                 plain.add(id(n.targets[0]))
             yield n, id(n) in plain
@@ -355,7 +364,7 @@ class _Rename(ast.NodeTransformer):
 def _inline_properties(test: ast.expr, me: str,
                        props: dict[str, tuple[str, ast.expr]]) -> ast.expr:
     if not props or not any(isinstance(n, ast.Attribute) and n.attr in props
-                            for n in ast.walk(test)):
+                            for n in walk(test)):
         return test
     out = _Inline(me, props).visit(copy.deepcopy(test))
     assert isinstance(out, ast.expr)
@@ -648,7 +657,7 @@ class FileScanner(ast.NodeVisitor):
 
     def _note_written(self, target: ast.expr) -> None:
         """``obj.x = ...`` on anything but a method's own ``self``: ``x`` is no known state."""
-        for n in ast.walk(target):
+        for n in walk(target):
             if (isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load)
                     and not (isinstance(n.value, ast.Name) and self._ctx
                              and n.value.id == self._ctx[-1].self_name)):
@@ -925,7 +934,7 @@ class FileScanner(ast.NodeVisitor):
         args = ctx.node.args
         stores = Counter(a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs])
         assigns: list[tuple[ast.expr, ast.Call]] = []
-        for stmt in ast.walk(ctx.node):
+        for stmt in walk(ctx.node):
             if isinstance(stmt, ast.Name) and not isinstance(stmt.ctx, ast.Load):
                 stores[stmt.id] += 1
             elif (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1

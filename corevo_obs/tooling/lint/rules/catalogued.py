@@ -21,7 +21,7 @@ import ast
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from ..imports import ImportTracker, Ref
+from ..imports import ImportTracker, Ref, walk
 from ..narrowing import Atom
 from .base import Family, Spec, register
 
@@ -212,7 +212,7 @@ def quiet_hints(call: ast.Call, catalog: Catalog, tracker: ImportTracker,
     flags = catalog.all_disarming
     if flags:
         for arg in [*call.args, *(k.value for k in call.keywords)]:
-            for node in ast.walk(arg):
+            for node in walk(arg):
                 if isinstance(node, ast.Attribute | ast.Name):
                     named = tracker.resolve(node)
                     if named is not None and named.name in flags:
@@ -235,7 +235,7 @@ def disarmed(call: ast.Call, ref: Ref, catalog: Catalog, tracker: ImportTracker)
     if not flags:
         return False
     for arg in [*call.args, *(k.value for k in call.keywords)]:
-        for node in ast.walk(arg):
+        for node in walk(arg):
             if isinstance(node, ast.Attribute | ast.Name):
                 named = tracker.resolve(node)
                 if named is not None and named.name in flags:
