@@ -20,6 +20,7 @@ have it), after one untimed warm-up run.
     python bench/lint_bench.py --corpus          # recall / precision on tests/lint_corpus
     python bench/lint_bench.py --generated 1000 --tools corevo-obs --before /tmp/base
                                                  # against the base commit, same rounds
+                                                 # (/tmp/base: `git archive <commit>`)
 
 The corpus labels every line that blocks the loop with ``# error: CODE`` (its config is
 ``tests/lint_corpus/pyproject.toml``). A tool's hit is a labelled line it reports with a
@@ -209,13 +210,27 @@ def blocking_lines(output: str) -> set[Line]:
 
 def run(cmd: list[str], files_arg: list[str], cwd: str | Path,
         env: dict[str, str] | None = None) -> tuple[float, set[Line]]:
+    wall, found, _ = run_measured(cmd, files_arg, cwd, env)
+    return wall, found
+
+
+def run_measured(cmd: list[str], files_arg: list[str], cwd: str | Path,
+                 env: dict[str, str] | None = None) -> tuple[float, set[Line], int]:
+    """Wall time, blocking lines reported, and peak RSS in KiB of the largest process of
+    the run (``wait4``'s rusage covers the tool and the workers it reaped)."""
     env = own_env(env)
-    start = time.perf_counter()
-    proc = subprocess.run([*cmd, *files_arg], cwd=cwd, capture_output=True, text=True, env=env)
-    wall = time.perf_counter() - start
-    if proc.returncode not in (0, 1, 2) or "Traceback" in proc.stderr:
-        raise SystemExit(f"{cmd[0]} failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    return wall, blocking_lines(proc.stdout)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen([*cmd, *files_arg], cwd=cwd, stdout=out, stderr=err, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode(), err.read().decode()
+    if proc.returncode not in (0, 1, 2) or "Traceback" in stderr:
+        raise SystemExit(f"{cmd[0]} failed ({proc.returncode}): {stderr[-2000:]}")
+    return wall, blocking_lines(stdout), usage.ru_maxrss
 
 
 def corpus_labels(corpus: Path = CORPUS) -> tuple[set[Line], set[str]]:
@@ -292,6 +307,7 @@ def timing(files: list[str], tools: list[str], rounds: int, jobs: int, work: Pat
     """Cold, warm and one-file-changed wall times per tool, interleaved; ratios printed."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     walls: dict[tuple[str, str], list[float]] = {(t, p): [] for t in tools for p in PHASES}
+    rss: dict[tuple[str, str], list[int]] = {(t, p): [] for t in tools for p in PHASES}
     found: dict[str, set[Line]] = {}
     original = Path(changed).read_bytes()
     cwd = work / "cwd"  # no project config is picked up
@@ -305,18 +321,24 @@ def timing(files: list[str], tools: list[str], rounds: int, jobs: int, work: Pat
         for name in order:
             cache = work / f"cache-{r}-{name}"
             cmd = cached_commands(jobs, cache, before)[name]
-            wall, found[name] = run(cmd, files, cwd, env)
+            wall, found[name], peak = run_measured(cmd, files, cwd, env)
             walls[name, "cold"].append(wall)
+            rss[name, "cold"].append(peak)
             if name == "flake8-async":  # no cache: every run is a cold one
-                walls[name, "warm"].append(wall)
-                walls[name, "warm, 1 changed"].append(wall)
+                for phase in PHASES[1:]:
+                    walls[name, phase].append(wall)
+                    rss[name, phase].append(peak)
                 continue
-            walls[name, "warm"].append(run(cmd, files, cwd, env)[0])
+            wall, _, peak = run_measured(cmd, files, cwd, env)
+            walls[name, "warm"].append(wall)
+            rss[name, "warm"].append(peak)
             Path(changed).write_bytes(original + b"\n# edited\n")
             try:
-                walls[name, "warm, 1 changed"].append(run(cmd, files, cwd, env)[0])
+                wall, _, peak = run_measured(cmd, files, cwd, env)
             finally:
                 Path(changed).write_bytes(original)
+            walls[name, "warm, 1 changed"].append(wall)
+            rss[name, "warm, 1 changed"].append(peak)
         print(f"round {r + 1}: " + ", ".join(
             f"{n} {walls[n, 'cold'][-1]:.2f}/{walls[n, 'warm'][-1]:.2f}/"
             f"{walls[n, 'warm, 1 changed'][-1]:.2f}s" for n in tools), flush=True)
@@ -326,12 +348,19 @@ def timing(files: list[str], tools: list[str], rounds: int, jobs: int, work: Pat
     for name in tools:
         print(f"{name:13s} " + " ".join(f"{statistics.median(walls[name, p]):16.2f}"
                                         for p in PHASES) + f"   {len(found[name])}")
+    print("median peak RSS of the largest process, MB")
+    for name in tools:
+        print(f"{name:13s} " + " ".join(f"{statistics.median(rss[name, p]) / 1024:16.1f}"
+                                        for p in PHASES))
     floor = statistics.median(floors)
     cold = statistics.median(walls["corevo-obs", "cold"])
     warm = statistics.median(walls["corevo-obs", "warm"])
     print(f"parse floor (one process reads and parses every file) {floor:.2f} s; "
           f"corevo-obs cold / floor {cold / floor:.2f}x (target <= 2x); "
           f"warm {warm:.2f} s (target <= 0.3 s on 1,000 files)")
+    if BEFORE in tools:
+        print(f"{BEFORE} cold / floor "
+              f"{statistics.median(walls[BEFORE, 'cold']) / floor:.2f}x")
     for peer in tools[1:]:
         ratios = []
         for phase in PHASES:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
+
+from corevo_obs.tooling.lint.runner import max_jobs
 
 ROOT = Path(__file__).parent.parent
 SARIF_SCHEMA = ROOT / "tests" / "data" / "sarif-schema-2.1.0.json"  # OASIS SARIF 2.1.0
@@ -170,11 +173,30 @@ def test_parallel_run_equals_serial(tmp_path: Path) -> None:
     for i in range(220):
         tree(tmp_path, **{f"pkg/m{i}.py": BLOCKING if i % 7 == 0 else CLEAN})
     (tmp_path / "pkg" / "__init__.py").write_text("")
-    serial = lint(tmp_path, "--jobs", "1", "--format", "json", ".")
-    parallel = lint(tmp_path, "--jobs", "2", "--format", "json", ".")
+    serial = lint(tmp_path, "--no-cache", "--jobs", "1", "--format", "json", ".")
+    parallel = lint(tmp_path, "--no-cache", "--jobs", "2", "--format", "json", ".")
     assert serial.returncode == parallel.returncode == 1
-    assert json.loads(serial.stdout) == json.loads(parallel.stdout)
+    assert serial.stdout == parallel.stdout
     assert len(json.loads(serial.stdout)) == 32
+
+
+@pytest.mark.skipif(max_jobs() < 2, reason="one CPU: --jobs 2 runs in process")
+def test_parallel_run_is_byte_identical_on_chains_and_corpus(tmp_path: Path) -> None:
+    """Worker processes (started from 64 files to parse) give the serial run's output byte
+    for byte: on the bench's tree, whose chains cross modules (a helper's summary made in
+    one worker, its caller's in another), and on five copies of the labelled corpus."""
+    from tests.test_lint_peers import _bench  # loads bench/lint_bench.py
+    _bench().generate_tree(tmp_path / "gen", 120)
+    corpus = ROOT / "tests" / "lint_corpus"
+    for n in range(5):
+        shutil.copytree(corpus, tmp_path / "corpus" / f"copy{n}")
+    for where, args in (("gen", ()),
+                        ("corpus", ("--config", str(corpus / "pyproject.toml")))):
+        runs = [lint(tmp_path / where, "--no-cache", "--jobs", jobs, "--format", "json",
+                     "--min-confidence", "low", *args, ".") for jobs in ("1", "2")]
+        assert runs[0].returncode == runs[1].returncode == 1, runs[1].stderr
+        assert runs[0].stdout == runs[1].stdout
+        assert len(json.loads(runs[0].stdout)) > 100
 
 
 def test_pre_commit_hook_definition_runs_the_lint(tmp_path: Path) -> None:

@@ -18,7 +18,16 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from .call_catalog import Catalog
-from .imports import AMBIGUOUS, GETTER, PROPERTY_DECORATORS, Binding, ImportTracker, Ref, Scope
+from .imports import (
+    AMBIGUOUS,
+    GETTER,
+    PROPERTY_DECORATORS,
+    Binding,
+    ImportTracker,
+    Ref,
+    Scope,
+    walk,
+)
 from .model import FIRST_USE, CallSite, Edge, FileResult, Finding, FuncFacts, Pending
 from .narrowing import OPAQUE, SELF, UNKNOWN, Args, Atom, Guard, Kind, Value, atoms
 from .newer import parse_with_newer
@@ -31,6 +40,38 @@ _LEAVES = (ast.Name, ast.Constant, ast.expr_context, ast.operator, ast.cmpop, as
            ast.boolop, ast.alias, ast.Pass, ast.Break, ast.Continue, ast.Import,
            ast.ImportFrom, ast.Global, ast.Nonlocal)
 DEEP_RECURSION = 20_000
+# fields that never hold a node the walk enters (names, numbers, contexts, operators)
+_SCALAR_FIELDS = frozenset({"id", "attr", "name", "arg", "module", "level", "kind", "conversion",
+                            "is_async", "type_comment", "simple", "tag", "kwd_attrs", "ctx",
+                            "op", "names"})
+_NODE_TYPES = tuple(k for k in vars(ast).values() if isinstance(k, type) and issubclass(k, ast.AST))
+
+
+def _child_fields(kind: type) -> tuple[str, ...]:
+    """The fields of a node type that may hold nodes to walk, in ``_fields`` order (the
+    order ``ast.iter_child_nodes`` gives), computed once per type."""
+    fields = _CHILD_FIELDS[kind] = tuple(
+        f for f in getattr(kind, "_fields", ()) if f not in _SCALAR_FIELDS)
+    return fields
+
+
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+for _kind in _NODE_TYPES:
+    _child_fields(_kind)
+_LEAF_TYPES = tuple(k for k in _NODE_TYPES if issubclass(k, _LEAVES))
+_WALKED_TYPES = tuple(k for k in _NODE_TYPES if not issubclass(k, _LEAVES))
+_FD_NEEDLES: dict[int, tuple[Catalog, tuple[bytes, ...]]] = {}
+
+
+def _fd_needles(catalog: Catalog) -> tuple[bytes, ...]:
+    """What a file must spell to bind a descriptor: ``os.pipe``, ``x.fileno`` (per catalog,
+    computed once, not per file)."""
+    hit = _FD_NEEDLES.get(id(catalog))
+    if hit is None or hit[0] is not catalog:
+        needles = tuple(dict.fromkeys(".".join(n.split(".")[-2:]).encode() for n in
+                                      (*catalog.fd_factories, *catalog.pipes, ".fileno")))
+        hit = _FD_NEEDLES[id(catalog)] = (catalog, needles)
+    return hit[1]
 
 
 _SIMPLE = (str, int, bool, float, bytes, type(None))
@@ -111,10 +152,10 @@ class _Ctx:
         name = node.args.kwarg.arg
         spread: set[int] = set()
         for stmt in node.body:
-            for n in ast.walk(stmt):
+            for n in walk(stmt):
                 if isinstance(n, ast.keyword) and n.arg is None:
                     spread.add(id(n.value))
-        return all(id(n) in spread for stmt in node.body for n in ast.walk(stmt)
+        return all(id(n) in spread for stmt in node.body for n in walk(stmt)
                    if isinstance(n, ast.Name) and n.id == name)
 
     def stable_params(self) -> frozenset[str]:
@@ -174,7 +215,7 @@ def _plain_defs(body: list[ast.stmt]) -> set[str]:
                 stmt, ast.ClassDef) else ""
             defs[stmt.name] = defs.get(stmt.name, 0) + (1 if key else 2)
             continue
-        for n in ast.walk(stmt):
+        for n in walk(stmt):
             if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
                 other.add(n.id)
             elif isinstance(n, ast.alias):
@@ -198,7 +239,7 @@ def _module_constants(body: list[ast.stmt]) -> dict[str, object]:
             if isinstance(stmt, ast.AugAssign):
                 value = None
         for t in targets:
-            for name in ast.walk(t):
+            for name in walk(t):
                 if isinstance(name, ast.Name):
                     if name.id in seen:
                         found.pop(name.id, None)
@@ -240,12 +281,12 @@ def _store_targets(stmts: list[ast.stmt]) -> Iterator[tuple[ast.AST, bool]]:
             yield st, False
         elif isinstance(st, ast.Match):
             for case in st.cases:
-                yield from ((n, False) for n in ast.walk(case.pattern))
+                yield from ((n, False) for n in walk(case.pattern))
                 stack.extend(case.body)
         elif isinstance(st, ast.Try | ast.TryStar):
             stack.extend(st.handlers)
         for t in targets:
-            yield from ((n, False) for n in ast.walk(t)
+            yield from ((n, False) for n in walk(t)
                         if isinstance(n, ast.Name | ast.Attribute)
                         and not isinstance(n.ctx, ast.Load))
         for name in _BODIES:
@@ -256,7 +297,7 @@ def _walk_stores(stmts: list[ast.stmt]) -> Iterator[tuple[ast.AST, bool]]:
     """The same as ``_store_targets`` by walking every node (for files that use ``:=``)."""
     plain: set[int] = set()
     for stmt in stmts:
-        for n in ast.walk(stmt):
+        for n in walk(stmt):
             if isinstance(n, ast.Assign) and len(n.targets) == 1:
                 plain.add(id(n.targets[0]))
             yield n, id(n) in plain
@@ -323,7 +364,7 @@ class _Rename(ast.NodeTransformer):
 def _inline_properties(test: ast.expr, me: str,
                        props: dict[str, tuple[str, ast.expr]]) -> ast.expr:
     if not props or not any(isinstance(n, ast.Attribute) and n.attr in props
-                            for n in ast.walk(test)):
+                            for n in walk(test)):
         return test
     out = _Inline(me, props).visit(copy.deepcopy(test))
     assert isinstance(out, ast.expr)
@@ -348,7 +389,7 @@ class FileScanner(ast.NodeVisitor):
         self._dups: set[str] = set()
         selection = catalog.selection
         self._sites = selection.any_of("chains") or selection.any_of("declared")
-        self._dispatch: dict[type, Any] = {
+        handlers: dict[type, Any] = {
             ast.Module: self.visit_Module, ast.FunctionDef: self._visit_def,
             ast.AsyncFunctionDef: self._visit_def, ast.Lambda: self.visit_Lambda,
             ast.ClassDef: self.visit_ClassDef, ast.Call: self.visit_Call,
@@ -356,6 +397,12 @@ class FileScanner(ast.NodeVisitor):
             ast.AugAssign: self.visit_AugAssign, ast.Return: self.visit_Return,
             ast.Yield: self._visit_yield, ast.YieldFrom: self._visit_yield,
         }
+        # every node type: its handler, the generic walk, or None for a leaf (not entered)
+        # (a cycle through ``self``: ``scan_source`` breaks it when done, so a finished
+        # scanner is freed by reference counting, without the garbage collector)
+        self._dispatch: dict[type, Any] = dict.fromkeys(_LEAF_TYPES)
+        self._dispatch.update(dict.fromkeys(_WALKED_TYPES, self.generic_visit))
+        self._dispatch.update(handlers)
         self._written: set[str] = set()
         self._classes: list[dict[str, dict[str, int]]] = []  # attr -> method -> stores
         self._properties: list[dict[str, tuple[str, ast.expr]]] = []
@@ -365,8 +412,7 @@ class FileScanner(ast.NodeVisitor):
         self._decorated: set[str] = set()  # qualnames of decorated defs (maybe not functions)
         # a name can hold a descriptor only if the file spells a call that makes one
         # (``os.pipe``, ``x.fileno``; a name imported bare is missed: it stays flagged)
-        self._fd_text = any(".".join(n.split(".")[-2:]).encode() in source for n in
-                            (*catalog.fd_factories, *catalog.pipes, ".fileno"))
+        self._fd_text = any(n in source for n in _fd_needles(catalog))
         self._awaited: set[int] = set()
         self._urllib3 = False
 
@@ -409,20 +455,27 @@ class FileScanner(ast.NodeVisitor):
 
     # -- the walk: a type-keyed dispatch, cheaper than NodeVisitor's name lookup -------
     def visit(self, node: ast.AST) -> None:
-        handler = self._dispatch.get(type(node))
+        handler = self._dispatch.get(type(node), self.generic_visit)
         if handler is not None:
             handler(node)
-        elif not isinstance(node, _LEAVES):
-            self.generic_visit(node)
 
     def generic_visit(self, node: ast.AST) -> None:
+        """``ast.iter_child_nodes`` inlined: only the fields that can hold nodes, each child
+        sent straight to its handler (leaves, and values that are no node, are skipped)."""
         dispatch = self._dispatch
-        for child in ast.iter_child_nodes(node):
-            handler = dispatch.get(type(child))
-            if handler is not None:
-                handler(child)
-            elif not isinstance(child, _LEAVES):
-                self.generic_visit(child)
+        kind = type(node)
+        fields = _CHILD_FIELDS.get(kind)
+        for name in fields if fields is not None else _child_fields(kind):
+            value = getattr(node, name, None)
+            if type(value) is list:
+                for child in value:
+                    handler = dispatch.get(type(child))
+                    if handler is not None:
+                        handler(child)
+            elif value is not None:
+                handler = dispatch.get(type(value))
+                if handler is not None:
+                    handler(value)
 
     # -- scopes ----------------------------------------------------------------------
     def visit_Module(self, node: ast.Module) -> None:
@@ -498,8 +551,6 @@ class FileScanner(ast.NodeVisitor):
                         scope.bindings[name] = Binding("var", typ)
                 if handler is not None:
                     handler(stmt)
-                elif not isinstance(stmt, _LEAVES):
-                    self.generic_visit(stmt)
             return visit
 
         kinds = [k for k in vars(ast).values()
@@ -606,7 +657,7 @@ class FileScanner(ast.NodeVisitor):
 
     def _note_written(self, target: ast.expr) -> None:
         """``obj.x = ...`` on anything but a method's own ``self``: ``x`` is no known state."""
-        for n in ast.walk(target):
+        for n in walk(target):
             if (isinstance(n, ast.Attribute) and not isinstance(n.ctx, ast.Load)
                     and not (isinstance(n.value, ast.Name) and self._ctx
                              and n.value.id == self._ctx[-1].self_name)):
@@ -883,7 +934,7 @@ class FileScanner(ast.NodeVisitor):
         args = ctx.node.args
         stores = Counter(a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs])
         assigns: list[tuple[ast.expr, ast.Call]] = []
-        for stmt in ast.walk(ctx.node):
+        for stmt in walk(ctx.node):
             if isinstance(stmt, ast.Name) and not isinstance(stmt.ctx, ast.Load):
                 stores[stmt.id] += 1
             elif (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
@@ -996,4 +1047,5 @@ def scan_source(path: str, module: str, source: bytes, catalog: Catalog, *,
         return result
     finally:
         sys.setrecursionlimit(limit)
+        scanner._dispatch = {}  # the bound handlers' cycle: freed now, not by a gc pass
     return scanner.finish()

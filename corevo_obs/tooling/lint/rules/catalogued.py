@@ -21,7 +21,7 @@ import ast
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from ..imports import ImportTracker, Ref
+from ..imports import ImportTracker, Ref, walk
 from ..narrowing import Atom
 from .base import Family, Spec, register
 
@@ -165,7 +165,7 @@ def note_methods(call: ast.Call, catalog: Catalog, seen: set[str]) -> None:
 
 def already_done(call: ast.Call, ref: Ref, catalog: Catalog, seen: set[str]) -> bool:
     needs = catalog.after.get(ref.name) if ref.kind == "method" else None
-    if not needs or not isinstance(call.func, ast.Attribute):
+    if not needs or not seen or not isinstance(call.func, ast.Attribute):
         return False
     receiver = ast.unparse(call.func.value)
     return any(f"{receiver}.{m}" in seen for m in needs)
@@ -212,12 +212,12 @@ def quiet_hints(call: ast.Call, catalog: Catalog, tracker: ImportTracker,
     flags = catalog.all_disarming
     if flags:
         for arg in [*call.args, *(k.value for k in call.keywords)]:
-            for node in ast.walk(arg):
+            for node in walk(arg):
                 if isinstance(node, ast.Attribute | ast.Name):
                     named = tracker.resolve(node)
                     if named is not None and named.name in flags:
                         out.add(named.name)
-    if isinstance(call.func, ast.Attribute) and catalog.after_methods:
+    if seen and isinstance(call.func, ast.Attribute) and catalog.after_methods:
         receiver = ast.unparse(call.func.value)
         out.update(m for m in catalog.after_methods if f"{receiver}.{m}" in seen)
     return frozenset(out)
@@ -235,7 +235,7 @@ def disarmed(call: ast.Call, ref: Ref, catalog: Catalog, tracker: ImportTracker)
     if not flags:
         return False
     for arg in [*call.args, *(k.value for k in call.keywords)]:
-        for node in ast.walk(arg):
+        for node in walk(arg):
             if isinstance(node, ast.Attribute | ast.Name):
                 named = tracker.resolve(node)
                 if named is not None and named.name in flags:
