@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from corevo_obs.core.errors import ConfigError
-from corevo_obs.leases import CircuitBreaker, SqliteLeaseStore
+from corevo_obs.leases import CircuitBreaker, RedisLeaseStore, SqliteLeaseStore
 from corevo_obs.loop import LoopHealthConfig, install_loop_health
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -133,3 +133,14 @@ def test_breaker_true_false_and_own(tmp_path: Path) -> None:
         assert store.breaker is own
     with SqliteLeaseStore("q", db, limit=1, breaker=False) as store:
         assert store.breaker is None
+
+
+def test_redis_store_has_the_default_breaker_unless_false() -> None:
+    """No connection is made: the client from a URL connects at the first command."""
+    url = "redis://127.0.0.1:1/0"
+    with RedisLeaseStore("q", url, limit=1, timeout=8) as store:
+        assert isinstance(store.breaker, CircuitBreaker) and store.breaker.backoff == 2.0
+    with RedisLeaseStore("q", url, limit=1, breaker=False) as store:
+        assert store.breaker is None
+    with pytest.raises(ConfigError, match="breaker= takes True"):
+        RedisLeaseStore("q", url, limit=1, breaker=None)  # type: ignore[arg-type]
