@@ -46,14 +46,15 @@ import select
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from prometheus_client import CollectorRegistry
 
 from ..core.errors import BackendUnavailable, ConfigError
+from ..observer import Observer
 from . import sql
 from .store import AsyncDatabase, AsyncJobStore, Database, JobStore, Rows
 
@@ -98,13 +99,6 @@ class PostgresOptions:
                               f"not {self.connect_timeout!r}", source=SOURCE)
         if not isinstance(self.pool_size, int) or self.pool_size < 1:
             raise ConfigError(f"pool_size must be >= 1, not {self.pool_size!r}", source=SOURCE)
-
-    @classmethod
-    def take(cls, options: dict[str, Any]) -> PostgresOptions:
-        """The bounds among a store's keyword options (removed from them; the rest are
-        ``JobStore``'s)."""
-        names = [f.name for f in fields(cls)]
-        return cls(**{n: options.pop(n) for n in names if n in options})
 
     @property
     def deadline(self) -> float:
@@ -366,11 +360,21 @@ class PostgresJobStore(JobStore):
     those of ``JobStore``.
     """
 
-    def __init__(self, dsn: Any, *, worker: str | None = None,
-                 registry: CollectorRegistry | None = None, **options: Any) -> None:
-        db = PostgresDatabase(dsn, options=PostgresOptions.take(options))
+    def __init__(self, dsn: Any, *, connect_timeout: int = CONNECT_TIMEOUT,
+                 statement_timeout: float = STATEMENT_TIMEOUT,
+                 pool_timeout: float = POOL_TIMEOUT,
+                 reconnect_timeout: float = RECONNECT_TIMEOUT, pool_size: int = POOL_SIZE,
+                 table: str = "corevo_jobs",
+                 owner: str | None = None, observer: Observer | None = None,
+                 worker: str | None = None, registry: CollectorRegistry | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        bounds = PostgresOptions(connect_timeout=connect_timeout,
+                                 statement_timeout=statement_timeout, pool_timeout=pool_timeout,
+                                 reconnect_timeout=reconnect_timeout, pool_size=pool_size)
+        db = PostgresDatabase(dsn, options=bounds)
         try:
-            super().__init__(db, worker=worker, registry=registry, **options)
+            super().__init__(db, table=table, owner=owner, observer=observer, worker=worker,
+                             registry=registry, clock=clock)
         except BaseException:
             db.close()
             raise
@@ -509,7 +513,16 @@ class AsyncPostgresJobStore(AsyncJobStore):
     Same timeouts and options as ``PostgresJobStore``.
     """
 
-    def __init__(self, dsn: Any, *, worker: str | None = None,
-                 registry: CollectorRegistry | None = None, **options: Any) -> None:
-        super().__init__(AsyncPostgresDatabase(dsn, options=PostgresOptions.take(options)),
-                         worker=worker, registry=registry, **options)
+    def __init__(self, dsn: Any, *, connect_timeout: int = CONNECT_TIMEOUT,
+                 statement_timeout: float = STATEMENT_TIMEOUT,
+                 pool_timeout: float = POOL_TIMEOUT,
+                 reconnect_timeout: float = RECONNECT_TIMEOUT, pool_size: int = POOL_SIZE,
+                 table: str = "corevo_jobs",
+                 owner: str | None = None, observer: Observer | None = None,
+                 worker: str | None = None, registry: CollectorRegistry | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        bounds = PostgresOptions(connect_timeout=connect_timeout,
+                                 statement_timeout=statement_timeout, pool_timeout=pool_timeout,
+                                 reconnect_timeout=reconnect_timeout, pool_size=pool_size)
+        super().__init__(AsyncPostgresDatabase(dsn, options=bounds), table=table, owner=owner,
+                         observer=observer, worker=worker, registry=registry, clock=clock)

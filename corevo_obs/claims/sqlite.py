@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Final
@@ -16,6 +17,7 @@ from typing import Any, Final
 from prometheus_client import CollectorRegistry
 
 from ..core.sqlite import open_sqlite
+from ..observer import Observer
 from .store import AsyncDatabase, AsyncJobStore, Database, JobStore, Rows
 
 BUSY_TIMEOUT_MS: Final = 10_000
@@ -75,9 +77,12 @@ class AsyncSqliteDatabase(AsyncDatabase):
 class SqliteJobStore(JobStore):
     """A ``JobStore`` on a SQLite file (options: those of ``JobStore``)."""
 
-    def __init__(self, path: str | Path, *, worker: str | None = None,
-                 registry: CollectorRegistry | None = None, **options: Any) -> None:
-        super().__init__(SqliteDatabase(path), worker=worker, registry=registry, **options)
+    def __init__(self, path: str | Path, *, table: str = "corevo_jobs",
+                 owner: str | None = None, observer: Observer | None = None,
+                 worker: str | None = None, registry: CollectorRegistry | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        super().__init__(SqliteDatabase(path), table=table, owner=owner, observer=observer,
+                         worker=worker, registry=registry, clock=clock)
 
 
 class AsyncSqliteJobStore(AsyncJobStore):
@@ -85,7 +90,9 @@ class AsyncSqliteJobStore(AsyncJobStore):
     thread (see ``AsyncSqliteDatabase``). Options: those of ``JobStore``.
     """
 
-    def __init__(self, path: str | Path, *, worker: str | None = None,
-                 registry: CollectorRegistry | None = None, **options: Any) -> None:
-        super().__init__(AsyncSqliteDatabase(path), worker=worker, registry=registry,
-                         **options)
+    def __init__(self, path: str | Path, *, table: str = "corevo_jobs",
+                 owner: str | None = None, observer: Observer | None = None,
+                 worker: str | None = None, registry: CollectorRegistry | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        super().__init__(AsyncSqliteDatabase(path), table=table, owner=owner,
+                         observer=observer, worker=worker, registry=registry, clock=clock)

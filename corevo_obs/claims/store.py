@@ -311,11 +311,17 @@ class JobStore(_JobCore, Closing):
 
     The blocking shell over ``_JobCore``: for threads and scripts. Every method that
     talks to the database is ``@blocking``; on an event loop use ``AsyncJobStore``.
+    ``table`` is the jobs table, ``owner`` this process's owner id (default: a new one
+    naming the pid, which ``recover`` needs), ``observer`` receives every outcome
+    (default: the metrics of ``worker`` / ``registry``); ``clock`` is for tests.
     """
 
-    def __init__(self, db: Database, *, worker: str | None = None,
-                 registry: CollectorRegistry | None = None, **options: Any) -> None:
-        super().__init__(worker=worker, registry=registry, **options)
+    def __init__(self, db: Database, *, table: str = "corevo_jobs",
+                 owner: str | None = None, observer: Observer | None = None,
+                 worker: str | None = None, registry: CollectorRegistry | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        super().__init__(table=table, owner=owner, observer=observer, worker=worker,
+                         registry=registry, clock=clock)
         self.db = db
         self._drive(self._schema())
 
@@ -429,9 +435,12 @@ class AsyncJobStore(_JobCore, AsyncClosing):
     constructor cannot await. Methods mirror ``JobStore``'s one for one (see there).
     """
 
-    def __init__(self, db: AsyncDatabase, *, worker: str | None = None,
-                 registry: CollectorRegistry | None = None, **options: Any) -> None:
-        super().__init__(worker=worker, registry=registry, **options)
+    def __init__(self, db: AsyncDatabase, *, table: str = "corevo_jobs",
+                 owner: str | None = None, observer: Observer | None = None,
+                 worker: str | None = None, registry: CollectorRegistry | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        super().__init__(table=table, owner=owner, observer=observer, worker=worker,
+                         registry=registry, clock=clock)
         self.db = db
         self._ready: asyncio.Future[None] | None = None
 

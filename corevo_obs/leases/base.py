@@ -55,7 +55,7 @@ from ..core.lifecycle import AsyncClosing, Closing
 from ..core.marker import blocking
 from ..core.telemetry import HasTelemetry, Telemetry
 from ..observer import AcquireOutcome, MetricsObserver, Observer
-from .breaker import CircuitBreaker, ShortCircuited, open_pause
+from .breaker import CircuitBreaker, ShortCircuited, open_pause, store_breaker
 from .holder import HolderIds
 from .provision import MustAwait
 
@@ -129,7 +129,7 @@ class _LeaseCore(HasTelemetry):
         worker: str | None = None,
         registry: CollectorRegistry | None = None,
         fail_open: bool = False,
-        breaker: CircuitBreaker | None = None,
+        breaker: CircuitBreaker | bool = False,
         clock: Callable[[], float] = time.time,
     ) -> None:
         if not isinstance(quota, str) or not _QUOTA_RE.match(quota):
@@ -156,9 +156,9 @@ class _LeaseCore(HasTelemetry):
         self._fenced: dict[str, None] = {}
         self._fenced_lock = threading.Lock()
         #: short-circuits calls to a backend that failed repeatedly (see ``breaker.py``)
-        self.breaker = breaker
-        if breaker is not None:
-            breaker.bind(self.worker, self.registry)
+        self.breaker = store_breaker(breaker, f"lease:{quota}", self.timeout)
+        if self.breaker is not None:
+            self.breaker.bind(self.worker, self.registry)
 
     def store_wait(self) -> tuple[float, str]:
         """The longest one backend call may block, and what that wait is (for messages)."""

@@ -196,7 +196,21 @@ def open_pause(quota: str, retry_after: float, started: float, wait: float) -> f
 
 
 def default_breaker(name: str, timeout: float) -> CircuitBreaker:
-    """The breaker a Redis store builds unless given one: 5 failures, a back-off of a
+    """The breaker a store builds for ``breaker=True``: 5 failures, a back-off of a
     quarter of the lease timeout (at most 5 s), so a holder whose renewal is
     short-circuited still gets a probe well before its deadline."""
     return CircuitBreaker(name, failures=DEFAULT_FAILURES, backoff=min(5.0, timeout / 4))
+
+
+def store_breaker(breaker: object, name: str, timeout: float) -> CircuitBreaker | None:
+    """A store's ``breaker=`` option: True the default breaker, False none, or the
+    caller's own; anything else (None, the 0.1 ``"default"``) is a ``ConfigError``, so
+    "no breaker" is always said as ``False``."""
+    if isinstance(breaker, CircuitBreaker):
+        return breaker
+    if breaker is True:
+        return default_breaker(name, timeout)
+    if breaker is False:
+        return None
+    raise ConfigError(f"breaker= takes True (the default breaker), False (none) or a "
+                      f"CircuitBreaker, not {breaker!r}", source="lease store")

@@ -32,6 +32,8 @@ imported only when used.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any, Final, Literal
 
 from prometheus_client import CollectorRegistry
@@ -40,8 +42,9 @@ from ..core.errors import ConfigError, CorevoObsError
 from ..core.guard import absorb
 from ..core.marker import blocking
 from ..core.telemetry import Telemetry
+from ..observer import Observer
 from .base import DEFAULT_TIMEOUT, AcquireResult, AsyncLeaseStore, Counted, LeaseStore, _number
-from .breaker import CircuitBreaker, default_breaker
+from .breaker import CircuitBreaker
 from .provision import fence_hint, log, provision_command
 
 _NOW: Final = """
@@ -218,17 +221,14 @@ class _RedisSetup:
 
     def _setup(self, quota: str, client: Any, key: str | None, *, asyncio: bool,
                socket_timeout: float, connect_timeout: float, replicas: int,
-               wait_timeout: float, replica_fail_open: bool, limit_key: bool = False,
-               options: dict[str, Any]) -> None:
+               wait_timeout: float, replica_fail_open: bool,
+               limit_key: bool = False) -> None:
         if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
             raise ConfigError(f"replicas must be an int >= 0, got {replicas!r}",
                               source="lease store")
         self.replicas = replicas
         self.wait_timeout = _number(wait_timeout, "wait_timeout")
         self.replica_fail_open = replica_fail_open
-        if options.get("breaker", "default") == "default":
-            options["breaker"] = default_breaker(
-                f"lease:{quota}", float(options.get("timeout", DEFAULT_TIMEOUT)))
         self._owned = isinstance(client, str)
         if isinstance(client, str):
             socket_timeout = _number(socket_timeout, "socket_timeout")
@@ -314,8 +314,11 @@ class RedisLeaseStore(_RedisSetup, LeaseStore):
     and no retries; their sum is the store wait that the timeout is checked against.
     ``replicas=1`` waits (``WAIT``, at most ``wait_timeout`` s) for a replica to have
     each grant and renewal and fences after a failover (see the module docstring);
-    ``replica_fail_open=True`` keeps a grant no replica confirmed. ``breaker=`` takes a
-    ``CircuitBreaker`` (default: 5 failures, back-off of a quarter timeout) or None.
+    ``replica_fail_open=True`` keeps a grant no replica confirmed. ``breaker=True`` (the
+    default) builds a ``CircuitBreaker`` for the quota (5 failures, a back-off of a
+    quarter timeout); pass your own, or ``False`` for none. ``timeout``,
+    ``heartbeat_interval``, ``margin``, ``fail_open``, ``observer``: as for every lease
+    store (docs/leases-claims.md).
 
     Example::
 
@@ -326,13 +329,19 @@ class RedisLeaseStore(_RedisSetup, LeaseStore):
                  socket_timeout: float = SOCKET_TIMEOUT,
                  connect_timeout: float = CONNECT_TIMEOUT, replicas: int = 0,
                  wait_timeout: float = WAIT_TIMEOUT, replica_fail_open: bool = False,
+                 timeout: float = DEFAULT_TIMEOUT, heartbeat_interval: float | None = None,
+                 margin: float | None = None, fail_open: bool = False,
+                 breaker: CircuitBreaker | bool = True, observer: Observer | None = None,
                  worker: str | None = None, registry: CollectorRegistry | None = None,
-                 **options: Any) -> None:
+                 clock: Callable[[], float] = time.time) -> None:
         self._setup(quota, client, key, asyncio=False, socket_timeout=socket_timeout,
                     connect_timeout=connect_timeout, replicas=replicas,
                     wait_timeout=wait_timeout, replica_fail_open=replica_fail_open,
-                    limit_key=self._limit_key, options=options)
-        super().__init__(quota, limit=limit, worker=worker, registry=registry, **options)
+                    limit_key=self._limit_key)
+        super().__init__(quota, limit=limit, timeout=timeout,
+                         heartbeat_interval=heartbeat_interval, margin=margin,
+                         fail_open=fail_open, breaker=breaker, observer=observer,
+                         worker=worker, registry=registry, clock=clock)
 
     _limit_key = False
 
@@ -400,13 +409,19 @@ class AsyncRedisLeaseStore(_RedisSetup, AsyncLeaseStore):
                  socket_timeout: float = SOCKET_TIMEOUT,
                  connect_timeout: float = CONNECT_TIMEOUT, replicas: int = 0,
                  wait_timeout: float = WAIT_TIMEOUT, replica_fail_open: bool = False,
+                 timeout: float = DEFAULT_TIMEOUT, heartbeat_interval: float | None = None,
+                 margin: float | None = None, fail_open: bool = False,
+                 breaker: CircuitBreaker | bool = True, observer: Observer | None = None,
                  worker: str | None = None, registry: CollectorRegistry | None = None,
-                 **options: Any) -> None:
+                 clock: Callable[[], float] = time.time) -> None:
         self._setup(quota, client, key, asyncio=True, socket_timeout=socket_timeout,
                     connect_timeout=connect_timeout, replicas=replicas,
                     wait_timeout=wait_timeout, replica_fail_open=replica_fail_open,
-                    limit_key=self._limit_key, options=options)
-        super().__init__(quota, limit=limit, worker=worker, registry=registry, **options)
+                    limit_key=self._limit_key)
+        super().__init__(quota, limit=limit, timeout=timeout,
+                         heartbeat_interval=heartbeat_interval, margin=margin,
+                         fail_open=fail_open, breaker=breaker, observer=observer,
+                         worker=worker, registry=registry, clock=clock)
 
     _limit_key = False
 

@@ -77,6 +77,7 @@ from ..core.errors import ConfigError, LeaseRejected
 from ..core.guard import absorb
 from ..core.lifecycle import AsyncClosing, Closing
 from ..core.telemetry import HasTelemetry, Telemetry
+from ..observer import Observer
 from .base import (
     DEFAULT_POLL,
     DEFAULT_TIMEOUT,
@@ -88,9 +89,16 @@ from .base import (
     Lease,
     _LeaseCore,
 )
-from .breaker import open_pause
+from .breaker import CircuitBreaker, open_pause
 from .provision import provision_command
-from .redis_store import KEY_PREFIX, AsyncRedisLeaseStore, RedisLeaseStore
+from .redis_store import (
+    CONNECT_TIMEOUT,
+    KEY_PREFIX,
+    SOCKET_TIMEOUT,
+    WAIT_TIMEOUT,
+    AsyncRedisLeaseStore,
+    RedisLeaseStore,
+)
 
 SLOTS: Final = 16384
 #: a spill skips a shard this worker saw full less than this long ago (seconds)
@@ -230,8 +238,14 @@ class _ShardCore(HasTelemetry):
 
     def __init__(self, quota: str, client: Any, *, limit: int, shards: int,
                  spill: int | None = None, rebalance_every: float | None = None,
-                 view_ttl: float = VIEW_TTL, worker: str | None = None,
-                 registry: CollectorRegistry | None = None, **store_options: Any) -> None:
+                 view_ttl: float = VIEW_TTL, socket_timeout: float = SOCKET_TIMEOUT,
+                 connect_timeout: float = CONNECT_TIMEOUT, replicas: int = 0,
+                 wait_timeout: float = WAIT_TIMEOUT, replica_fail_open: bool = False,
+                 timeout: float = DEFAULT_TIMEOUT, heartbeat_interval: float | None = None,
+                 margin: float | None = None, fail_open: bool = False,
+                 breaker: CircuitBreaker | bool = True, observer: Observer | None = None,
+                 worker: str | None = None, registry: CollectorRegistry | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
         if isinstance(shards, bool) or not isinstance(shards, int) or not 1 <= shards <= 64:
             raise ConfigError(f"shards must be an int in 1..64, got {shards!r}",
                               source="sharded lease store")
@@ -241,13 +255,19 @@ class _ShardCore(HasTelemetry):
         self.quota, self.limit, self.k = quota, limit, shards
         self.spill = shards if spill is None else max(1, min(shards, spill))
         self.view_ttl = float(view_ttl)
-        self.timeout = float(store_options.get("timeout", DEFAULT_TIMEOUT))
+        self.timeout = float(timeout)
         self.rebalance_every = (self.timeout / 2 if rebalance_every is None
                                 else float(rebalance_every))
         self.names = shard_names(quota, shards)
         self.client = client
         t = Telemetry.resolve(worker, registry)  # once: every shard reports the same
-        store_options.update(worker=t.worker, registry=t.registry)
+        # every shard store (and the rebalancer's) gets the same options
+        store_options: dict[str, Any] = dict(
+            socket_timeout=socket_timeout, connect_timeout=connect_timeout,
+            replicas=replicas, wait_timeout=wait_timeout, replica_fail_open=replica_fail_open,
+            timeout=timeout, heartbeat_interval=heartbeat_interval, margin=margin,
+            fail_open=fail_open, breaker=breaker, observer=observer, worker=t.worker,
+            registry=t.registry, clock=clock)
         self.shards: list[Any] = [self._shard_cls(n, client, limit=max(1, limit // shards),
                                                   **store_options) for n in self.names]
         self.rebalancer = self._rebalancer_cls(f"{quota}.rebalance", client, limit=1,
@@ -437,9 +457,10 @@ class _Keyed:
 class ShardedLeaseStore(_ShardCore, Closing):
     """A sharded quota on a blocking client (``RedisCluster`` or plain ``Redis``).
 
-    ``client`` is shared by the shards; ``worker`` / ``registry`` and ``store_options``
-    (``timeout``, ``heartbeat_interval``, ``margin``, ``socket_timeout``, …) go to every
-    shard store. ``spill`` bounds the shards one admission tries (default:
+    ``client`` is shared by the shards; ``worker`` / ``registry`` and the store options
+    (``timeout``, ``heartbeat_interval``, ``margin``, ``socket_timeout``, ``breaker``, …:
+    those of ``RedisLeaseStore``) go to every shard store (``breaker=True``: one default
+    breaker per shard). ``spill`` bounds the shards one admission tries (default:
     all), ``view_ttl`` how long a shard seen full is skipped (0: never). The handle
     returned is the shard's own ``Lease``: heartbeat and release go to that shard.
     """

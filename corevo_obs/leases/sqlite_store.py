@@ -19,15 +19,25 @@ import asyncio
 import contextlib
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Final, TypeVar
 
 from prometheus_client import CollectorRegistry
 
 from ..core.marker import blocking
 from ..core.sqlite import BUSY_TIMEOUT_MS, open_sqlite, open_sqlite_readonly
-from .base import AcquireResult, AsyncLeaseStore, Counted, LeaseStore, _number
+from ..observer import Observer
+from .base import (
+    DEFAULT_TIMEOUT,
+    AcquireResult,
+    AsyncLeaseStore,
+    Counted,
+    LeaseStore,
+    _number,
+)
+from .breaker import CircuitBreaker
 
 T = TypeVar("T")
 
@@ -178,13 +188,18 @@ class _SqliteOptions:
 
     def __init__(self, quota: str, path: str | Path, *, limit: int,
                  busy_timeout: float = BUSY_TIMEOUT_MS / 1000, readonly: bool = False,
+                 timeout: float = DEFAULT_TIMEOUT, heartbeat_interval: float | None = None,
+                 margin: float | None = None, fail_open: bool = False,
+                 breaker: CircuitBreaker | bool = False, observer: Observer | None = None,
                  worker: str | None = None, registry: CollectorRegistry | None = None,
-                 **options: Any) -> None:
+                 clock: Callable[[], float] = time.time) -> None:
         self._rows = _SqliteLeases(path, quota, _number(busy_timeout, "busy_timeout"),
                                    readonly)
         try:
-            super().__init__(quota, limit=limit, worker=worker,  # type: ignore[call-arg]
-                             registry=registry, **options)
+            super().__init__(quota, limit=limit, timeout=timeout,  # type: ignore[call-arg]
+                             heartbeat_interval=heartbeat_interval, margin=margin,
+                             fail_open=fail_open, breaker=breaker, observer=observer,
+                             worker=worker, registry=registry, clock=clock)
         except BaseException:
             self._rows.close()
             raise
@@ -200,6 +215,9 @@ class SqliteLeaseStore(_SqliteOptions, LeaseStore):
     process's write lock before it fails (counted as an ``error``, fail-closed by
     default); the lease timeout must exceed it plus a heartbeat interval and the margin.
     ``readonly=True`` opens the file with a ``mode=ro`` URI (audits): nothing is created.
+    No circuit breaker by default (a local file, not a network backend that can hang);
+    ``breaker=True`` builds the default one, or pass your own. The other options are
+    those of every lease store (docs/leases-claims.md).
 
     Example::
 

@@ -148,14 +148,27 @@ def install_loop_health(
     registry: CollectorRegistry | None = None,
     loop: asyncio.AbstractEventLoop | None = None,
     project_roots: Iterable[str] | None = None,
-    **options: Any,
+    interval: float | None = None,
+    stall_threshold: float | None = None,
+    check_interval: float | None = None,
+    max_reports: int | None = None,
+    log_interval: float | None = None,
+    watchdog: bool | None = None,
+    stack_frames: int | None = None,
+    ongoing_after: float | None = None,
+    log_format: str | None = None,
 ) -> LoopHealth:
     """Start the sampler, heartbeat and watchdog on the running loop (or ``loop``).
 
     ``worker`` (default ``$COREVO_WORKER`` or ``pid<N>``) labels the series written to
-    ``registry`` (default: prometheus_client's global registry); ``options`` are
-    ``LoopHealthConfig``'s.
+    ``registry`` (default: prometheus_client's global registry). The other options are
+    ``LoopHealthConfig``'s fields; None (the default) means ``$COREVO_LOOP_<NAME>`` or
+    else the field's default.
     """
     telemetry = Telemetry.resolve(worker, registry)  # a bad worker fails before the config
-    config = LoopHealthConfig.resolve(project_roots=project_roots, **options)
+    config = LoopHealthConfig.resolve(
+        project_roots=project_roots, interval=interval, stall_threshold=stall_threshold,
+        check_interval=check_interval, max_reports=max_reports, log_interval=log_interval,
+        watchdog=watchdog, stack_frames=stack_frames, ongoing_after=ongoing_after,
+        log_format=log_format)
     return LoopHealth(config, worker=telemetry.worker, registry=telemetry.registry).start(loop)
