@@ -22,7 +22,6 @@ report on an unlabelled line is a false finding.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import re
@@ -30,7 +29,8 @@ import subprocess
 import sys
 import tarfile
 from pathlib import Path
-from types import ModuleType
+
+from stats import wilson  # bench/stats.py, beside this script
 
 HERE = Path(__file__).resolve().parent
 DOWNLOADS = HERE / "lint_realworld" / "downloads"
@@ -81,17 +81,6 @@ def with_imports(text: str) -> str:
     if missing and lines and lines[0].lstrip().startswith("#"):
         lines[0] = f"import {', '.join(missing)}  {lines[0].strip()}"
     return "\n".join(lines) + "\n"
-
-
-def _realworld() -> ModuleType:
-    """bench/lint_realworld/run.py, for its Wilson interval (one definition)."""
-    spec = importlib.util.spec_from_file_location("lint_realworld_run",
-                                                  HERE / "lint_realworld" / "run.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
 
 
 def eval_files(version: str) -> Path:
@@ -168,7 +157,6 @@ def main() -> int:
         for n in extra:
             why = JUDGED.get((path.name, n), (False, "not judged yet"))[1]
             print(f"      false  {path.name}:{n} {sorted(got[path.name, n])}: {why}")
-    wilson = _realworld().wilson
     low, high = wilson(found, labelled)
     print(f"recall {found / labelled:.3f} ({found}/{labelled}, 95 % {low:.2f}-{high:.2f}); "
           f"with the code that lists the ASYNC code as peer {meets}/{labelled}; "

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import argparse
 import csv
-import math
 import sys
 from collections import Counter
 from pathlib import Path
+
+from stats import wilson  # bench/stats.py, beside this script
 
 HERE = Path(__file__).resolve().parent
 REALWORLD = HERE / "lint_realworld"
@@ -29,16 +30,6 @@ START, END = "<!-- precision-tables:start -->", "<!-- precision-tables:end -->"
 SETS = {"tuned": (REALWORLD / "findings.tsv", REALWORLD / "tuned.run.tsv"),
         "held-out": (REALWORLD / "heldout.tsv", REALWORLD / "heldout.run.tsv")}
 CONFIDENCES = ("high", "medium", "low")
-
-
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """95 % Wilson score interval of a proportion k / n (the same as lint_realworld/run.py)."""
-    if n == 0:
-        return 0.0, 1.0
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def _rows(path: Path) -> list[dict[str, str]]:

@@ -19,11 +19,9 @@ import inspect
 import os
 import re
 import shutil
-import struct
 import subprocess
 import sys
 import threading
-import zlib
 from collections.abc import Iterator
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -33,6 +31,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import _need
+from tests.helpers.screenshots import rgb_pixels, shoot
 from tests.test_api_reference import PUBLIC
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -130,14 +129,6 @@ def test_reference_is_generated_from_the_docstrings(site: tuple[Path, str]) -> N
 
 
 # --- get-started in a real browser --------------------------------------------------
-def _chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found is None:
-        _need("chromium not installed (apt-get install chromium)")
-    assert found is not None
-    return found
-
-
 @pytest.fixture
 def served(site: tuple[Path, str]) -> Iterator[tuple[str, list[str]]]:
     """The built site over HTTP on a free loopback port; its URL and the paths requested."""
@@ -158,66 +149,17 @@ def served(site: tuple[Path, str]) -> Iterator[tuple[str, list[str]]]:
         thread.join(10)
 
 
-def _pixels(data: bytes) -> tuple[int, int, list[bytes]]:
-    """Width, height and RGB pixels of an 8-bit non-interlaced RGB(A) PNG (Chromium's)."""
-    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
-    pos, idat, w, h, bpp = 8, [], 0, 0, 0
-    while pos < len(data):
-        (n,) = struct.unpack(">I", data[pos:pos + 4])
-        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + n]
-        if kind == b"IHDR":
-            w, h, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", body)
-            assert depth == 8 and colour in (2, 6) and not interlace, (depth, colour)
-            bpp = 3 if colour == 2 else 4
-        elif kind == b"IDAT":
-            idat.append(body)
-        pos += 12 + n
-    raw, stride = zlib.decompress(b"".join(idat)), w * bpp
-    assert len(raw) == h * (stride + 1), "truncated image data"
-    prev, pixels = bytearray(stride), list[bytes]()
-    for y in range(h):
-        f = raw[y * (stride + 1)]  # the row's filter
-        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
-        if f == 2:  # Up, the commonest: one pass without the neighbours
-            line = bytearray((x + b) & 255 for x, b in zip(line, prev, strict=True))
-        elif f:
-            for i in range(stride):
-                a = line[i - bpp] if i >= bpp else 0
-                b, c = prev[i], (prev[i - bpp] if i >= bpp else 0)
-                if f == 1:
-                    line[i] = (line[i] + a) & 255
-                elif f == 3:
-                    line[i] = (line[i] + ((a + b) >> 1)) & 255
-                else:
-                    p = a + b - c
-                    pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-                    line[i] = (line[i] + (a if pa <= pb and pa <= pc
-                                          else b if pb <= pc else c)) & 255
-        pixels.extend(bytes(line[i:i + 3]) for i in range(0, stride, bpp))
-        prev = line
-    return w, h, pixels
-
-
 @pytest.mark.timeout(240)
 def test_get_started_renders_in_chromium(served: tuple[str, list[str]],
                                          tmp_path: Path) -> None:
-    browser = _chromium()
     url, requested = served
-    png, profile = tmp_path / "get-started.png", tmp_path / "profile"
-    done = subprocess.run(
-        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-         "--no-first-run", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", f"--user-data-dir={profile}", f"--screenshot={png}",
-         f"--window-size={SIZE[0]},{SIZE[1]}", "--enable-logging=stderr", "--v=0",
-         f"{url}/get-started/"],
-        capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0 and png.exists(), done.stderr[-2000:]
-    errors = [line for line in done.stderr.splitlines()
-              if ":CONSOLE" in line and "Uncaught" in line]
+    png = tmp_path / "get-started.png"
+    console = shoot(f"{url}/get-started/", png, tmp_path / "profile", SIZE, timeout=120)
+    errors = [line for line in console if "Uncaught" in line]
     assert errors == [], errors
     assert "/get-started/" in requested, requested
     assert any(p.startswith("/assets/stylesheets/main") for p in requested), requested
-    w, h, pixels = _pixels(png.read_bytes())
+    w, h, pixels = rgb_pixels(png.read_bytes())
     assert (w, h) == SIZE
     counts: dict[bytes, int] = {}
     for p in pixels:

@@ -12,6 +12,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _script() -> ModuleType:
+    if str(ROOT / "bench") not in sys.path:  # it imports bench/stats.py from beside it
+        sys.path.insert(0, str(ROOT / "bench"))
     spec = importlib.util.spec_from_file_location("lint_precision",
                                                   ROOT / "bench" / "lint_precision.py")
     assert spec is not None and spec.loader is not None

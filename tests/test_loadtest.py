@@ -19,10 +19,8 @@ import json
 import math
 import os
 import shutil
-import struct
 import subprocess
 import sys
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +31,8 @@ from corevo_obs.loadtest.loopback import check_loopback
 from corevo_obs.loadtest.server import parse_stall_line
 from corevo_obs.loadtest.workload import WorkloadError, load_workload, parse_workload
 from tests.apps import ROOT, app_env, python, serve
-from tests.conftest import _need, free_port
+from tests.conftest import free_port
+from tests.helpers.screenshots import chromium, rgb_pixels, shoot
 
 WORKLOAD = ROOT / "examples" / "loadtest.toml"
 SLEEP_LINE = next(i for i, line in enumerate(
@@ -235,81 +234,20 @@ def test_stall_line_parsed_with_worker_and_line() -> None:
 
 
 # --- the report in a real browser ---------------------------------------------------
-def _chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found is None:
-        _need("chromium not installed (apt-get install chromium)")
-    assert found is not None
-    return found
-
-
-def _shoot(browser: str, page: Path, png: Path, profile: Path,
-           size: str = "1200,1500") -> list[str]:
-    """Screenshot ``page``; returns the console messages Chromium logged."""
-    profile.mkdir()
-    done = subprocess.run(
-        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-         "--no-first-run", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", f"--user-data-dir={profile}", f"--screenshot={png}",
-         f"--window-size={size}", "--enable-logging=stderr", "--v=0", page.as_uri()],
-        capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
-
-
-def _png_rgb(data: bytes) -> tuple[int, int, list[bytes]]:
-    """RGB rows of an 8-bit non-interlaced RGB/RGBA PNG (what Chromium writes)."""
-    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
-    pos, idat, w, h, bpp = 8, [], 0, 0, 0
-    while pos < len(data):
-        (n,) = struct.unpack(">I", data[pos:pos + 4])
-        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + n]
-        if kind == b"IHDR":
-            w, h, depth, color, _, _, interlace = struct.unpack(">IIBBBBB", body)
-            assert depth == 8 and color in (2, 6) and not interlace, (depth, color)
-            bpp = 3 if color == 2 else 4
-        elif kind == b"IDAT":
-            idat.append(body)
-        pos += 12 + n
-    raw, stride = zlib.decompress(b"".join(idat)), w * bpp
-    prev, rows = bytearray(stride), []
-    for y in range(h):
-        f = raw[y * (stride + 1)]
-        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
-        for i in range(stride) if f else ():
-            a = line[i - bpp] if i >= bpp else 0
-            b, c = prev[i], (prev[i - bpp] if i >= bpp else 0)
-            if f == 1:
-                line[i] = (line[i] + a) & 255
-            elif f == 2:
-                line[i] = (line[i] + b) & 255
-            elif f == 3:
-                line[i] = (line[i] + ((a + b) >> 1)) & 255
-            else:
-                p = a + b - c
-                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
-        rows.append(bytes(line) if bpp == 3 else bytes(
-            v for i, v in enumerate(line) if i % 4 != 3))
-        prev = line
-    return w, h, rows
-
-
 @pytest.mark.timeout(150)
 def test_report_opens_in_chromium_with_plots_and_no_console_error(
         run_dir: Path, tmp_path: Path) -> None:
-    browser = _chromium()
+    chromium()  # before the run: a missing browser skips (or fails) at once
     _, out = _run("blocking", run_dir, EXAMPLE_BLOCKING="1", EXAMPLE_LATE_WRITE="1")
     page = out / "report.html"
     text = page.read_text()
     assert "<svg" in text and "http://" not in text.replace("http://www.w3.org/2000/svg", "") \
         .replace("http://127.0.0.1", ""), "self-contained: no external resource"
     png = tmp_path / "report.png"
-    console = _shoot(browser, page, png, tmp_path / "profile")
+    console = shoot(page.as_uri(), png, tmp_path / "profile", (1200, 1500))
     assert console == [], console
-    w, h, rows = _png_rgb(png.read_bytes())
+    w, h, pixels = rgb_pixels(png.read_bytes())
     assert (w, h) == (1200, 1500)
-    pixels = [r[i:i + 3] for r in rows for i in range(0, len(r), 3)]
     lum = [sum(p) / 3 for p in pixels[::7]]
     mean = sum(lum) / len(lum)
     variance = sum((x - mean) ** 2 for x in lum) / len(lum)
@@ -323,7 +261,7 @@ def test_report_opens_in_chromium_with_plots_and_no_console_error(
     # the check can fail: a page that logs an error is caught by the same reading
     noisy = tmp_path / "noisy.html"
     noisy.write_text("<html><body><script>console.error('planted')</script>x</body></html>")
-    caught = _shoot(browser, noisy, tmp_path / "noisy.png", tmp_path / "profile2", "300,200")
+    caught = shoot(noisy.as_uri(), tmp_path / "noisy.png", tmp_path / "profile2", (300, 200))
     assert any("planted" in c for c in caught), caught
     if os.environ.get("COREVO_KEEP_SCREENSHOT"):
         shutil.copy(png, os.environ["COREVO_KEEP_SCREENSHOT"])

@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -44,6 +43,9 @@ import tarfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/, for stats
+from stats import wilson  # noqa: E402 - bench/stats.py, one definition
 
 HERE = Path(__file__).resolve().parent
 DOWNLOADS = HERE / "downloads"
@@ -149,16 +151,6 @@ def project_root(unpacked: Path) -> Path:
     """An sdist holds one top folder (name-version/); a wheel is the root itself."""
     entries = [p for p in unpacked.iterdir() if not p.name.startswith(".")]
     return entries[0] if len(entries) == 1 and entries[0].is_dir() else unpacked
-
-
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """95 % Wilson score interval of a proportion k / n."""
-    if n == 0:
-        return 0.0, 1.0
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def lint(root: Path) -> list[tuple[str, str, str, str]]:
