@@ -8,6 +8,7 @@ queues writers instead of failing them) and what an audit of a production file n
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 from typing import Final
 
@@ -24,9 +25,32 @@ def open_sqlite(path: str | Path, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> sql
     db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False,
                          timeout=busy_timeout_ms / 1000)
     db.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
-    db.execute("PRAGMA journal_mode = WAL")
-    db.execute("PRAGMA synchronous = NORMAL")
+    try:
+        _wal(db, busy_timeout_ms / 1000)
+        db.execute("PRAGMA synchronous = NORMAL")
+    except BaseException:
+        db.close()
+        raise
     return db
+
+
+def _wal(db: sqlite3.Connection, budget: float) -> None:
+    """Switch to WAL, retried within the busy timeout: on a new file, processes that open
+    it at once (the workers of one server starting) race for the switch, and SQLite
+    answers "database is locked" at once, without its busy handler."""
+    deadline = time.monotonic() + budget
+    pause = 0.005
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            if time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
 
 
 def open_sqlite_readonly(path: str | Path, busy_timeout_ms: int = BUSY_TIMEOUT_MS
