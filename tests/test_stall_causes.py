@@ -185,9 +185,15 @@ def test_idle_loop_starved_of_cpu_is_starved_not_code() -> None:
     if shutil.which("taskset") is None:
         _need("taskset not installed (util-linux)")
     cpu = _cpu()
-    with _hogs(cpu, 2):
-        result = _run("starved", "--seconds", "5", prefix=("taskset", "-c", str(cpu)))
-    stalls = _check(result, "starved", at_least=3)
+    # How often an idle loop is kept off its CPU long enough to stall is the scheduler's
+    # call, not the suite's (a quiet CI run once produced none in 5 s): run again until
+    # some stalls happened; what is asserted is how every one of them was attributed.
+    for _ in range(3):
+        with _hogs(cpu, 3):
+            result = _run("starved", "--seconds", "5", prefix=("taskset", "-c", str(cpu)))
+        if len(_injected(result)) >= 3:
+            break
+    stalls = _check(result, "starved", at_least=1)
     assert not [r for r in stalls if r["cause"] == "blocking"]
     idle = [r for r in stalls if r["cause"] == "starved" and r["captured"]]
     assert all("selector wait" in r["headline"] for r in idle), [r["headline"] for r in idle]
