@@ -32,6 +32,8 @@ matches it):
 
 A bug whose lines sit in an ``async def`` itself can only be found by rule 1 (its function
 is the async def, which rule 2 skips as the chain's first element). Recall = found / bugs,
+over every bug and per batch (each batch of the list was committed before its first
+scoring run; a later run re-scores the earlier batches, which must come out unchanged),
 with 95 % Wilson intervals, per tool, and for corevo-obs per confidence ("at least high",
 "at least medium" = default, "all" = ``--min-confidence low``; a bug's confidence is that
 of its strongest matching finding). Each miss is printed with what the tool reported in
@@ -69,7 +71,7 @@ DOCS = HERE.parent / "docs" / "lint.md"
 START = "<!-- fixed-bugs-table:start -->"
 END = "<!-- fixed-bugs-table:end -->"
 BUG_COLUMNS = ("id", "project", "version", "fixed_version", "path", "lines", "function",
-               "blocking_call", "reached_from", "fix", "source")
+               "blocking_call", "reached_from", "fix", "source", "batch")
 RECORD_COLUMNS = ("id", "tool", "found", "how", "confidence", "detail")
 # the tools of the record, in the table's order
 TOOLS = ("corevo-obs", "ruff", "flake8-async")
@@ -89,6 +91,7 @@ class Bug:
     reached_from: str
     fix: str
     source: str
+    batch: str  # "1", "2": each batch committed before its first scoring run
 
 
 @dataclass(frozen=True)
@@ -211,13 +214,23 @@ def recall_rows(record: list[dict[str, str]]) -> list[tuple[str, int, int]]:
 
 
 def render(record: list[dict[str, str]] | None = None) -> str:
-    """The docs' table, from the run record."""
+    """The docs' table, from the run record: every bug, then each batch."""
     record = load_record() if record is None else record
-    lines = ["| tool | found | recall (95 %) |", "|---|---|---|"]
-    for label, found, n in recall_rows(record):
-        lo, hi = wilson(found, n)
-        share = found / n if n else 0.0
-        lines.append(f"| {label} | {found} / {n} | {share:.2f} ({lo:.2f}-{hi:.2f}) |")
+    batch = {b.id: b.batch for b in load_bugs()}
+    parts = [("all", record)] + [
+        (f"batch {n}", [r for r in record if batch[r["id"]] == n])
+        for n in sorted(set(batch.values()))]
+    head = " | ".join(label for label, _ in parts)
+    lines = [f"| tool | {head} |", "|---|" + "---|" * len(parts)]
+    columns = [recall_rows(rows) for _, rows in parts]
+    for i, (label, _, _) in enumerate(columns[0]):
+        cells = []
+        for rows in columns:
+            _, found, n = rows[i]
+            lo, hi = wilson(found, n)
+            share = found / n if n else 0.0
+            cells.append(f"{found}/{n} = {share:.2f} ({lo:.2f}-{hi:.2f})")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
