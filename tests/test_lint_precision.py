@@ -3,24 +3,16 @@ output on the committed labels and run records (regenerated, never typed by hand
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
+
+from tests.helpers.bench_script import load
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _script() -> ModuleType:
-    if str(ROOT / "bench") not in sys.path:  # it imports bench/stats.py from beside it
-        sys.path.insert(0, str(ROOT / "bench"))
-    spec = importlib.util.spec_from_file_location("lint_precision",
-                                                  ROOT / "bench" / "lint_precision.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load("lint_precision")
 
 
 def test_docs_tables_are_the_scripts_output() -> None:
