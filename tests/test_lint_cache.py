@@ -38,7 +38,8 @@ def tree(root: Path, files: dict[str, str]) -> Path:
 
 
 def entries(cache_dir: Path) -> list[Path]:
-    return sorted(cache_dir.glob("*.json"))
+    """The run entries (``*.json``) and the project's pack of per-file summaries."""
+    return sorted([*cache_dir.glob("*.json"), *cache_dir.glob("*.pack")])
 
 
 def run(paths: list[str], config: LintConfig, cache: LintCache | None) -> list[object]:
@@ -192,21 +193,38 @@ def test_a_changed_config_or_catalog_misses_every_entry(tmp_path: Path) -> None:
     assert extended.stats.hits == 0
 
 
+def _forged(good: bytes) -> bytes:
+    """The entry or pack with its findings replaced by a wrong shape, checksum recomputed."""
+    from corevo_obs.tooling.lint.cache import FORMAT, MAGIC, PACK_MAGIC, digest
+    head, _, body = good.partition(b"\n")
+    if head.startswith(PACK_MAGIC):
+        name, *lines = body.split(b"\n")
+        out = [name]
+        for line in lines:
+            if line:
+                key, path, entry = line.split(b"\t")
+                shape = json.loads(entry)
+                shape["result"]["findings"] = [["not", "a", "finding"]]
+                line = b"\t".join([key, path, json.dumps(shape).encode()])
+            out.append(line)
+        forged = b"\n".join(out)
+        return b"%s %d %s\n%s" % (PACK_MAGIC, FORMAT, digest(forged).encode(), forged)
+    shape = json.loads(body)
+    shape["findings"] = [["not", "a", "finding"]]
+    forged = json.dumps(shape).encode()
+    return b"%s %d %s\n%s" % (MAGIC, FORMAT, digest(forged).encode(), forged)
+
+
 def _garbage(entry: Path) -> dict[str, bytes]:
     good = entry.read_bytes()
     head, _, body = good.partition(b"\n")
-    shape = json.loads(body)
-    shape.get("result", shape)["findings"] = [["not", "a", "finding"]]
-    forged = json.dumps(shape).encode()
-    from corevo_obs.tooling.lint.cache import FORMAT, MAGIC, digest
     return {
         "empty": b"",
         "truncated": good[: len(good) // 2],
         "flipped": good[:-20] + bytes([good[-20] ^ 1]) + good[-19:],
         "binary": os.urandom(4096),
         "huge-numbers": head + b"\n" + b"[" * 100_000,
-        "wrong shape, right checksum": b"%s %d %s\n%s" % (MAGIC, FORMAT,
-                                                          digest(forged).encode(), forged),
+        "wrong shape, right checksum": _forged(good),
     }
 
 
@@ -222,8 +240,9 @@ def test_a_corrupt_entry_is_a_miss_and_is_rewritten(tmp_path: Path, kind: str) -
         path.write_bytes(_garbage(path)[kind])
     cache = LintCache.at(cache_dir)
     assert run([str(root)], LintConfig(), cache) == want
-    assert len(good) == 3  # the run, app.py, and helpers.py (parsed: a chain reaches it)
-    assert cache.stats.rejected == 3
+    assert len(good) == 2  # the run's entry, the pack (app.py, helpers.py: a chain reaches it)
+    # a forged pack is read (its checksum holds) but each of its two entries is refused
+    assert cache.stats.rejected == (3 if kind == "wrong shape, right checksum" else 2)
     assert cache.stats.hits == 0
     assert {p: p.read_bytes() for p in entries(cache_dir)} == good  # rewritten whole
 
@@ -236,7 +255,7 @@ def test_symlinks_fifos_and_foreign_entries_are_never_trusted_or_followed(
     want = run([str(root)], LintConfig(), LintCache.at(cache_dir))
     outside = tmp_path / "outside.json"
     names = [p.name for p in entries(cache_dir)]
-    assert len(names) == 3  # the run, app.py, helpers.py
+    assert len(names) == 2  # the run's entry, the pack (app.py, helpers.py)
     for p in entries(cache_dir):
         outside.write_bytes(p.read_bytes())  # a valid entry, reached through a link
         p.unlink()
@@ -244,7 +263,7 @@ def test_symlinks_fifos_and_foreign_entries_are_never_trusted_or_followed(
     before = outside.read_bytes()
     cache = LintCache.at(cache_dir)
     assert run([str(root)], LintConfig(), cache) == want
-    assert cache.stats.rejected == 3 and cache.stats.hits == 0
+    assert cache.stats.rejected == 2 and cache.stats.hits == 0
     assert all(not (cache_dir / n).is_symlink() for n in names)  # replaced by real entries
     assert outside.read_bytes() == before  # never written through the link
 
@@ -253,19 +272,19 @@ def test_symlinks_fifos_and_foreign_entries_are_never_trusted_or_followed(
         os.mkfifo(cache_dir / name)
     cache = LintCache.at(cache_dir)
     assert run([str(root)], LintConfig(), cache) == want
-    assert cache.stats.rejected == 3
+    assert cache.stats.rejected == 2
 
     for p in entries(cache_dir):  # writable by others: refused
         p.chmod(0o666)
     cache = LintCache.at(cache_dir)
     assert run([str(root)], LintConfig(), cache) == want
-    assert cache.stats.rejected == 3 and cache.stats.hits == 0
+    assert cache.stats.rejected == 2 and cache.stats.hits == 0
     if os.geteuid() == 0:  # owned by another user: refused
         for p in entries(cache_dir):
             os.chown(p, 65534, -1)
         cache = LintCache.at(cache_dir)
         assert run([str(root)], LintConfig(), cache) == want
-        assert cache.stats.rejected == 3 and cache.stats.hits == 0
+        assert cache.stats.rejected == 2 and cache.stats.hits == 0
 
 
 def test_a_cache_dir_that_is_a_symlink_or_a_file_is_not_used(tmp_path: Path) -> None:

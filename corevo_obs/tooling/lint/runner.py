@@ -7,6 +7,7 @@ import contextlib
 import fnmatch
 import functools
 import gc
+import json
 import os
 import stat
 from collections.abc import Callable, Iterator, Sequence
@@ -141,6 +142,9 @@ _WORKER: tuple[Catalog, bool, LintCache | None] | None = None
 
 _ROOTS: tuple[Path, ...] = ()
 
+# what a scan hands back: the summary, and its cache key and pack line when one is new
+Scanned = tuple[FileResult, str, bytes | None]
+
 
 def _init_worker(catalog: Catalog, bare_noqa: bool, cache: LintCache | None,
                  roots: tuple[Path, ...] = ()) -> None:
@@ -149,10 +153,23 @@ def _init_worker(catalog: Catalog, bare_noqa: bool, cache: LintCache | None,
     _ROOTS = roots
 
 
-def _scan_path(task: tuple[str, bool], *, scan: bool = True) -> FileResult | None:
-    """The file's summary: from the cache when it holds one, else scanned (and stored).
-    With ``scan=False`` a file that would need parsing gives None instead."""
-    path, full = task
+def _probe(path: str, full: bool, known: tuple[str, bool]) -> FileResult | None:
+    """The summary of a file this run already read and hashed (``known``: its content hash,
+    whether it holds ``async``) when it needs no parse: deferred or in the cache."""
+    assert _WORKER is not None
+    cache = _WORKER[2]
+    assert cache is not None
+    module, is_package = module_name(path, _ROOTS)
+    content, has_async = known
+    if not full and not has_async:
+        return FileResult(path=path, module=module, deferred=True, content=content)
+    return cache.load(cache.key(path, module, is_package, content), path, module, content)
+
+
+def _scan_path(task: tuple[str, bool, bool]) -> Scanned:
+    """The file's summary: from the cache when it holds one (looked up unless ``_probe``
+    already missed), else scanned, with the line to store it by."""
+    path, full, lookup = task
     assert _WORKER is not None
     catalog, bare_noqa, cache = _WORKER
     try:
@@ -161,31 +178,27 @@ def _scan_path(task: tuple[str, bool], *, scan: bool = True) -> FileResult | Non
         result = FileResult(path=path)
         result.error = Finding(path, 1, 1, meta.PARSE,
                                message(meta.PARSE, error=str(exc.strerror or exc)))
-        return result
+        return result, "", None
     module, is_package = module_name(path, _ROOTS)
     content = digest(source) if cache is not None else ""
     if not full and b"async" not in source:  # cannot hold a finding; parsed if a chain needs it
-        return FileResult(path=path, module=module, deferred=True, content=content)
+        return FileResult(path=path, module=module, deferred=True, content=content), "", None
     key = ""
     if cache is not None:
         key = cache.key(path, module, is_package, content)
-        hit = cache.load(key, path, module, content)
+        hit = cache.load(key, path, module, content) if lookup else None
         if hit is not None:
-            return hit
-    if not scan:
-        return None
+            return hit, "", None
     result = scan_source(path, module, source, catalog, is_package=is_package,
                          bare_noqa=bare_noqa)
-    if cache is not None:
-        result.content = content
-        cache.store(key, result, content)
-    return result
+    if cache is None:
+        return result, "", None
+    result.content = content
+    return result, key, cache.entry(key, result, content)
 
 
-def _scan_one(task: tuple[str, bool]) -> FileResult:
-    result = _scan_path(task)
-    assert result is not None
-    return result
+def _scan_chunk(tasks: list[tuple[str, bool, bool]]) -> list[Scanned]:
+    return [_scan_path(t) for t in tasks]
 
 
 class _Pool:
@@ -193,37 +206,52 @@ class _Pool:
 
     With a cache, this process first takes every summary the cache holds and hands only
     the misses to the workers, which are started only when there are enough of them: a
-    warm run never forks.
+    warm run never forks. The workers build the cache lines of what they scanned; this
+    process keeps them for the run's one pack.
     """
 
     def __init__(self, catalog: Catalog, bare_noqa: bool, jobs: int, files: int,
-                 cache: LintCache | None = None, roots: tuple[Path, ...] = ()) -> None:
+                 cache: LintCache | None = None, roots: tuple[Path, ...] = (),
+                 known: dict[str, tuple[str, bool]] | None = None) -> None:
         self._pool: Any = None
         self._jobs = jobs
         self._cache = cache
+        self._known = known or {}
         self._args = (catalog, bare_noqa, cache, roots)
         self._parallel = jobs > 1 and files >= PARALLEL_MIN_FILES
         _init_worker(*self._args)  # small batches run in this process
 
     def scan(self, files: Sequence[str], *, full: bool) -> list[FileResult]:
-        tasks = [(f, full) for f in files]
+        tasks = [(f, full, True) for f in files]
         done: list[FileResult] = []
-        if self._cache is not None and self._parallel:
+        if self._cache is not None and self._known:
             todo = []
             for task in tasks:
-                result = _scan_path(task, scan=False)
+                known = self._known.get(task[0])
+                result = None if known is None else _probe(task[0], full, known)
                 if result is None:
-                    todo.append(task)
+                    todo.append((task[0], full, known is None))
                 else:
                     done.append(result)
             tasks = todo
         if not self._parallel or len(tasks) < PARALLEL_MIN_FILES:
-            return done + [_scan_one(t) for t in tasks]
-        if self._pool is None:
-            ctx = get_context("fork") if hasattr(os, "fork") else get_context()
-            self._pool = ctx.Pool(self._jobs, initializer=_init_worker, initargs=self._args)
-        chunk = max(4, len(tasks) // (self._jobs * 16))
-        return done + list(self._pool.imap_unordered(_scan_one, tasks, chunksize=chunk))
+            scanned = [_scan_path(t) for t in tasks]
+        else:
+            if self._pool is None:
+                ctx = get_context("fork") if hasattr(os, "fork") else get_context()
+                self._pool = ctx.Pool(self._jobs, initializer=_init_worker,
+                                      initargs=self._args)
+            size = max(4, len(tasks) // (self._jobs * 8))
+            chunks = [tasks[i:i + size] for i in range(0, len(tasks), size)]
+            scanned = [s for part in self._pool.imap_unordered(_scan_chunk, chunks)
+                       for s in part]
+        for result, key, line in scanned:
+            if line is not None and self._cache is not None:
+                self._cache.add(key, line)
+            done.append(result)
+        order = {f: i for i, f in enumerate(files)}
+        done.sort(key=lambda r: order[r.path])  # as listed, whichever process scanned it
+        return done
 
     def close(self) -> None:
         if self._pool is not None:
@@ -257,9 +285,10 @@ def _owner_module(name: str, modules: dict[str, list[str]]) -> str | None:
 
 def _scan_tree(files: list[str], catalog: Catalog, bare_noqa: bool,
                jobs: int, cache: LintCache | None = None,
-               roots: tuple[Path, ...] = ()) -> list[FileResult]:
+               roots: tuple[Path, ...] = (),
+               known: dict[str, tuple[str, bool]] | None = None) -> list[FileResult]:
     """Visit files with async code, then only the deferred modules a call chain reaches."""
-    pool = _Pool(catalog, bare_noqa, jobs, len(files), cache, roots)
+    pool = _Pool(catalog, bare_noqa, jobs, len(files), cache, roots, known)
     try:
         results = pool.scan(files, full=False)
         deferred: dict[str, list[str]] = {}
@@ -354,14 +383,15 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
     unreadable: list[tuple[str, str]] = []
     files = list(dict.fromkeys(iter_files(paths, config.exclude, unreadable)))
     workers = min(jobs, max_jobs()) if jobs is not None else max_jobs()
-    tree: dict[str, str] | None = None
+    tree: dict[str, tuple[str, bool]] | None = None
     tree_key = ""
     roots = import_roots(config)
     if cache is not None:
         cache.fingerprint = fingerprint(catalog, config.bare_noqa)
+        cache.scope = json.dumps([str(r) for r in roots])
         tree = _contents(files)
         if tree is not None and not unreadable and not stalls:
-            tree_key = cache.tree_key((f, *module_name(f, roots), tree[f]) for f in files)
+            tree_key = cache.tree_key((f, *module_name(f, roots), tree[f][0]) for f in files)
             findings = cache.load_tree(tree_key)
             if findings is not None:
                 cache.close()
@@ -373,12 +403,15 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
 
 def _lint_files(files: list[str], unreadable: list[tuple[str, str]], config: LintConfig,
                 workers: int, catalog: Catalog, cache: LintCache | None,
-                stalls: Sequence[Stall], roots: tuple[Path, ...], tree: dict[str, str] | None,
+                stalls: Sequence[Stall], roots: tuple[Path, ...],
+                tree: dict[str, tuple[str, bool]] | None,
                 tree_key: str) -> LintResult:
     """:func:`lint_paths` once the cache has no whole-tree answer: scan, then resolve."""
     try:
-        results = _scan_tree(files, catalog, config.bare_noqa, max(1, workers), cache, roots)
+        results = _scan_tree(files, catalog, config.bare_noqa, max(1, workers), cache, roots,
+                             tree)
         if cache is not None:
+            cache.flush()
             cache.prune()
     finally:
         if cache is not None:
@@ -423,18 +456,21 @@ def _lint_files(files: list[str], unreadable: list[tuple[str, str]], config: Lin
     out.findings.sort()
     out.errors.sort()
     if (cache is not None and tree is not None and tree_key and not out.errors
-            and all(r.content == tree[r.path] for r in results)):
+            and all(r.content == tree[r.path][0] for r in results)):
         cache.store_tree(tree_key, out.findings)  # no file changed while it was read
         cache.close()
     return out
 
 
-def _contents(files: Sequence[str]) -> dict[str, str] | None:
-    """Each file's content hash, or None when one cannot be read (its error is the scan's)."""
-    out: dict[str, str] = {}
+def _contents(files: Sequence[str]) -> dict[str, tuple[str, bool]] | None:
+    """Each file's content hash and whether it holds ``async`` (read once here, so the
+    cache is probed without reading again), or None when one cannot be read (its error
+    is the scan's)."""
+    out: dict[str, tuple[str, bool]] = {}
     for path in files:
         try:
-            out[path] = digest(read_regular(path))
+            source = read_regular(path)
         except OSError:
             return None
+        out[path] = (digest(source), b"async" in source)
     return out
