@@ -391,3 +391,104 @@ def test_a_warm_run_parses_nothing_and_one_edit_parses_one_file(tmp_path: Path) 
     assert one.stats.hits == 299  # every other module from its entry
     assert after == run([str(root)], LintConfig(), None)
     assert len(after) == len(cold) - 1  # m008's save_8 -> persist_8 -> write_7 is gone
+
+
+def _pack(cache_dir: Path) -> Path:
+    (pack,) = cache_dir.glob("*.pack")
+    return pack
+
+
+def _pack_paths(cache_dir: Path) -> list[str]:
+    """The file paths the pack holds a summary of."""
+    lines = _pack(cache_dir).read_bytes().split(b"\n")[2:]
+    return sorted(json.loads(line.split(b"\t")[1]) for line in lines if line)
+
+
+def test_a_runs_summaries_are_one_pack_that_drops_what_is_gone(tmp_path: Path) -> None:
+    """A cold run writes one pack, not a file per summary; a later run that scans anything
+    rewrites it: an edited file's old summary and a deleted file's are dropped, the
+    summaries of files it did not look at (another path argument) are kept."""
+    root = tree(tmp_path / "src", {"pkg/__init__.py": "", "pkg/helpers.py": HELPER_BLOCKS,
+                                   "pkg/app.py": CALLER, "pkg/other.py": CALLER})
+    cache_dir = tmp_path / "cache"
+    run([str(root)], LintConfig(), LintCache.at(cache_dir))
+    pkg = root / "pkg"
+    assert _pack_paths(cache_dir) == [str(pkg / n) for n in ("app.py", "helpers.py", "other.py")]
+    assert len(list(cache_dir.glob("*.json"))) == 1  # the run's entry
+
+    (pkg / "other.py").unlink()
+    (pkg / "app.py").write_text(CALLER + "\n# edited\n")
+    edited = LintCache.at(cache_dir)
+    run([str(root)], LintConfig(), edited)
+    assert edited.stats.hits == 1 and edited.stats.stored == 2  # app.py, the run's entry
+    assert _pack_paths(cache_dir) == [str(pkg / "app.py"), str(pkg / "helpers.py")]
+    before = _pack(cache_dir).read_bytes()
+
+    (pkg / "app.py").write_text(CALLER + "\n# edited again\n")
+    one = LintCache.at(cache_dir)  # one file named: the pack keeps helpers.py's summary
+    run([str(pkg / "app.py")], LintConfig(), one)
+    assert one.stats.stored == 2
+    assert _pack_paths(cache_dir) == [str(pkg / "app.py"), str(pkg / "helpers.py")]
+    assert _pack(cache_dir).read_bytes() != before
+    whole = LintCache.at(cache_dir)
+    assert run([str(root)], LintConfig(), whole) == run([str(root)], LintConfig(), None)
+    assert whole.stats.hits == 2 and whole.stats.misses == 1  # the run's entry only
+
+
+def test_a_pack_of_another_project_or_with_a_forged_line_is_a_miss(tmp_path: Path) -> None:
+    """The pack's name and first line name its project (config, lint, import roots): a
+    pack copied under another project's name is refused whole; a line whose checksum was
+    recomputed but that names another file is refused alone."""
+    from corevo_obs.tooling.lint.cache import FORMAT, PACK_MAGIC, digest
+    root = tree(tmp_path / "src", {"pkg/__init__.py": "", "pkg/helpers.py": HELPER_BLOCKS,
+                                   "pkg/app.py": CALLER})
+    cache_dir = tmp_path / "cache"
+    want = run([str(root)], LintConfig(), LintCache.at(cache_dir))
+    for p in cache_dir.glob("*.json"):
+        p.unlink()
+    pack = _pack(cache_dir)
+    good = pack.read_bytes()
+    other = cache_dir / f"{'0' * 64}.pack"  # someone else's name for the same bytes
+    other.write_bytes(good)
+    pack.unlink()
+    cache = LintCache.at(cache_dir)
+    assert run([str(root)], LintConfig(), cache) == want
+    assert cache.stats.hits == 0 and pack.read_bytes() == good
+
+    for p in cache_dir.glob("*.json"):
+        p.unlink()
+    head, _, body = good.partition(b"\n")
+    swapped = body.replace(b"pkg/app.py", b"pkg/elsewhere.py")  # app.py's line, renamed
+    pack.write_bytes(b"%s %d %s\n%s" % (PACK_MAGIC, FORMAT, digest(swapped).encode(), swapped))
+    cache = LintCache.at(cache_dir)
+    assert run([str(root)], LintConfig(), cache) == want
+    assert cache.stats.hits == 1  # helpers.py's line
+    assert cache.stats.rejected == 1  # app.py's key, on a line naming another file
+
+
+def test_parallel_cold_warm_and_edited_runs_report_what_an_uncached_run_does(
+        tmp_path: Path) -> None:
+    """With two processes scanning (the forked one sends its summaries and their pack
+    lines back), cold, warm and one-edited runs equal a run without the cache."""
+    root = tmp_path / "tree"
+    _bench().generate_tree(root, 120)
+    cache_dir = tmp_path / "cache"
+
+    def parallel(cache: LintCache | None) -> list[object]:
+        result = lint_paths([str(root)], LintConfig(), jobs=2, cache=cache)
+        return [*result.findings, *result.errors]
+
+    plain = parallel(None)
+    assert len(plain) == 5 * 120
+    cold = LintCache.at(cache_dir)
+    assert parallel(cold) == plain and cold.stats.stored == 121  # 120 modules, the run
+    assert len(_pack_paths(cache_dir)) == 120
+    warm = LintCache.at(cache_dir)
+    assert parallel(warm) == plain and warm.stats.trees == 1
+    edited = root / "svc" / "p000" / "m007.py"
+    edited.write_text(edited.read_text().replace('with open(path, "w") as fh:\n'
+                                                 '        fh.write(data)', "return data"))
+    one = LintCache.at(cache_dir)
+    after = parallel(one)
+    assert one.stats.hits == 119 and after == parallel(None) and len(after) == len(plain) - 1
+    assert len(_pack_paths(cache_dir)) == 120

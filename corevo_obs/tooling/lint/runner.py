@@ -141,6 +141,7 @@ _WORKER: tuple[Catalog, bool, LintCache | None] | None = None
 
 
 _ROOTS: tuple[Path, ...] = ()
+_MODULES: dict[str, tuple[str, bool]] = {}  # this run's module_name of each file, once
 
 # what a scan hands back: the summary, and its cache key and pack line when one is new
 Scanned = tuple[FileResult, str, bytes | None]
@@ -153,13 +154,20 @@ def _init_worker(catalog: Catalog, bare_noqa: bool, cache: LintCache | None,
     _ROOTS = roots
 
 
+def _module(path: str) -> tuple[str, bool]:
+    found = _MODULES.get(path)
+    if found is None:
+        found = _MODULES[path] = module_name(path, _ROOTS)
+    return found
+
+
 def _probe(path: str, full: bool, known: tuple[str, bool]) -> FileResult | None:
     """The summary of a file this run already read and hashed (``known``: its content hash,
     whether it holds ``async``) when it needs no parse: deferred or in the cache."""
     assert _WORKER is not None
     cache = _WORKER[2]
     assert cache is not None
-    module, is_package = module_name(path, _ROOTS)
+    module, is_package = _module(path)
     content, has_async = known
     if not full and not has_async:
         return FileResult(path=path, module=module, deferred=True, content=content)
@@ -179,7 +187,7 @@ def _scan_path(task: tuple[str, bool, bool]) -> Scanned:
         result.error = Finding(path, 1, 1, meta.PARSE,
                                message(meta.PARSE, error=str(exc.strerror or exc)))
         return result, "", None
-    module, is_package = module_name(path, _ROOTS)
+    module, is_package = _module(path)
     content = digest(source) if cache is not None else ""
     if not full and b"async" not in source:  # cannot hold a finding; parsed if a chain needs it
         return FileResult(path=path, module=module, deferred=True, content=content), "", None
@@ -197,32 +205,55 @@ def _scan_path(task: tuple[str, bool, bool]) -> Scanned:
     return result, key, cache.entry(key, result, content)
 
 
-def _scan_chunk(tasks: list[tuple[str, bool, bool]]) -> list[Scanned]:
-    return [_scan_path(t) for t in tasks]
+Task = tuple[str, bool, bool]  # path, full (parse even without ``async``), look up the cache
+
+
+def _drain(chunks: Sequence[list[Task]], claimed: Any) -> list[Scanned]:
+    """Scan chunks until none is left; ``claimed`` (a shared counter) hands each chunk to
+    exactly one of the processes draining the same list."""
+    out: list[Scanned] = []
+    while True:
+        with claimed.get_lock():
+            i = claimed.value
+            claimed.value = i + 1
+        if i >= len(chunks):
+            return out
+        out.extend(_scan_path(t) for t in chunks[i])
+
+
+def _worker(chunks: Sequence[list[Task]], claimed: Any, conn: Any,
+            args: tuple[Catalog, bool, LintCache | None, tuple[Path, ...]]) -> None:
+    _init_worker(*args)
+    gc.disable()  # its results live until sent, and it makes no cycles (see _gc_paused)
+    try:
+        conn.send(_drain(chunks, claimed))
+    finally:
+        conn.close()
 
 
 class _Pool:
-    """Scans files in worker processes when the tree is large enough to pay for them.
+    """Scans files in this process plus ``jobs - 1`` forked ones when the batch is large
+    enough to pay for them; all take chunks from one shared counter, so the load balances
+    and this process's share is never pickled.
 
     With a cache, this process first takes every summary the cache holds and hands only
-    the misses to the workers, which are started only when there are enough of them: a
-    warm run never forks. The workers build the cache lines of what they scanned; this
-    process keeps them for the run's one pack.
+    the misses to the scan, which forks only when there are enough of them: a warm run
+    never forks. The workers build the cache lines of what they scanned; this process
+    keeps them for the run's one pack.
     """
 
     def __init__(self, catalog: Catalog, bare_noqa: bool, jobs: int, files: int,
                  cache: LintCache | None = None, roots: tuple[Path, ...] = (),
                  known: dict[str, tuple[str, bool]] | None = None) -> None:
-        self._pool: Any = None
         self._jobs = jobs
         self._cache = cache
         self._known = known or {}
         self._args = (catalog, bare_noqa, cache, roots)
         self._parallel = jobs > 1 and files >= PARALLEL_MIN_FILES
-        _init_worker(*self._args)  # small batches run in this process
+        _init_worker(*self._args)
 
     def scan(self, files: Sequence[str], *, full: bool) -> list[FileResult]:
-        tasks = [(f, full, True) for f in files]
+        tasks: list[Task] = [(f, full, True) for f in files]
         done: list[FileResult] = []
         if self._cache is not None and self._known:
             todo = []
@@ -237,14 +268,7 @@ class _Pool:
         if not self._parallel or len(tasks) < PARALLEL_MIN_FILES:
             scanned = [_scan_path(t) for t in tasks]
         else:
-            if self._pool is None:
-                ctx = get_context("fork") if hasattr(os, "fork") else get_context()
-                self._pool = ctx.Pool(self._jobs, initializer=_init_worker,
-                                      initargs=self._args)
-            size = max(4, len(tasks) // (self._jobs * 8))
-            chunks = [tasks[i:i + size] for i in range(0, len(tasks), size)]
-            scanned = [s for part in self._pool.imap_unordered(_scan_chunk, chunks)
-                       for s in part]
+            scanned = self._fork(tasks)
         for result, key, line in scanned:
             if line is not None and self._cache is not None:
                 self._cache.add(key, line)
@@ -253,10 +277,32 @@ class _Pool:
         done.sort(key=lambda r: order[r.path])  # as listed, whichever process scanned it
         return done
 
+    def _fork(self, tasks: list[Task]) -> list[Scanned]:
+        ctx = get_context("fork") if hasattr(os, "fork") else get_context()
+        size = max(4, len(tasks) // (self._jobs * 8))
+        chunks = [tasks[i:i + size] for i in range(0, len(tasks), size)]
+        claimed = ctx.Value("i", 0)
+        workers = []
+        for _ in range(self._jobs - 1):
+            recv, send = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=_worker, args=(chunks, claimed, send, self._args),
+                               daemon=True)
+            proc.start()
+            send.close()
+            workers.append((proc, recv))
+        scanned = _drain(chunks, claimed)
+        for proc, recv in workers:
+            with contextlib.suppress(EOFError, OSError):
+                scanned.extend(recv.recv())
+            recv.close()
+            proc.join()
+        if len(scanned) < len(tasks):  # a worker died: what it took is scanned here
+            have = {r.path for r, _, _ in scanned}
+            scanned += [_scan_path(t) for t in tasks if t[0] not in have]
+        return scanned
+
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.close()
-            self._pool.join()
+        """Nothing outlives a ``scan``: kept for the callers' try/finally."""
 
 
 @contextlib.contextmanager
@@ -286,9 +332,9 @@ def _owner_module(name: str, modules: dict[str, list[str]]) -> str | None:
 def _scan_tree(files: list[str], catalog: Catalog, bare_noqa: bool,
                jobs: int, cache: LintCache | None = None,
                roots: tuple[Path, ...] = (),
-               known: dict[str, tuple[str, bool]] | None = None) -> list[FileResult]:
+               hashed: dict[str, tuple[str, bool]] | None = None) -> list[FileResult]:
     """Visit files with async code, then only the deferred modules a call chain reaches."""
-    pool = _Pool(catalog, bare_noqa, jobs, len(files), cache, roots, known)
+    pool = _Pool(catalog, bare_noqa, jobs, len(files), cache, roots, hashed)
     try:
         results = pool.scan(files, full=False)
         deferred: dict[str, list[str]] = {}
@@ -386,12 +432,14 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
     tree: dict[str, tuple[str, bool]] | None = None
     tree_key = ""
     roots = import_roots(config)
+    _MODULES.clear()  # a file's package may differ from the last run's (__init__.py added)
+    _init_worker(catalog, config.bare_noqa, cache, roots)
     if cache is not None:
         cache.fingerprint = fingerprint(catalog, config.bare_noqa)
         cache.scope = json.dumps([str(r) for r in roots])
         tree = _contents(files)
         if tree is not None and not unreadable and not stalls:
-            tree_key = cache.tree_key((f, *module_name(f, roots), tree[f][0]) for f in files)
+            tree_key = cache.tree_key((f, *_module(f), tree[f][0]) for f in files)
             findings = cache.load_tree(tree_key)
             if findings is not None:
                 cache.close()
