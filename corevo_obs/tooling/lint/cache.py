@@ -7,17 +7,30 @@ fingerprint: the lint's own sources (every module and the catalog of this packag
 effective catalog after the project's config, ``bare-noqa``, Python's version and the
 entry format. A changed catalog, config or lint therefore misses every entry.
 
+The summaries live in one *pack* per project (fingerprint and import roots name it): a
+line per summary, ``key TAB path TAB entry-JSON``, under one checksum. A run reads it
+once and decodes only the lines it asks for; a run that scanned anything writes it anew
+(one temp file + ``os.replace``, not a file per summary: a cold run of 1,000 files wrote
+1,000 entries): the summaries it used or made, and the old lines of files it did not
+look up that still exist. A line of a file looked up under another key (older content)
+is dropped, so the pack does not grow with edits. A run over exactly the same files is
+answered by a *run entry* (``KEY.json``, its findings).
+
 Only the per-file pass is cached. The project-wide step (which call site inherits which
 helper's chain) is recomputed from the summaries on every run, in memory: a helper whose
 summary changed changes its callers' findings although the callers were not re-parsed.
 
-The directory is shared with other processes and treated as hostile input. An entry is
-trusted only when it is a regular file (never through a symlink: every open is
+The directory is shared with other processes and treated as hostile input. A pack or
+entry is trusted only when it is a regular file (never through a symlink: every open is
 ``O_NOFOLLOW`` relative to the directory's descriptor), owned by this user, not writable
-by group or others, smaller than ``MAX_ENTRY``, its checksum matches and it names the
-same key, path, module and content hash as asked; any other entry is a miss, rewritten
-by this run. Writes go to a fresh temp name and ``os.replace`` it, so a reader sees a
-whole entry or none. Results that carry a COB900 (unparsable file) are never stored.
+by group or others, smaller than ``MAX_PACK`` / ``MAX_ENTRY``, its checksum matches and
+it names its own key (a pack: its name); a pack line is used only when it names the same
+path, module and content hash as asked and decodes to the shape this version writes. Any
+other pack, entry or line is a miss (never a crash), rewritten by this run. Writes go to a
+fresh temp name and ``os.replace`` it, so a reader sees a whole file or none; the run
+writes the pack, forked scan processes only build its lines. Results that carry a COB900
+(unparsable file) are never stored. Packs and entries no run used for a day are pruned
+once the directory holds more than ``PRUNE_AT`` (or three times a run's) of them.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ import gc
 import json
 import os
 import stat
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from multiprocessing import get_context
@@ -208,27 +209,40 @@ def _scan_path(task: tuple[str, bool, bool]) -> Scanned:
 Task = tuple[str, bool, bool]  # path, full (parse even without ``async``), look up the cache
 
 
-def _drain(chunks: Sequence[list[Task]], claimed: Any) -> list[Scanned]:
-    """Scan chunks until none is left; ``claimed`` (a shared counter) hands each chunk to
-    exactly one of the processes draining the same list."""
-    out: list[Scanned] = []
+def _drain(chunks: Sequence[list[Task]], claimed: Any,
+           send: Callable[[list[Scanned]], None]) -> None:
+    """Scan chunks until none is left, handing each chunk's results to ``send``;
+    ``claimed`` (a shared counter) gives each chunk to exactly one of the processes
+    draining the same list."""
     while True:
         with claimed.get_lock():
             i = claimed.value
             claimed.value = i + 1
         if i >= len(chunks):
-            return out
-        out.extend(_scan_path(t) for t in chunks[i])
+            return
+        send([_scan_path(t) for t in chunks[i]])
 
 
 def _worker(chunks: Sequence[list[Task]], claimed: Any, conn: Any,
             args: tuple[Catalog, bool, LintCache | None, tuple[Path, ...]]) -> None:
+    """A forked scan process: each chunk's results go back as soon as they are made (the
+    pickling overlaps the next chunk's scan), then None."""
     _init_worker(*args)
-    gc.disable()  # its results live until sent, and it makes no cycles (see _gc_paused)
+    gc.disable()  # it makes no cycles (see _gc_paused)
     try:
-        conn.send(_drain(chunks, claimed))
+        _drain(chunks, claimed, conn.send)
+        conn.send(None)
     finally:
         conn.close()
+
+
+def _receive(conn: Any, into: list[Scanned]) -> None:
+    """A reader thread of the parent: a worker's chunks as they come (a worker that died
+    just stops the list: the parent scans what is missing)."""
+    with contextlib.suppress(EOFError, OSError):
+        while (part := conn.recv()) is not None:
+            into.extend(part)
+    conn.close()
 
 
 class _Pool:
@@ -282,6 +296,7 @@ class _Pool:
         size = max(4, len(tasks) // (self._jobs * 8))
         chunks = [tasks[i:i + size] for i in range(0, len(tasks), size)]
         claimed = ctx.Value("i", 0)
+        scanned: list[Scanned] = []
         workers = []
         for _ in range(self._jobs - 1):
             recv, send = ctx.Pipe(duplex=False)
@@ -289,12 +304,12 @@ class _Pool:
                                daemon=True)
             proc.start()
             send.close()
-            workers.append((proc, recv))
-        scanned = _drain(chunks, claimed)
-        for proc, recv in workers:
-            with contextlib.suppress(EOFError, OSError):
-                scanned.extend(recv.recv())
-            recv.close()
+            reader = threading.Thread(target=_receive, args=(recv, scanned), daemon=True)
+            reader.start()
+            workers.append((proc, reader))
+        _drain(chunks, claimed, scanned.extend)  # list.extend is atomic under the GIL
+        for proc, reader in workers:
+            reader.join()
             proc.join()
         if len(scanned) < len(tasks):  # a worker died: what it took is scanned here
             have = {r.path for r, _, _ in scanned}
