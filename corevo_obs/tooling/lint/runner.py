@@ -109,16 +109,23 @@ def module_name(path: str, roots: Sequence[Path] = ()) -> tuple[str, bool]:
     The ``__init__.py`` chain names the regular packages; the directories between the
     deepest import root holding them and the topmost one are namespace packages (PEP 420:
     ``root/ns/pkg/mod.py`` is ``ns.pkg.mod`` though ``ns`` has no ``__init__.py``)."""
-    p = Path(os.path.abspath(path))
-    package = _package_of(p.parent)
-    top = str(p.parent)
+    directory, name = os.path.split(os.path.abspath(path))
+    package = _dotted_package(directory, tuple(map(str, roots)))
+    if name == "__init__.py":
+        return package or os.path.basename(directory), True
+    stem = Path(name).stem
+    return (f"{package}.{stem}" if package else stem), False
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _dotted_package(directory: str, roots: tuple[str, ...]) -> str:
+    """The dotted package of the files in ``directory`` (once per directory, not file)."""
+    package = _package_of(Path(directory))
+    top = directory
     for _ in range(package.count(".") + 1 if package else 0):
         top = os.path.dirname(top)
-    space = _namespace(top, tuple(map(str, roots))) if roots else ""
-    package = ".".join(x for x in (space, package) if x)
-    if p.name == "__init__.py":
-        return package or p.parent.name, True
-    return (f"{package}.{p.stem}" if package else p.stem), False
+    space = _namespace(top, roots) if roots else ""
+    return ".".join(x for x in (space, package) if x)
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -293,7 +300,7 @@ class _Pool:
 
     def _fork(self, tasks: list[Task]) -> list[Scanned]:
         ctx = get_context("fork") if hasattr(os, "fork") else get_context()
-        size = max(4, len(tasks) // (self._jobs * 8))
+        size = max(2, len(tasks) // (self._jobs * 32))  # small: the last one is the tail
         chunks = [tasks[i:i + size] for i in range(0, len(tasks), size)]
         claimed = ctx.Value("i", 0)
         scanned: list[Scanned] = []
