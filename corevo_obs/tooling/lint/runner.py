@@ -216,28 +216,33 @@ def _scan_path(task: tuple[str, bool, bool]) -> Scanned:
 Task = tuple[str, bool, bool]  # path, full (parse even without ``async``), look up the cache
 
 
-def _drain(chunks: Sequence[list[Task]], claimed: Any,
-           send: Callable[[list[Scanned]], None]) -> None:
-    """Scan chunks until none is left, handing each chunk's results to ``send``;
-    ``claimed`` (a shared counter) gives each chunk to exactly one of the processes
-    draining the same list."""
+def _drain(chunks: Sequence[list[Task]], ends: Any, send: Callable[[list[Scanned]], None],
+           *, small: bool = False) -> None:
+    """Scan chunks until none is left, handing each chunk's results to ``send``. The
+    chunks run from the largest files to the smallest; ``ends`` (a shared [front, back]
+    pair) gives each chunk to exactly one process: the workers take from the front, the
+    lint's own process (``small``), which holds every summary, from the back, so the
+    largest trees are parsed elsewhere (its peak memory stays near a serial run's)."""
     while True:
-        with claimed.get_lock():
-            i = claimed.value
-            claimed.value = i + 1
-        if i >= len(chunks):
-            return
+        with ends.get_lock():
+            front, back = ends[0], ends[1]
+            if front >= back:
+                return
+            if small:
+                i = ends[1] = back - 1
+            else:
+                i, ends[0] = front, front + 1
         send([_scan_path(t) for t in chunks[i]])
 
 
-def _worker(chunks: Sequence[list[Task]], claimed: Any, conn: Any,
+def _worker(chunks: Sequence[list[Task]], ends: Any, conn: Any,
             args: tuple[Catalog, bool, LintCache | None, tuple[Path, ...]]) -> None:
     """A forked scan process: each chunk's results go back as soon as they are made (the
     pickling overlaps the next chunk's scan), then None."""
     _init_worker(*args)
     gc.disable()  # it makes no cycles (see _gc_paused)
     try:
-        _drain(chunks, claimed, conn.send)
+        _drain(chunks, ends, conn.send)
         conn.send(None)
     finally:
         conn.close()
@@ -250,6 +255,13 @@ def _receive(conn: Any, into: list[Scanned]) -> None:
         while (part := conn.recv()) is not None:
             into.extend(part)
     conn.close()
+
+
+def _size(task: Task) -> int:
+    try:
+        return os.stat(task[0]).st_size
+    except OSError:
+        return 0  # its error is the scan's
 
 
 class _Pool:
@@ -300,21 +312,22 @@ class _Pool:
 
     def _fork(self, tasks: list[Task]) -> list[Scanned]:
         ctx = get_context("fork") if hasattr(os, "fork") else get_context()
+        tasks = sorted(tasks, key=_size, reverse=True)  # largest first: it also balances
         size = max(2, len(tasks) // (self._jobs * 32))  # small: the last one is the tail
         chunks = [tasks[i:i + size] for i in range(0, len(tasks), size)]
-        claimed = ctx.Value("i", 0)
+        ends = ctx.Array("i", [0, len(chunks)])
         scanned: list[Scanned] = []
         workers = []
         for _ in range(self._jobs - 1):
             recv, send = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_worker, args=(chunks, claimed, send, self._args),
+            proc = ctx.Process(target=_worker, args=(chunks, ends, send, self._args),
                                daemon=True)
             proc.start()
             send.close()
             reader = threading.Thread(target=_receive, args=(recv, scanned), daemon=True)
             reader.start()
             workers.append((proc, reader))
-        _drain(chunks, claimed, scanned.extend)  # list.extend is atomic under the GIL
+        _drain(chunks, ends, scanned.extend, small=True)  # list.extend: atomic (GIL)
         for proc, reader in workers:
             reader.join()
             proc.join()
