@@ -523,11 +523,16 @@ class LintCache:
                 keep[key] = line
         name = self._pack_name()
         self.used.add(name[:-5])
-        body = b"%s\n%s" % (name[:-5].encode(), b"".join(keep[k] + b"\n" for k in sorted(keep)))
-        data = b"%s %d %s\n%s" % (PACK_MAGIC, FORMAT, digest(body).encode(), body)
-        if len(data) > MAX_PACK:
+        # hashed and written line by line: no joined copy of a pack of many megabytes
+        body = [name[:-5].encode(), *(keep[k] for k in sorted(keep))]
+        h = hashlib.blake2b(digest_size=32)
+        for line in body:
+            h.update(line)
+            h.update(b"\n")
+        head = b"%s %d %s" % (PACK_MAGIC, FORMAT, h.hexdigest().encode())
+        if len(head) + sum(len(line) + 1 for line in body) + 1 > MAX_PACK:
             self.stats.write_errors += 1
-        elif self._write(fd, name, data):
+        elif self._write(fd, name, [head, *body]):
             self.stats.stored += len(self._new)
         self._new.clear()
 
@@ -612,21 +617,21 @@ class LintCache:
         self.used.add(key)
         body = json.dumps({"key": key, **fields}, separators=(",", ":")).encode()
         data = b"%s %d %s\n%s" % (MAGIC, FORMAT, digest(body).encode(), body)
-        if self._write(fd, f"{key}.json", data):
+        if self._write(fd, f"{key}.json", [data], lines=False):
             self.stats.stored += 1
 
-    def _write(self, fd: int, name: str, data: bytes) -> bool:
-        """Write ``name`` atomically (temp + replace); a failure is only counted."""
+    def _write(self, fd: int, name: str, parts: list[bytes], *, lines: bool = True) -> bool:
+        """Write ``parts`` (each followed by a newline when ``lines``) as ``name``,
+        atomically (temp + replace); a failure is only counted."""
         tmp = f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
         try:
             efd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW
                           | getattr(os, "O_CLOEXEC", 0), 0o644, dir_fd=fd)
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(efd, view):]
-            finally:
-                os.close(efd)
+            with open(efd, "wb", buffering=1 << 20) as fh:  # closes efd
+                for part in parts:
+                    fh.write(part)
+                    if lines:
+                        fh.write(b"\n")
             os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
         except OSError:
             self.stats.write_errors += 1
