@@ -38,7 +38,8 @@ def tree(root: Path, files: dict[str, str]) -> Path:
 
 
 def entries(cache_dir: Path) -> list[Path]:
-    return sorted(cache_dir.glob("*.json"))
+    """The run entries (``*.json``) and the project's pack of per-file summaries."""
+    return sorted([*cache_dir.glob("*.json"), *cache_dir.glob("*.pack")])
 
 
 def run(paths: list[str], config: LintConfig, cache: LintCache | None) -> list[object]:
@@ -192,21 +193,38 @@ def test_a_changed_config_or_catalog_misses_every_entry(tmp_path: Path) -> None:
     assert extended.stats.hits == 0
 
 
+def _forged(good: bytes) -> bytes:
+    """The entry or pack with its findings replaced by a wrong shape, checksum recomputed."""
+    from corevo_obs.tooling.lint.cache import FORMAT, MAGIC, PACK_MAGIC, digest
+    head, _, body = good.partition(b"\n")
+    if head.startswith(PACK_MAGIC):
+        name, *lines = body.split(b"\n")
+        out = [name]
+        for line in lines:
+            if line:
+                key, path, entry = line.split(b"\t")
+                shape = json.loads(entry)
+                shape["result"]["findings"] = [["not", "a", "finding"]]
+                line = b"\t".join([key, path, json.dumps(shape).encode()])
+            out.append(line)
+        forged = b"\n".join(out)
+        return b"%s %d %s\n%s" % (PACK_MAGIC, FORMAT, digest(forged).encode(), forged)
+    shape = json.loads(body)
+    shape["findings"] = [["not", "a", "finding"]]
+    forged = json.dumps(shape).encode()
+    return b"%s %d %s\n%s" % (MAGIC, FORMAT, digest(forged).encode(), forged)
+
+
 def _garbage(entry: Path) -> dict[str, bytes]:
     good = entry.read_bytes()
     head, _, body = good.partition(b"\n")
-    shape = json.loads(body)
-    shape.get("result", shape)["findings"] = [["not", "a", "finding"]]
-    forged = json.dumps(shape).encode()
-    from corevo_obs.tooling.lint.cache import FORMAT, MAGIC, digest
     return {
         "empty": b"",
         "truncated": good[: len(good) // 2],
         "flipped": good[:-20] + bytes([good[-20] ^ 1]) + good[-19:],
         "binary": os.urandom(4096),
         "huge-numbers": head + b"\n" + b"[" * 100_000,
-        "wrong shape, right checksum": b"%s %d %s\n%s" % (MAGIC, FORMAT,
-                                                          digest(forged).encode(), forged),
+        "wrong shape, right checksum": _forged(good),
     }
 
 
@@ -222,8 +240,9 @@ def test_a_corrupt_entry_is_a_miss_and_is_rewritten(tmp_path: Path, kind: str) -
         path.write_bytes(_garbage(path)[kind])
     cache = LintCache.at(cache_dir)
     assert run([str(root)], LintConfig(), cache) == want
-    assert len(good) == 3  # the run, app.py, and helpers.py (parsed: a chain reaches it)
-    assert cache.stats.rejected == 3
+    assert len(good) == 2  # the run's entry, the pack (app.py, helpers.py: a chain reaches it)
+    # a forged pack is read (its checksum holds) but each of its two entries is refused
+    assert cache.stats.rejected == (3 if kind == "wrong shape, right checksum" else 2)
     assert cache.stats.hits == 0
     assert {p: p.read_bytes() for p in entries(cache_dir)} == good  # rewritten whole
 
@@ -236,7 +255,7 @@ def test_symlinks_fifos_and_foreign_entries_are_never_trusted_or_followed(
     want = run([str(root)], LintConfig(), LintCache.at(cache_dir))
     outside = tmp_path / "outside.json"
     names = [p.name for p in entries(cache_dir)]
-    assert len(names) == 3  # the run, app.py, helpers.py
+    assert len(names) == 2  # the run's entry, the pack (app.py, helpers.py)
     for p in entries(cache_dir):
         outside.write_bytes(p.read_bytes())  # a valid entry, reached through a link
         p.unlink()
@@ -244,7 +263,7 @@ def test_symlinks_fifos_and_foreign_entries_are_never_trusted_or_followed(
     before = outside.read_bytes()
     cache = LintCache.at(cache_dir)
     assert run([str(root)], LintConfig(), cache) == want
-    assert cache.stats.rejected == 3 and cache.stats.hits == 0
+    assert cache.stats.rejected == 2 and cache.stats.hits == 0
     assert all(not (cache_dir / n).is_symlink() for n in names)  # replaced by real entries
     assert outside.read_bytes() == before  # never written through the link
 
@@ -253,19 +272,19 @@ def test_symlinks_fifos_and_foreign_entries_are_never_trusted_or_followed(
         os.mkfifo(cache_dir / name)
     cache = LintCache.at(cache_dir)
     assert run([str(root)], LintConfig(), cache) == want
-    assert cache.stats.rejected == 3
+    assert cache.stats.rejected == 2
 
     for p in entries(cache_dir):  # writable by others: refused
         p.chmod(0o666)
     cache = LintCache.at(cache_dir)
     assert run([str(root)], LintConfig(), cache) == want
-    assert cache.stats.rejected == 3 and cache.stats.hits == 0
+    assert cache.stats.rejected == 2 and cache.stats.hits == 0
     if os.geteuid() == 0:  # owned by another user: refused
         for p in entries(cache_dir):
             os.chown(p, 65534, -1)
         cache = LintCache.at(cache_dir)
         assert run([str(root)], LintConfig(), cache) == want
-        assert cache.stats.rejected == 3 and cache.stats.hits == 0
+        assert cache.stats.rejected == 2 and cache.stats.hits == 0
 
 
 def test_a_cache_dir_that_is_a_symlink_or_a_file_is_not_used(tmp_path: Path) -> None:
@@ -372,3 +391,104 @@ def test_a_warm_run_parses_nothing_and_one_edit_parses_one_file(tmp_path: Path) 
     assert one.stats.hits == 299  # every other module from its entry
     assert after == run([str(root)], LintConfig(), None)
     assert len(after) == len(cold) - 1  # m008's save_8 -> persist_8 -> write_7 is gone
+
+
+def _pack(cache_dir: Path) -> Path:
+    (pack,) = cache_dir.glob("*.pack")
+    return pack
+
+
+def _pack_paths(cache_dir: Path) -> list[str]:
+    """The file paths the pack holds a summary of."""
+    lines = _pack(cache_dir).read_bytes().split(b"\n")[2:]
+    return sorted(json.loads(line.split(b"\t")[1]) for line in lines if line)
+
+
+def test_a_runs_summaries_are_one_pack_that_drops_what_is_gone(tmp_path: Path) -> None:
+    """A cold run writes one pack, not a file per summary; a later run that scans anything
+    rewrites it: an edited file's old summary and a deleted file's are dropped, the
+    summaries of files it did not look at (another path argument) are kept."""
+    root = tree(tmp_path / "src", {"pkg/__init__.py": "", "pkg/helpers.py": HELPER_BLOCKS,
+                                   "pkg/app.py": CALLER, "pkg/other.py": CALLER})
+    cache_dir = tmp_path / "cache"
+    run([str(root)], LintConfig(), LintCache.at(cache_dir))
+    pkg = root / "pkg"
+    assert _pack_paths(cache_dir) == [str(pkg / n) for n in ("app.py", "helpers.py", "other.py")]
+    assert len(list(cache_dir.glob("*.json"))) == 1  # the run's entry
+
+    (pkg / "other.py").unlink()
+    (pkg / "app.py").write_text(CALLER + "\n# edited\n")
+    edited = LintCache.at(cache_dir)
+    run([str(root)], LintConfig(), edited)
+    assert edited.stats.hits == 1 and edited.stats.stored == 2  # app.py, the run's entry
+    assert _pack_paths(cache_dir) == [str(pkg / "app.py"), str(pkg / "helpers.py")]
+    before = _pack(cache_dir).read_bytes()
+
+    (pkg / "app.py").write_text(CALLER + "\n# edited again\n")
+    one = LintCache.at(cache_dir)  # one file named: the pack keeps helpers.py's summary
+    run([str(pkg / "app.py")], LintConfig(), one)
+    assert one.stats.stored == 2
+    assert _pack_paths(cache_dir) == [str(pkg / "app.py"), str(pkg / "helpers.py")]
+    assert _pack(cache_dir).read_bytes() != before
+    whole = LintCache.at(cache_dir)
+    assert run([str(root)], LintConfig(), whole) == run([str(root)], LintConfig(), None)
+    assert whole.stats.hits == 2 and whole.stats.misses == 1  # the run's entry only
+
+
+def test_a_pack_of_another_project_or_with_a_forged_line_is_a_miss(tmp_path: Path) -> None:
+    """The pack's name and first line name its project (config, lint, import roots): a
+    pack copied under another project's name is refused whole; a line whose checksum was
+    recomputed but that names another file is refused alone."""
+    from corevo_obs.tooling.lint.cache import FORMAT, PACK_MAGIC, digest
+    root = tree(tmp_path / "src", {"pkg/__init__.py": "", "pkg/helpers.py": HELPER_BLOCKS,
+                                   "pkg/app.py": CALLER})
+    cache_dir = tmp_path / "cache"
+    want = run([str(root)], LintConfig(), LintCache.at(cache_dir))
+    for p in cache_dir.glob("*.json"):
+        p.unlink()
+    pack = _pack(cache_dir)
+    good = pack.read_bytes()
+    other = cache_dir / f"{'0' * 64}.pack"  # someone else's name for the same bytes
+    other.write_bytes(good)
+    pack.unlink()
+    cache = LintCache.at(cache_dir)
+    assert run([str(root)], LintConfig(), cache) == want
+    assert cache.stats.hits == 0 and pack.read_bytes() == good
+
+    for p in cache_dir.glob("*.json"):
+        p.unlink()
+    head, _, body = good.partition(b"\n")
+    swapped = body.replace(b"pkg/app.py", b"pkg/elsewhere.py")  # app.py's line, renamed
+    pack.write_bytes(b"%s %d %s\n%s" % (PACK_MAGIC, FORMAT, digest(swapped).encode(), swapped))
+    cache = LintCache.at(cache_dir)
+    assert run([str(root)], LintConfig(), cache) == want
+    assert cache.stats.hits == 1  # helpers.py's line
+    assert cache.stats.rejected == 1  # app.py's key, on a line naming another file
+
+
+def test_parallel_cold_warm_and_edited_runs_report_what_an_uncached_run_does(
+        tmp_path: Path) -> None:
+    """With two processes scanning (the forked one sends its summaries and their pack
+    lines back), cold, warm and one-edited runs equal a run without the cache."""
+    root = tmp_path / "tree"
+    _bench().generate_tree(root, 120)
+    cache_dir = tmp_path / "cache"
+
+    def parallel(cache: LintCache | None) -> list[object]:
+        result = lint_paths([str(root)], LintConfig(), jobs=2, cache=cache)
+        return [*result.findings, *result.errors]
+
+    plain = parallel(None)
+    assert len(plain) == 5 * 120
+    cold = LintCache.at(cache_dir)
+    assert parallel(cold) == plain and cold.stats.stored == 121  # 120 modules, the run
+    assert len(_pack_paths(cache_dir)) == 120
+    warm = LintCache.at(cache_dir)
+    assert parallel(warm) == plain and warm.stats.trees == 1
+    edited = root / "svc" / "p000" / "m007.py"
+    edited.write_text(edited.read_text().replace('with open(path, "w") as fh:\n'
+                                                 '        fh.write(data)', "return data"))
+    one = LintCache.at(cache_dir)
+    after = parallel(one)
+    assert one.stats.hits == 119 and after == parallel(None) and len(after) == len(plain) - 1
+    assert len(_pack_paths(cache_dir)) == 120

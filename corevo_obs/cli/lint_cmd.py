@@ -16,7 +16,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
 from ..core.errors import ConfigError
 from ..tooling.lint import LintConfig, lint_paths, load_catalog, load_config
 from ..tooling.lint.baseline import apply_baseline, load_baseline, write_baseline
@@ -196,6 +195,8 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(as_json(shown))
     elif args.format == "sarif":
+        from .. import __version__  # importlib.metadata: only for SARIF
+
         sys.stdout.write(as_sarif(shown, __version__))
     elif args.format == "github":
         sys.stdout.write(as_github(shown))

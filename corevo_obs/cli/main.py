@@ -16,22 +16,24 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from .. import __version__
 from ..core.errors import CorevoObsError
 
 DEBUG_ENV = "COREVO_OBS_DEBUG"
-COMMAND_MODULES: tuple[str, ...] = (
-    "corevo_obs.cli.catalog_cmd",
-    "corevo_obs.cli.dashboards_cmd",
-    "corevo_obs.cli.demo_cmd",
-    "corevo_obs.cli.lint_cmd",
-    "corevo_obs.cli.metrics_cmd",
-    "corevo_obs.cli.dump_cmd",
-    "corevo_obs.cli.debt_cmd",
-    "corevo_obs.cli.leases_cmd",
-    "corevo_obs.cli.export_cmd",
-    "corevo_obs.cli.loadtest_cmd",
-)
+# command -> its module; a run of one command imports only that module (``lint`` does
+# not pay for prometheus_client or the metrics directory code)
+COMMANDS: dict[str, str] = {
+    "catalog": "corevo_obs.cli.catalog_cmd",
+    "dashboards": "corevo_obs.cli.dashboards_cmd",
+    "demo": "corevo_obs.cli.demo_cmd",
+    "lint": "corevo_obs.cli.lint_cmd",
+    "metrics": "corevo_obs.cli.metrics_cmd",
+    "dump": "corevo_obs.cli.dump_cmd",
+    "debt": "corevo_obs.cli.debt_cmd",
+    "leases": "corevo_obs.cli.leases_cmd",
+    "export": "corevo_obs.cli.export_cmd",
+    "loadtest": "corevo_obs.cli.loadtest_cmd",
+}
+COMMAND_MODULES: tuple[str, ...] = tuple(COMMANDS.values())
 
 
 class _Parser(argparse.ArgumentParser):
@@ -40,22 +42,42 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"corevo-obs: error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _Version(argparse.Action):
+    """``--version``, looked up only when asked (importlib.metadata costs every run)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS,
+                 default: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest=dest, default=default, nargs=0,
+                         help=help or "show program's version number and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        from .. import __version__
+
+        print(f"corevo-obs {__version__}")
+        parser.exit()
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The CLI's parser; with ``command`` (a key of ``COMMANDS``) only that subcommand's."""
     parser = _Parser(
         prog="corevo-obs",
         description="Observability and diagnostics for asyncio services that run as many "
         "processes, event loops and thread pools. Start with `corevo-obs demo`.",
     )
-    parser.add_argument("--version", action="version", version=f"corevo-obs {__version__}")
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name in COMMAND_MODULES:
+    for name in [COMMANDS[command]] if command in COMMANDS else COMMAND_MODULES:
         importlib.import_module(name).register(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
-        parser = build_parser()  # imports every command module: Ctrl-C may land here
+        words = list(sys.argv[1:] if argv is None else argv)
+        # the command's module only (all of them for --help or a wrong name): Ctrl-C may
+        # land here
+        parser = build_parser(words[0] if words else None)
         args = parser.parse_args(argv)
         func = getattr(args, "func", None)
         if func is None:

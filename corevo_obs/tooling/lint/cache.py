@@ -7,17 +7,30 @@ fingerprint: the lint's own sources (every module and the catalog of this packag
 effective catalog after the project's config, ``bare-noqa``, Python's version and the
 entry format. A changed catalog, config or lint therefore misses every entry.
 
+The summaries live in one *pack* per project (fingerprint and import roots name it): a
+line per summary, ``key TAB path TAB entry-JSON``, under one checksum. A run reads it
+once and decodes only the lines it asks for; a run that scanned anything writes it anew
+(one temp file + ``os.replace``, not a file per summary: a cold run of 1,000 files wrote
+1,000 entries): the summaries it used or made, and the old lines of files it did not
+look up that still exist. A line of a file looked up under another key (older content)
+is dropped, so the pack does not grow with edits. A run over exactly the same files is
+answered by a *run entry* (``KEY.json``, its findings).
+
 Only the per-file pass is cached. The project-wide step (which call site inherits which
 helper's chain) is recomputed from the summaries on every run, in memory: a helper whose
 summary changed changes its callers' findings although the callers were not re-parsed.
 
-The directory is shared with other processes and treated as hostile input. An entry is
-trusted only when it is a regular file (never through a symlink: every open is
+The directory is shared with other processes and treated as hostile input. A pack or
+entry is trusted only when it is a regular file (never through a symlink: every open is
 ``O_NOFOLLOW`` relative to the directory's descriptor), owned by this user, not writable
-by group or others, smaller than ``MAX_ENTRY``, its checksum matches and it names the
-same key, path, module and content hash as asked; any other entry is a miss, rewritten
-by this run. Writes go to a fresh temp name and ``os.replace`` it, so a reader sees a
-whole entry or none. Results that carry a COB900 (unparsable file) are never stored.
+by group or others, smaller than ``MAX_PACK`` / ``MAX_ENTRY``, its checksum matches and
+it names its own key (a pack: its name); a pack line is used only when it names the same
+path, module and content hash as asked and decodes to the shape this version writes. Any
+other pack, entry or line is a miss (never a crash), rewritten by this run. Writes go to a
+fresh temp name and ``os.replace`` it, so a reader sees a whole file or none; the run
+writes the pack, forked scan processes only build its lines. Results that carry a COB900
+(unparsable file) are never stored. Packs and entries no run used for a day are pruned
+once the directory holds more than ``PRUNE_AT`` (or three times a run's) of them.
 """
 
 from __future__ import annotations
@@ -43,16 +56,18 @@ from .call_catalog import Catalog
 from .model import CallSite, Edge, FileResult, Finding, FuncFacts, Pending
 from .narrowing import OPS, Args, Atom, Guard, Kind, Value, instance
 
-FORMAT = 5
+FORMAT = 6
 ENV = "COREVO_LINT_CACHE_DIR"
 DEFAULT_PARTS = (".corevo-cache", "lint")  # under the project root
 MAX_ENTRY = 16 << 20
+MAX_PACK = 256 << 20
 MAGIC = b"corevo-lint-cache"
+PACK_MAGIC = b"corevo-lint-pack"
 STALE_TEMP_S = 3600.0
 STALE_ENTRY_S = 86400.0
 PRUNE_AT = 2000
-_ENTRY = re.compile(r"^[0-9a-f]{64}\.json$")
-_TEMP = re.compile(r"^\.[0-9a-f]{64}\.json\.\d+\.[0-9a-f]{8}\.tmp$")
+_ENTRY = re.compile(r"^[0-9a-f]{64}\.(json|pack)$")
+_TEMP = re.compile(r"^\.[0-9a-f]{64}\.(json|pack)\.\d+\.[0-9a-f]{8}\.tmp$")
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
@@ -349,6 +364,11 @@ class LintCache:
     stats: CacheStats = field(default_factory=CacheStats)
     note: str = ""
     used: set[str] = field(default_factory=set)
+    scope: str = ""  # the project (its import roots): names the pack this run reads
+    _pack: dict[str, bytes] | None = field(default=None, repr=False, compare=False)
+    _new: dict[str, bytes] = field(default_factory=dict, repr=False, compare=False)
+    _hits: set[str] = field(default_factory=set, repr=False, compare=False)
+    _seen: set[str] = field(default_factory=set, repr=False, compare=False)
     _fd: int | None = field(default=None, repr=False, compare=False)
     _pid: int = field(default=0, repr=False, compare=False)
 
@@ -370,7 +390,8 @@ class LintCache:
 
     def __getstate__(self) -> dict[str, object]:
         state = dict(self.__dict__)
-        state["_fd"], state["_pid"] = None, 0
+        state["_fd"], state["_pid"], state["_pack"] = None, 0, None
+        state["_new"], state["_hits"], state["_seen"] = {}, set(), set()
         return state
 
     def _dir(self) -> int | None:
@@ -405,23 +426,115 @@ class LintCache:
 
     def load(self, key: str, path: str, module: str, content: str) -> FileResult | None:
         """The stored summary, or None (missing or not trusted: see the module docstring)."""
-        entry = self._entry(key, {"path": path, "module": module, "content": content})
-        if entry is None:
+        self._seen.add(path)
+        line = self._lines().get(key)
+        if line is None:
+            self.stats.misses += 1
             return None
         try:
+            _, stored_path, body = line.split(b"\t")
+            entry = json.loads(body)
+            _check(json.loads(stored_path) == path and type(entry) is dict
+                   and entry.get("module") == module and entry.get("content") == content)
             result = decode(entry["result"], path, module)
         except Exception:  # noqa: BLE001 - any malformed entry is a miss, never a crash
             self.stats.rejected += 1
             return None
         result.content = content
+        self._hits.add(key)
         self.stats.hits += 1
         return result
 
+    def entry(self, key: str, result: FileResult, content: str) -> bytes | None:
+        """The pack line of a summary, or None for one never stored (COB900, deferred).
+        Pure: a worker builds it, the process that writes the pack ``add`` s it."""
+        if result.error is not None or result.deferred:
+            return None
+        body = json.dumps({"module": result.module, "content": content,
+                           "result": encode(result)}, separators=(",", ":"))
+        return f"{key}\t{json.dumps(result.path)}\t{body}".encode()  # ASCII: no raw tab/newline
+
+    def add(self, key: str, line: bytes) -> None:
+        """Keep ``line`` (from ``entry``) for the pack ``flush`` writes."""
+        self._new[key] = line
+
     def store(self, key: str, result: FileResult, content: str) -> None:
-        """Write the summary atomically; a failure only costs the next run a parse."""
-        if result.error is None and not result.deferred:
-            self._put(key, {"path": result.path, "module": result.module,
-                            "content": content, "result": encode(result)})
+        """``entry`` + ``add`` in one process."""
+        line = self.entry(key, result, content)
+        if line is not None:
+            self.add(key, line)
+
+    def _pack_name(self) -> str:
+        return digest(json.dumps([self.fingerprint, "pack", self.scope]).encode()) + ".pack"
+
+    def _lines(self) -> dict[str, bytes]:
+        """This project's pack, read and checked once per run: key -> its line."""
+        if self._pack is not None:
+            return self._pack
+        self._pack = {}
+        fd = self._dir()
+        if fd is None:
+            return self._pack
+        name = self._pack_name()
+        self.used.add(name[:-5])
+        data = self._read(fd, name, MAX_PACK, missing=False)
+        if data is None:
+            return self._pack
+        try:
+            head, _, body = data.partition(b"\n")
+            magic, version, checksum = head.split(b" ")
+            _check(magic == PACK_MAGIC and version == str(FORMAT).encode()
+                   and checksum.decode("ascii") == digest(body))
+            first, _, rest = body.partition(b"\n")
+            _check(first == name[:-5].encode())
+            lines = {}
+            for line in rest.split(b"\n"):
+                if line:
+                    _check(line[64:65] == b"\t")
+                    lines[line[:64].decode("ascii")] = line
+        except Exception:  # noqa: BLE001 - a malformed pack is a miss of every entry
+            self.stats.rejected += 1
+            return self._pack
+        self._pack = lines
+        return lines
+
+    def flush(self) -> None:
+        """Write this run's new summaries as one pack (one file, not one per summary),
+        replacing the pack read: it keeps the entries this run used and those of files it
+        did not look up that still exist; an entry of a file looked up this run under
+        another key (older content, another config) is dropped."""
+        if not self._new:
+            return
+        fd = self._dir()
+        if fd is None:
+            return
+        keep = dict(self._new)
+        for key, line in (self._pack or {}).items():
+            if key in keep:
+                continue
+            if key in self._hits:
+                keep[key] = line
+                continue
+            try:
+                path = json.loads(line.split(b"\t")[1])
+            except Exception:  # noqa: BLE001, S112 - a malformed line is dropped
+                continue
+            if type(path) is str and path not in self._seen and os.path.isfile(path):
+                keep[key] = line
+        name = self._pack_name()
+        self.used.add(name[:-5])
+        # hashed and written line by line: no joined copy of a pack of many megabytes
+        body = [name[:-5].encode(), *(keep[k] for k in sorted(keep))]
+        h = hashlib.blake2b(digest_size=32)
+        for line in body:
+            h.update(line)
+            h.update(b"\n")
+        head = b"%s %d %s" % (PACK_MAGIC, FORMAT, h.hexdigest().encode())
+        if len(head) + sum(len(line) + 1 for line in body) + 1 > MAX_PACK:
+            self.stats.write_errors += 1
+        elif self._write(fd, name, [head, *body]):
+            self.stats.stored += len(self._new)
+        self._new.clear()
 
     def tree_key(self, files: Iterable[tuple[str, str, bool, str]]) -> str:
         """Key of a whole run: every file's (path, module, is-package, content hash)."""
@@ -451,7 +564,7 @@ class LintCache:
         if fd is None:
             return None
         self.used.add(key)
-        data = self._read(fd, f"{key}.json")
+        data = self._read(fd, f"{key}.json", MAX_ENTRY)
         if data is None:
             return None
         try:
@@ -467,12 +580,14 @@ class LintCache:
             return None
         return entry  # type: ignore[no-any-return]
 
-    def _read(self, fd: int, name: str) -> bytes | None:
+    def _read(self, fd: int, name: str, limit: int, *, missing: bool = True) -> bytes | None:
+        """A trusted file's bytes, else None (counted as a miss when ``missing``, and as
+        rejected when present but not trusted)."""
         try:
             efd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW
                           | getattr(os, "O_CLOEXEC", 0), dir_fd=fd)
         except FileNotFoundError:
-            self.stats.misses += 1
+            self.stats.misses += missing
             return None
         except OSError:  # a symlink (ELOOP), a directory we cannot read...
             self.stats.rejected += 1
@@ -480,7 +595,7 @@ class LintCache:
         try:
             st = os.fstat(efd)
             if (not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid()
-                    or st.st_mode & 0o022 or st.st_size > MAX_ENTRY):
+                    or st.st_mode & 0o022 or st.st_size > limit):
                 self.stats.rejected += 1
                 return None
             chunks, left = [], st.st_size + 1
@@ -495,31 +610,35 @@ class LintCache:
             os.close(efd)
 
     def _put(self, key: str, fields: dict[str, object]) -> None:
-        """Write entry ``key`` atomically (temp + replace); failures are only counted."""
+        """Write entry ``key`` (a checksummed JSON object)."""
         fd = self._dir()
         if fd is None:
             return
         self.used.add(key)
         body = json.dumps({"key": key, **fields}, separators=(",", ":")).encode()
         data = b"%s %d %s\n%s" % (MAGIC, FORMAT, digest(body).encode(), body)
-        name = f"{key}.json"
+        if self._write(fd, f"{key}.json", [data], lines=False):
+            self.stats.stored += 1
+
+    def _write(self, fd: int, name: str, parts: list[bytes], *, lines: bool = True) -> bool:
+        """Write ``parts`` (each followed by a newline when ``lines``) as ``name``,
+        atomically (temp + replace); a failure is only counted."""
         tmp = f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
         try:
             efd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW
                           | getattr(os, "O_CLOEXEC", 0), 0o644, dir_fd=fd)
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(efd, view):]
-            finally:
-                os.close(efd)
+            with open(efd, "wb", buffering=1 << 20) as fh:  # closes efd
+                for part in parts:
+                    fh.write(part)
+                    if lines:
+                        fh.write(b"\n")
             os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
         except OSError:
             self.stats.write_errors += 1
             with contextlib.suppress(OSError):
                 os.unlink(tmp, dir_fd=fd)
-            return
-        self.stats.stored += 1
+            return False
+        return True
 
     def prune(self, now: Callable[[], float] = time.time) -> int:
         """Once the directory holds more than ``max(PRUNE_AT, 3 x this run's)`` entries, drop

@@ -7,8 +7,10 @@ import contextlib
 import fnmatch
 import functools
 import gc
+import json
 import os
 import stat
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from multiprocessing import get_context
@@ -107,16 +109,23 @@ def module_name(path: str, roots: Sequence[Path] = ()) -> tuple[str, bool]:
     The ``__init__.py`` chain names the regular packages; the directories between the
     deepest import root holding them and the topmost one are namespace packages (PEP 420:
     ``root/ns/pkg/mod.py`` is ``ns.pkg.mod`` though ``ns`` has no ``__init__.py``)."""
-    p = Path(os.path.abspath(path))
-    package = _package_of(p.parent)
-    top = str(p.parent)
+    directory, name = os.path.split(os.path.abspath(path))
+    package = _dotted_package(directory, tuple(map(str, roots)))
+    if name == "__init__.py":
+        return package or os.path.basename(directory), True
+    stem = Path(name).stem
+    return (f"{package}.{stem}" if package else stem), False
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _dotted_package(directory: str, roots: tuple[str, ...]) -> str:
+    """The dotted package of the files in ``directory`` (once per directory, not file)."""
+    package = _package_of(Path(directory))
+    top = directory
     for _ in range(package.count(".") + 1 if package else 0):
         top = os.path.dirname(top)
-    space = _namespace(top, tuple(map(str, roots))) if roots else ""
-    package = ".".join(x for x in (space, package) if x)
-    if p.name == "__init__.py":
-        return package or p.parent.name, True
-    return (f"{package}.{p.stem}" if package else p.stem), False
+    space = _namespace(top, roots) if roots else ""
+    return ".".join(x for x in (space, package) if x)
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -140,6 +149,10 @@ _WORKER: tuple[Catalog, bool, LintCache | None] | None = None
 
 
 _ROOTS: tuple[Path, ...] = ()
+_MODULES: dict[str, tuple[str, bool]] = {}  # this run's module_name of each file, once
+
+# what a scan hands back: the summary, and its cache key and pack line when one is new
+Scanned = tuple[FileResult, str, bytes | None]
 
 
 def _init_worker(catalog: Catalog, bare_noqa: bool, cache: LintCache | None,
@@ -149,10 +162,30 @@ def _init_worker(catalog: Catalog, bare_noqa: bool, cache: LintCache | None,
     _ROOTS = roots
 
 
-def _scan_path(task: tuple[str, bool], *, scan: bool = True) -> FileResult | None:
-    """The file's summary: from the cache when it holds one, else scanned (and stored).
-    With ``scan=False`` a file that would need parsing gives None instead."""
-    path, full = task
+def _module(path: str) -> tuple[str, bool]:
+    found = _MODULES.get(path)
+    if found is None:
+        found = _MODULES[path] = module_name(path, _ROOTS)
+    return found
+
+
+def _probe(path: str, full: bool, known: tuple[str, bool]) -> FileResult | None:
+    """The summary of a file this run already read and hashed (``known``: its content hash,
+    whether it holds ``async``) when it needs no parse: deferred or in the cache."""
+    assert _WORKER is not None
+    cache = _WORKER[2]
+    assert cache is not None
+    module, is_package = _module(path)
+    content, has_async = known
+    if not full and not has_async:
+        return FileResult(path=path, module=module, deferred=True, content=content)
+    return cache.load(cache.key(path, module, is_package, content), path, module, content)
+
+
+def _scan_path(task: tuple[str, bool, bool]) -> Scanned:
+    """The file's summary: from the cache when it holds one (looked up unless ``_probe``
+    already missed), else scanned, with the line to store it by."""
+    path, full, lookup = task
     assert _WORKER is not None
     catalog, bare_noqa, cache = _WORKER
     try:
@@ -161,74 +194,150 @@ def _scan_path(task: tuple[str, bool], *, scan: bool = True) -> FileResult | Non
         result = FileResult(path=path)
         result.error = Finding(path, 1, 1, meta.PARSE,
                                message(meta.PARSE, error=str(exc.strerror or exc)))
-        return result
-    module, is_package = module_name(path, _ROOTS)
+        return result, "", None
+    module, is_package = _module(path)
     content = digest(source) if cache is not None else ""
     if not full and b"async" not in source:  # cannot hold a finding; parsed if a chain needs it
-        return FileResult(path=path, module=module, deferred=True, content=content)
+        return FileResult(path=path, module=module, deferred=True, content=content), "", None
     key = ""
     if cache is not None:
         key = cache.key(path, module, is_package, content)
-        hit = cache.load(key, path, module, content)
+        hit = cache.load(key, path, module, content) if lookup else None
         if hit is not None:
-            return hit
-    if not scan:
-        return None
+            return hit, "", None
     result = scan_source(path, module, source, catalog, is_package=is_package,
                          bare_noqa=bare_noqa)
-    if cache is not None:
-        result.content = content
-        cache.store(key, result, content)
-    return result
+    if cache is None:
+        return result, "", None
+    result.content = content
+    return result, key, cache.entry(key, result, content)
 
 
-def _scan_one(task: tuple[str, bool]) -> FileResult:
-    result = _scan_path(task)
-    assert result is not None
-    return result
+Task = tuple[str, bool, bool]  # path, full (parse even without ``async``), look up the cache
+
+
+def _drain(chunks: Sequence[list[Task]], ends: Any, send: Callable[[list[Scanned]], None],
+           *, small: bool = False) -> None:
+    """Scan chunks until none is left, handing each chunk's results to ``send``. The
+    chunks run from the largest files to the smallest; ``ends`` (a shared [front, back]
+    pair) gives each chunk to exactly one process: the workers take from the front, the
+    lint's own process (``small``), which holds every summary, from the back, so the
+    largest trees are parsed elsewhere (its peak memory stays near a serial run's)."""
+    while True:
+        with ends.get_lock():
+            front, back = ends[0], ends[1]
+            if front >= back:
+                return
+            if small:
+                i = ends[1] = back - 1
+            else:
+                i, ends[0] = front, front + 1
+        send([_scan_path(t) for t in chunks[i]])
+
+
+def _worker(chunks: Sequence[list[Task]], ends: Any, conn: Any,
+            args: tuple[Catalog, bool, LintCache | None, tuple[Path, ...]]) -> None:
+    """A forked scan process: each chunk's results go back as soon as they are made (the
+    pickling overlaps the next chunk's scan), then None."""
+    _init_worker(*args)
+    gc.disable()  # it makes no cycles (see _gc_paused)
+    try:
+        _drain(chunks, ends, conn.send)
+        conn.send(None)
+    finally:
+        conn.close()
+
+
+def _receive(conn: Any, into: list[Scanned]) -> None:
+    """A reader thread of the parent: a worker's chunks as they come (a worker that died
+    just stops the list: the parent scans what is missing)."""
+    with contextlib.suppress(EOFError, OSError):
+        while (part := conn.recv()) is not None:
+            into.extend(part)
+    conn.close()
+
+
+def _size(task: Task) -> int:
+    try:
+        return os.stat(task[0]).st_size
+    except OSError:
+        return 0  # its error is the scan's
 
 
 class _Pool:
-    """Scans files in worker processes when the tree is large enough to pay for them.
+    """Scans files in this process plus ``jobs - 1`` forked ones when the batch is large
+    enough to pay for them; all take chunks from one shared counter, so the load balances
+    and this process's share is never pickled.
 
     With a cache, this process first takes every summary the cache holds and hands only
-    the misses to the workers, which are started only when there are enough of them: a
-    warm run never forks.
+    the misses to the scan, which forks only when there are enough of them: a warm run
+    never forks. The workers build the cache lines of what they scanned; this process
+    keeps them for the run's one pack.
     """
 
     def __init__(self, catalog: Catalog, bare_noqa: bool, jobs: int, files: int,
-                 cache: LintCache | None = None, roots: tuple[Path, ...] = ()) -> None:
-        self._pool: Any = None
+                 cache: LintCache | None = None, roots: tuple[Path, ...] = (),
+                 known: dict[str, tuple[str, bool]] | None = None) -> None:
         self._jobs = jobs
         self._cache = cache
+        self._known = known or {}
         self._args = (catalog, bare_noqa, cache, roots)
         self._parallel = jobs > 1 and files >= PARALLEL_MIN_FILES
-        _init_worker(*self._args)  # small batches run in this process
+        _init_worker(*self._args)
 
     def scan(self, files: Sequence[str], *, full: bool) -> list[FileResult]:
-        tasks = [(f, full) for f in files]
+        tasks: list[Task] = [(f, full, True) for f in files]
         done: list[FileResult] = []
-        if self._cache is not None and self._parallel:
+        if self._cache is not None and self._known:
             todo = []
             for task in tasks:
-                result = _scan_path(task, scan=False)
+                known = self._known.get(task[0])
+                result = None if known is None else _probe(task[0], full, known)
                 if result is None:
-                    todo.append(task)
+                    todo.append((task[0], full, known is None))
                 else:
                     done.append(result)
             tasks = todo
         if not self._parallel or len(tasks) < PARALLEL_MIN_FILES:
-            return done + [_scan_one(t) for t in tasks]
-        if self._pool is None:
-            ctx = get_context("fork") if hasattr(os, "fork") else get_context()
-            self._pool = ctx.Pool(self._jobs, initializer=_init_worker, initargs=self._args)
-        chunk = max(4, len(tasks) // (self._jobs * 16))
-        return done + list(self._pool.imap_unordered(_scan_one, tasks, chunksize=chunk))
+            scanned = [_scan_path(t) for t in tasks]
+        else:
+            scanned = self._fork(tasks)
+        for result, key, line in scanned:
+            if line is not None and self._cache is not None:
+                self._cache.add(key, line)
+            done.append(result)
+        order = {f: i for i, f in enumerate(files)}
+        done.sort(key=lambda r: order[r.path])  # as listed, whichever process scanned it
+        return done
+
+    def _fork(self, tasks: list[Task]) -> list[Scanned]:
+        ctx = get_context("fork") if hasattr(os, "fork") else get_context()
+        tasks = sorted(tasks, key=_size, reverse=True)  # largest first: it also balances
+        size = max(2, len(tasks) // (self._jobs * 32))  # small: the last one is the tail
+        chunks = [tasks[i:i + size] for i in range(0, len(tasks), size)]
+        ends = ctx.Array("i", [0, len(chunks)])
+        scanned: list[Scanned] = []
+        workers = []
+        for _ in range(self._jobs - 1):
+            recv, send = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=_worker, args=(chunks, ends, send, self._args),
+                               daemon=True)
+            proc.start()
+            send.close()
+            reader = threading.Thread(target=_receive, args=(recv, scanned), daemon=True)
+            reader.start()
+            workers.append((proc, reader))
+        _drain(chunks, ends, scanned.extend, small=True)  # list.extend: atomic (GIL)
+        for proc, reader in workers:
+            reader.join()
+            proc.join()
+        if len(scanned) < len(tasks):  # a worker died: what it took is scanned here
+            have = {r.path for r, _, _ in scanned}
+            scanned += [_scan_path(t) for t in tasks if t[0] not in have]
+        return scanned
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.close()
-            self._pool.join()
+        """Nothing outlives a ``scan``: kept for the callers' try/finally."""
 
 
 @contextlib.contextmanager
@@ -257,9 +366,10 @@ def _owner_module(name: str, modules: dict[str, list[str]]) -> str | None:
 
 def _scan_tree(files: list[str], catalog: Catalog, bare_noqa: bool,
                jobs: int, cache: LintCache | None = None,
-               roots: tuple[Path, ...] = ()) -> list[FileResult]:
+               roots: tuple[Path, ...] = (),
+               hashed: dict[str, tuple[str, bool]] | None = None) -> list[FileResult]:
     """Visit files with async code, then only the deferred modules a call chain reaches."""
-    pool = _Pool(catalog, bare_noqa, jobs, len(files), cache, roots)
+    pool = _Pool(catalog, bare_noqa, jobs, len(files), cache, roots, hashed)
     try:
         results = pool.scan(files, full=False)
         deferred: dict[str, list[str]] = {}
@@ -354,14 +464,17 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
     unreadable: list[tuple[str, str]] = []
     files = list(dict.fromkeys(iter_files(paths, config.exclude, unreadable)))
     workers = min(jobs, max_jobs()) if jobs is not None else max_jobs()
-    tree: dict[str, str] | None = None
+    tree: dict[str, tuple[str, bool]] | None = None
     tree_key = ""
     roots = import_roots(config)
+    _MODULES.clear()  # a file's package may differ from the last run's (__init__.py added)
+    _init_worker(catalog, config.bare_noqa, cache, roots)
     if cache is not None:
         cache.fingerprint = fingerprint(catalog, config.bare_noqa)
+        cache.scope = json.dumps([str(r) for r in roots])
         tree = _contents(files)
         if tree is not None and not unreadable and not stalls:
-            tree_key = cache.tree_key((f, *module_name(f, roots), tree[f]) for f in files)
+            tree_key = cache.tree_key((f, *_module(f), tree[f][0]) for f in files)
             findings = cache.load_tree(tree_key)
             if findings is not None:
                 cache.close()
@@ -373,12 +486,15 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
 
 def _lint_files(files: list[str], unreadable: list[tuple[str, str]], config: LintConfig,
                 workers: int, catalog: Catalog, cache: LintCache | None,
-                stalls: Sequence[Stall], roots: tuple[Path, ...], tree: dict[str, str] | None,
+                stalls: Sequence[Stall], roots: tuple[Path, ...],
+                tree: dict[str, tuple[str, bool]] | None,
                 tree_key: str) -> LintResult:
     """:func:`lint_paths` once the cache has no whole-tree answer: scan, then resolve."""
     try:
-        results = _scan_tree(files, catalog, config.bare_noqa, max(1, workers), cache, roots)
+        results = _scan_tree(files, catalog, config.bare_noqa, max(1, workers), cache, roots,
+                             tree)
         if cache is not None:
+            cache.flush()
             cache.prune()
     finally:
         if cache is not None:
@@ -423,18 +539,21 @@ def _lint_files(files: list[str], unreadable: list[tuple[str, str]], config: Lin
     out.findings.sort()
     out.errors.sort()
     if (cache is not None and tree is not None and tree_key and not out.errors
-            and all(r.content == tree[r.path] for r in results)):
+            and all(r.content == tree[r.path][0] for r in results)):
         cache.store_tree(tree_key, out.findings)  # no file changed while it was read
         cache.close()
     return out
 
 
-def _contents(files: Sequence[str]) -> dict[str, str] | None:
-    """Each file's content hash, or None when one cannot be read (its error is the scan's)."""
-    out: dict[str, str] = {}
+def _contents(files: Sequence[str]) -> dict[str, tuple[str, bool]] | None:
+    """Each file's content hash and whether it holds ``async`` (read once here, so the
+    cache is probed without reading again), or None when one cannot be read (its error
+    is the scan's)."""
+    out: dict[str, tuple[str, bool]] = {}
     for path in files:
         try:
-            out[path] = digest(read_regular(path))
+            source = read_regular(path)
         except OSError:
             return None
+        out[path] = (digest(source), b"async" in source)
     return out
