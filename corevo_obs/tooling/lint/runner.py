@@ -317,13 +317,16 @@ class _Pool:
         chunks = [tasks[i:i + size] for i in range(0, len(tasks), size)]
         ends = ctx.Array("i", [0, len(chunks)])
         scanned: list[Scanned] = []
-        workers = []
-        for _ in range(self._jobs - 1):
+        forked = []
+        for _ in range(self._jobs - 1):  # every fork before any reader thread starts
             recv, send = ctx.Pipe(duplex=False)
             proc = ctx.Process(target=_worker, args=(chunks, ends, send, self._args),
                                daemon=True)
             proc.start()
             send.close()
+            forked.append((proc, recv))
+        workers = []
+        for proc, recv in forked:
             reader = threading.Thread(target=_receive, args=(recv, scanned), daemon=True)
             reader.start()
             workers.append((proc, reader))
