@@ -14,7 +14,7 @@ import builtins
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 BUILTINS = frozenset(dir(builtins))
 AMBIGUOUS = "?"
@@ -69,13 +69,24 @@ class Scope:
     declared: dict[str, set[str | None]] = field(default_factory=dict)
     nonvar: set[str] = field(default_factory=set)
     flow: dict[str, str | None] = field(default_factory=dict)  # re-declared: type at entry
+    nones: set[str] = field(default_factory=set)  # module names bound so far only to None
 
     def bind(self, name: str, binding: Binding) -> None:
         old = self.bindings.get(name)
-        if old is None or old == binding:
+        if old is None or old == binding or name in self.nones:
             self.bindings[name] = binding
+            self.nones.discard(name)
         else:
             self.bindings[name] = Binding("var", AMBIGUOUS)
+
+    def bind_none(self, name: str) -> None:
+        """``name = None`` in a module: the fallback of an optional import (``try: import
+        ssl`` / ``except ImportError: ssl = None``) or a default set before the real value.
+        Where the name is used it is the other binding (a call on None would raise), so
+        None never makes it unknown."""
+        if name not in self.bindings:
+            self.bindings[name] = Binding("var", None)
+            self.nones.add(name)
 
 
 # fields that hold identifiers, numbers or flags, never a node
@@ -320,6 +331,11 @@ class ImportTracker:
                         qualname = f"{base}.{alias.name}" if base else alias.name
                         scope.bind(alias.asname or alias.name, Binding("import", qualname))
                         scope.nonvar.add(alias.asname or alias.name)
+            elif (isinstance(stmt, ast.Assign) and scope.kind == "module"
+                  and isinstance(stmt.value, ast.Constant) and stmt.value.value is None
+                  and all(isinstance(lhs, ast.Name) for lhs in stmt.targets)):
+                for lhs in stmt.targets:
+                    scope.bind_none(cast(ast.Name, lhs).id)
             elif isinstance(stmt, ast.Assign):
                 typ = self.value_type(stmt.value)
                 for lhs in stmt.targets:
