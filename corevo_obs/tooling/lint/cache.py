@@ -56,7 +56,7 @@ from .call_catalog import Catalog
 from .model import CallSite, Edge, FileResult, Finding, FuncFacts, Pending
 from .narrowing import OPS, Args, Atom, Guard, Kind, Value, instance
 
-FORMAT = 6
+FORMAT = 7
 ENV = "COREVO_LINT_CACHE_DIR"
 DEFAULT_PARTS = (".corevo-cache", "lint")  # under the project root
 MAX_ENTRY = 16 << 20
@@ -225,14 +225,14 @@ def _enc_facts(qualname: str, f: FuncFacts) -> list[object]:
             [[k, _enc_value(v)] for k, v in f.defaults.items()], f.varkw,
             [[k, _enc_guard(g)] for k, g in f.rebinds.items()],
             [[k, _enc_value(v)] for k, v in f.inits.items()],
-            [[i, list(types)] for i, types in f.unless.items()]]
+            [[i, list(types)] for i, types in f.unless.items()], f.getter]
 
 
 def _dec_facts(x: object, path: str) -> tuple[str, FuncFacts]:
     (qualname, name, line, marked, blocks, edges, params, names, defaults, varkw,
-     rebinds, inits, unless) = _list(x, 13)
-    _check(type(marked) is bool and type(varkw) is bool)
-    facts = FuncFacts(_str(name), path, _int(line), marked)
+     rebinds, inits, unless, getter) = _list(x, 14)
+    _check(type(marked) is bool and type(varkw) is bool and type(getter) is bool)
+    facts = FuncFacts(_str(name), path, _int(line), marked, getter)
     for item in _list(blocks):
         call, guard = _list(item, 2)
         facts.blocks.append((_str(call), _dec_guard(guard)))

@@ -23,6 +23,9 @@ class Finding:
 
 
 FIRST_USE = " [first use]"  # marks a block by a first-use loader (catalog [first-use])
+# the end of a callee's name read as an attribute (``x.p``, no call): it runs only when it
+# resolves to a property getter (``FuncFacts.getter``)
+READ = "#read"
 # how sure a finding is, weakest first: ``--min-confidence`` keeps those at or above it
 CONFIDENCE = ("low", "medium", "high")
 
@@ -46,6 +49,7 @@ class FuncFacts:
     path: str
     line: int
     marked: bool = False  # decorated with @blocking
+    getter: bool = False  # a property's getter: reading the attribute calls it
     blocks: list[tuple[str, Guard]] = field(default_factory=list)  # e.g. ("open()", ())
     edges: list[Edge] = field(default_factory=list)
     params: tuple[str, ...] = ()  # positional parameters, without self / cls

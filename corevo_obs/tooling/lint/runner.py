@@ -23,7 +23,7 @@ from .cache import LintCache, digest, fingerprint
 from .call_catalog import Catalog, load_catalog
 from .config import LintConfig
 from .hierarchy import Hierarchy
-from .model import FileResult, Finding, FuncFacts
+from .model import READ, FileResult, Finding, FuncFacts
 from .noqa import is_silenced
 from .observed import FrameIndex, Stall, blocking_facts
 from .returns import AMBIGUOUS, ReturnTypes, follow_reexport
@@ -393,7 +393,7 @@ def _scan_tree(files: list[str], catalog: Catalog, bare_noqa: bool,
             wanted: dict[str, None] = {}
             pending: list[str] = []
             while frontier:
-                name = frontier.pop()
+                name = frontier.pop().removesuffix(READ)
                 if name in seen:
                     continue
                 # a helper's result: what it resolves to, and its method, may be elsewhere

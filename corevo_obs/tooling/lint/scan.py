@@ -28,7 +28,7 @@ from .imports import (
     Scope,
     walk,
 )
-from .model import FIRST_USE, CallSite, Edge, FileResult, Finding, FuncFacts, Pending
+from .model import FIRST_USE, READ, CallSite, Edge, FileResult, Finding, FuncFacts, Pending
 from .narrowing import OPAQUE, SELF, UNKNOWN, Args, Atom, Guard, Kind, Value, atoms
 from .newer import parse_with_newer
 from .noqa import is_silenced, noqa_codes
@@ -203,6 +203,15 @@ def _constant(node: ast.expr | None) -> object:
             isinstance(e, ast.Constant) and isinstance(e.value, _SIMPLE) for e in node.elts):
         return tuple(e.value for e in node.elts if isinstance(e, ast.Constant))
     return _NONE
+
+
+def _accessor(node: ast.FunctionDef) -> str:
+    """``setter`` / ``deleter`` for ``@p.setter def p(...)``, else ``""``."""
+    for deco in node.decorator_list:
+        if (isinstance(deco, ast.Attribute) and deco.attr in ("setter", "deleter")
+                and isinstance(deco.value, ast.Name) and deco.value.id == node.name):
+            return deco.attr
+    return ""
 
 
 def _plain_defs(body: list[ast.stmt]) -> set[str]:
@@ -396,6 +405,7 @@ class FileScanner(ast.NodeVisitor):
             ast.Await: self.visit_Await, ast.If: self.visit_If, ast.Assign: self.visit_Assign,
             ast.AugAssign: self.visit_AugAssign, ast.Return: self.visit_Return,
             ast.Yield: self._visit_yield, ast.YieldFrom: self._visit_yield,
+            ast.Attribute: self.visit_Attribute,
         }
         # every node type: its handler, the generic walk, or None for a leaf (not entered)
         # (a cycle through ``self``: ``scan_source`` breaks it when done, so a finished
@@ -414,6 +424,7 @@ class FileScanner(ast.NodeVisitor):
         # (``os.pipe``, ``x.fileno``; a name imported bare is missed: it stays flagged)
         self._fd_text = any(n in source for n in _fd_needles(catalog))
         self._awaited: set[int] = set()
+        self._called: set[int] = set()  # ids of the expressions called (``f`` of ``f()``)
         self._urllib3 = False
 
     # -- helpers ---------------------------------------------------------------------
@@ -507,11 +518,16 @@ class FileScanner(ast.NodeVisitor):
             ctx = _Ctx(qualname, display, on_loop=False)
         else:
             facts = FuncFacts(display, self.result.path, node.lineno,
-                              marked=declared.is_marked(node, self.tracker, self.catalog))
+                              marked=declared.is_marked(node, self.tracker, self.catalog),
+                              getter=self.tracker.is_property(node))
             self._signature(node, facts)
-            if qualname in self.result.funcs:
-                self._dups.add(qualname)
-            self.result.funcs[qualname] = facts
+            accessor = _accessor(node)
+            if accessor:  # @p.setter def p(...): kept apart, the getter keeps the name
+                self.result.funcs[f"{qualname}#{accessor}"] = facts
+            else:
+                if qualname in self.result.funcs:
+                    self._dups.add(qualname)
+                self.result.funcs[qualname] = facts
             ctx = _Ctx(qualname, display, on_loop=False, facts=facts, node=node,
                        walrus=self._walrus)
             self._method_attrs(node, ctx)
@@ -953,7 +969,38 @@ class FileScanner(ast.NodeVisitor):
             ctx.fds.update((k, v) for k, v in bound.items() if stores[k] == 1)
         return ctx.fds
 
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        """``x.p`` read (not called) where code runs: a call of ``p`` if it resolves to a
+        property's getter project-wide (``READ``); its receiver is walked either way."""
+        if type(node.ctx) is ast.Load and self._ctx and id(node) not in self._called:
+            self._read(node, self._ctx[-1])
+        handler = self._dispatch.get(type(node.value))
+        if handler is not None:
+            handler(node.value)
+
+    def _read(self, node: ast.Attribute, ctx: _Ctx) -> None:
+        if not ctx.on_loop and (ctx.facts is None or ctx.facts.blocking is not None):
+            return
+        ref = self.tracker.resolve(node)
+        if ref is None:
+            return
+        if ref.kind == "instance" and ref.name.endswith(GETTER):  # self.p, p a getter here
+            callee = ref.name[:-len(GETTER)]
+        elif ref.kind == "method" and ref.type is not None and ref.type not in self.catalog.objects:
+            callee = ref.name  # x.p on a type known project-wide: maybe a getter
+        else:
+            return
+        if ctx.on_loop:
+            if self._sites:
+                self.result.sites.append(CallSite(
+                    callee + READ, self.result.path, node.lineno, node.col_offset + 1,
+                    ctx.display, ctx.qualname, self.line(node.lineno).strip(),
+                    self._noqa(node)))
+        elif ctx.facts is not None:
+            ctx.facts.edges.append(Edge(callee + READ, tuple(ctx.guard)))
+
     def visit_Call(self, node: ast.Call) -> None:
+        self._called.add(id(node.func))
         ref = self.tracker.resolve(node.func)
         self._mark_offloaded(node, ref)
         ctx = self._ctx[-1] if self._ctx else None

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..imports import Ref
-from ..model import FIRST_USE, CallSite, FuncFacts
+from ..model import FIRST_USE, READ, CallSite, FuncFacts
 from ..narrowing import SELF, UNKNOWN, Args, Kind, Value, bind, instance, resolver, ruled_out
 from ..returns import ReturnTypes, follow_reexport
 from . import catalogued, declared
@@ -136,6 +136,16 @@ class ChainIndex:
             return None
         return target
 
+    def getter(self, read: str) -> str | None:
+        """The property getter a read ``x.p`` (``T.p#read``) runs, if ``p`` resolves to
+        one; a plain attribute, a method read as a value, or an unknown name runs nothing."""
+        name = read[:-len(READ)]
+        for candidate in (name, self.retyped(name)):
+            facts = self.lookup(candidate) if candidate is not None else None
+            if facts is not None:
+                return candidate if facts.getter else None
+        return None
+
     def catalogued(self, target: str, quiet: frozenset[str],
                    direct: bool) -> tuple[str, str, dict[str, str]] | None:
         """(code, display, extra) when the resolved method ``target`` is a catalogued or
@@ -174,6 +184,9 @@ class ChainIndex:
     def _step(self, qualname: str, args: Args | None, outer: Mapping[str, Value] | None,
               depth: int, quiet: frozenset[str]) -> Generator[Hop, Chain | None, Chain | None]:
         """One hop of ``chain``: yields the next hop to follow and receives its chain."""
+        if qualname.endswith(READ):
+            getter = self.getter(qualname)
+            return None if getter is None else (yield (getter, None, outer, depth, quiet))
         facts = self.lookup(qualname)
         if facts is None:
             target = self.retyped(qualname)
@@ -237,6 +250,11 @@ class ChainIndex:
         loop, or None if it does not block."""
         callee = site.callee
         inferred = False
+        if callee.endswith(READ):
+            getter = self.getter(callee)
+            if getter is None:
+                return None
+            callee = getter
         if self.lookup(callee) is None:
             target = self.retyped(callee)
             if target is None:
@@ -252,7 +270,7 @@ class ChainIndex:
         facts = self.lookup(callee)
         if chain is None or facts is None:
             return None
-        call = f"{facts.name}()"
+        call = facts.name if facts.getter else f"{facts.name}()"
         if facts.marked:
             return (declared.CODE, {"call": call, "func": site.func, "why": declared.MARKER},
                     "medium" if inferred else "high", chain.paths, "")
