@@ -59,6 +59,9 @@ class Catalog:
     fd_factories: frozenset[str] = frozenset()
     pipes: frozenset[str] = frozenset()
     pipe_writes: frozenset[str] = frozenset()
+    # method -> "T.method" for the blocking methods of a type marked ``distinctive``: no
+    # other type has them, so they are taken as T's on a receiver the lint cannot type
+    distinctive: dict[str, str] = field(default_factory=dict)
 
     @functools.cached_property
     def after_methods(self) -> frozenset[str]:
@@ -103,6 +106,7 @@ class Catalog:
             fd_factories=self.fd_factories,
             pipes=self.pipes,
             pipe_writes=self.pipe_writes,
+            distinctive=self.distinctive,
             blocking=frozenset(config.blocking),
             non_blocking=frozenset(exact),
             non_blocking_prefixes=prefixes,
@@ -158,6 +162,9 @@ def _parse(data: dict[str, Any], source: str) -> Catalog:
                    for k, v in fds.get("arguments", {}).items()}
         fd_sets = [frozenset(map(str, fds.get(k, ()))) for k in
                    ("factories", "pipes", "pipe-writes")]
+        distinctive = {m: f"{t}.{m}" for t, spec in data.get("objects", {}).items()
+                       if spec.get("distinctive") and isinstance(spec["methods"], list)
+                       for m in spec["methods"]}
         lazy = {f for t, spec in data.get("objects", {}).items() if spec.get("lazy")
                 for f in spec.get("factories", ())} & set(calls)
     except (KeyError, TypeError, ValueError) as exc:
@@ -174,7 +181,7 @@ def _parse(data: dict[str, Any], source: str) -> Catalog:
                    after, in_memory_args, in_memory_types, first_use=first_use,
                    zero_timeout=zero_timeout, fd_args=fd_args, fd_factories=fd_sets[0],
                    pipes=fd_sets[1], pipe_writes=fd_sets[2],
-                   data_urls=data_urls)
+                   data_urls=data_urls, distinctive=distinctive)
 
 
 def load_catalog(config: LintConfig | None = None) -> Catalog:

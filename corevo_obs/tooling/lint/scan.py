@@ -1008,14 +1008,29 @@ class FileScanner(ast.NodeVisitor):
             catalogued.note_methods(node, self.catalog, ctx.seen)
         if ctx is not None and ref is not None and not self.catalog.is_non_blocking(ref.name):
             self._classify(node, ref, ctx)
+        elif (ctx is not None and ref is None and isinstance(node.func, ast.Attribute)
+              and (guess := self._distinctive(node.func.attr)) is not None):
+            self._classify(node, guess, ctx, guessed=True)  # x of unknown type
         elif (ctx is not None and ctx.on_loop and self._urllib3 and id(node) not in self._awaited
               and (display := catalogued.likely_http(node, ref)) is not None):
             self._report(catalogued.HTTP, node, ctx, display, catalogued.NO_FIELDS,
                          confidence="low")  # a receiver of unknown type
         self.generic_visit(node)
 
-    def _classify(self, node: ast.Call, ref: Ref, ctx: _Ctx) -> None:
+    def _distinctive(self, method: str | None) -> Ref | None:
+        """``T.method`` when only the catalogued type ``T`` has a method of that name
+        (``load_cert_chain``): what a receiver of unknown type calls is T's."""
+        name = self.catalog.distinctive.get(method or "")
+        return None if name is None else Ref(name, "method", type=name.rpartition(".")[0],
+                                            attr=method)
+
+    def _classify(self, node: ast.Call, ref: Ref, ctx: _Ctx, guessed: bool = False) -> None:
         hit = declared.configured(ref, self.catalog) or catalogued.classify(ref, self.catalog)
+        if (hit is None and ref.kind == "method" and ref.type not in self.catalog.objects
+                and (guess := self._distinctive(ref.attr)) is not None):
+            # on a receiver typed only project-wide (a dependency's factory's result)
+            ref, guessed = guess, True
+            hit = catalogued.classify(ref, self.catalog)
         if hit is not None and id(node) in self._awaited:
             return  # ``await open(p)``: a sync call's result is no awaitable, so the name is
             # bound at run time to an async namesake the lint cannot see (docs/lint.md)
@@ -1029,7 +1044,8 @@ class FileScanner(ast.NodeVisitor):
             if ctx.on_loop:
                 self._report(code, node, ctx, display, extra,
                              catalogued.deferred_buffers(node, ref, self.catalog, self.tracker),
-                             "medium" if ref.name in self.catalog.first_use else "high")
+                             "medium" if guessed or ref.name in self.catalog.first_use
+                             else "high")
             elif ctx.facts is not None and ctx.facts.blocking is None:
                 unless = catalogued.deferred_buffers(node, ref, self.catalog, self.tracker)
                 if unless:
