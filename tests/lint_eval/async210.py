@@ -31,9 +31,9 @@ async def module_functions(url: str) -> None:
 
 
 async def not_requests(url: str) -> None:
-    async with httpx.AsyncClient() as client:
+    async with httpx.AsyncClient() as client:  # error: COB100 (loads the CA bundle)
         await client.get(url)
-    async with httpx2.AsyncClient() as client2:
+    async with httpx2.AsyncClient() as client2:  # error: COB100 (loads the CA bundle)
         await client2.post(url)
     httpx.URL(url)  # builds a value, sends nothing
     requests.Request("GET", url).prepare()

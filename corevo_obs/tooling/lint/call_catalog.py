@@ -62,6 +62,8 @@ class Catalog:
     # method -> "T.method" for the blocking methods of a type marked ``distinctive``: no
     # other type has them, so they are taken as T's on a receiver the lint cannot type
     distinctive: dict[str, str] = field(default_factory=dict)
+    # call -> keywords that, given anything but True / None / a string, skip its blocking work
+    disarming_keywords: dict[str, frozenset[str]] = field(default_factory=dict)
 
     @functools.cached_property
     def after_methods(self) -> frozenset[str]:
@@ -95,6 +97,7 @@ class Catalog:
             offload={**self.offload, **config.offload},
             offload_methods={**self.offload_methods, **config.offload_methods},
             disarming=self.disarming,
+            disarming_keywords=self.disarming_keywords,
             aliases=self.aliases,
             after=self.after,
             in_memory_args=self.in_memory_args,
@@ -148,6 +151,8 @@ def _parse(data: dict[str, Any], source: str) -> Catalog:
             if not isinstance(flags, list):
                 raise TypeError(f"disarming-flags.{name}: expected a list of flag names")
             disarming[str(name)] = frozenset(map(str, flags))
+        disarming_keywords = {str(k): frozenset(map(str, _spots(v)))
+                              for k, v in data.get("disarming-keywords", {}).items()}
         after = {str(k): frozenset(map(str, v)) for k, v in data.get("done-after", {}).items()}
         memory = data.get("in-memory", {})
         in_memory_types = frozenset(map(str, memory.get("types", ())))
@@ -181,7 +186,8 @@ def _parse(data: dict[str, Any], source: str) -> Catalog:
                    after, in_memory_args, in_memory_types, first_use=first_use,
                    zero_timeout=zero_timeout, fd_args=fd_args, fd_factories=fd_sets[0],
                    pipes=fd_sets[1], pipe_writes=fd_sets[2],
-                   data_urls=data_urls, distinctive=distinctive)
+                   data_urls=data_urls, distinctive=distinctive,
+                   disarming_keywords=disarming_keywords)
 
 
 def load_catalog(config: LintConfig | None = None) -> Catalog:

@@ -230,7 +230,15 @@ def quieted(name: str, quiet: frozenset[str], catalog: Catalog) -> bool:
 
 
 def disarmed(call: ast.Call, ref: Ref, catalog: Catalog, tracker: ImportTracker) -> bool:
-    """True when an argument of ``call`` names a flag that makes it return at once."""
+    """True when an argument of ``call`` names a flag that makes it return at once, or
+    a disarming keyword is given something else than True, None or a string
+    (``httpx.AsyncClient(verify=ctx)``: no certificates loaded; ``**options`` may hold it)."""
+    keywords = catalog.disarming_keywords.get(ref.name)
+    if keywords and any(k.arg is None or (k.arg in keywords and not (
+            isinstance(k.value, ast.Constant)
+            and (k.value.value is True or k.value.value is None
+                 or isinstance(k.value.value, str)))) for k in call.keywords):
+        return True
     flags = catalog.disarming.get(ref.name)
     if not flags:
         return False
