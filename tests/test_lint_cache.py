@@ -108,7 +108,8 @@ def test_a_changed_helper_changes_its_unchanged_callers_findings(tmp_path: Path)
 FACTORY_SYNC = ("import io\nimport httpx\n\ndef make():\n    return httpx.Client(verify=False)\n\n"
                 "def buf():\n    return open('f', 'rb')\n")
 FACTORY_ASYNC = ("import io\nimport httpx\n\ndef make() -> httpx.AsyncClient:\n"
-                 "    return httpx.AsyncClient(verify=False)\n\ndef buf():\n    return io.BytesIO()\n")
+                 "    return httpx.AsyncClient(verify=False)\n\n"
+                 "def buf():\n    return io.BytesIO()\n")
 USER = ("import zipfile\nfrom pkg.factory import buf, make\n\nasync def handler(u):\n"
         "    make().get(u)\n    zipfile.ZipFile(buf())\n")
 
