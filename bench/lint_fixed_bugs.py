@@ -40,6 +40,12 @@ of its strongest matching finding). Each miss is printed with what the tool repo
 the bug's file.
 
     python bench/lint_fixed_bugs.py             # download, lint, score, write the record
+    python bench/lint_fixed_bugs.py --batches 3,4
+                                                # score only a new batch: the record keeps
+                                                # the other batches' rows as first scored
+    python bench/lint_fixed_bugs.py --batches 1,2 --record /tmp/rescored.tsv
+                                                # re-score old batches elsewhere (after
+                                                # tuning on them: no longer held out)
     python bench/lint_fixed_bugs.py --write     # put the record's table into docs/lint.md
                                                 # (no linting: the held-out set is scored once)
 
@@ -247,12 +253,26 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--write", action="store_true",
                     help="put the last run's table into docs/lint.md, without linting")
+    ap.add_argument("--batches", default="",
+                    help="comma list of the batches to lint (default: all); the record "
+                         "keeps the other batches' rows as they were scored")
+    ap.add_argument("--record", type=Path, default=RECORD,
+                    help=f"the record to write (default {RECORD.name})")
     args = ap.parse_args()
     if args.write:
         write_docs()
         return 0
-    bugs = load_bugs()
+    every = load_bugs()
+    wanted = {b.strip() for b in args.batches.split(",") if b.strip()}
+    unknown = wanted - {b.batch for b in every}
+    if unknown:
+        ap.error(f"no such batch: {', '.join(sorted(unknown))}")
+    bugs = [b for b in every if not wanted or b.batch in wanted]
     record: list[list[str]] = []
+    if wanted and args.record.exists():  # the other batches, as first scored
+        scored = {b.id for b in bugs}
+        record = [[r[c] for c in RECORD_COLUMNS] for r in load_record(args.record)
+                  if r["id"] not in scored]
     for version in sorted({(b.project, b.version) for b in bugs}):
         name, release = version
         root = realworld.project_root(realworld.unpack(realworld.download(name, release)))
@@ -263,9 +283,9 @@ def main() -> int:
             for tool in TOOLS:
                 record.append(score(bug, tool, found[tool]))
         print(f"{name} {release}: {len(mine)} bug(s) linted", flush=True)
-    order = {b.id: i for i, b in enumerate(bugs)}
+    order = {b.id: i for i, b in enumerate(every)}
     record.sort(key=lambda r: (order[r[0]], TOOLS.index(r[1])))
-    with RECORD.open("w", newline="", encoding="utf-8") as fh:
+    with args.record.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh, delimiter="\t", lineterminator="\n")
         writer.writerow(RECORD_COLUMNS)
         writer.writerows(record)

@@ -30,8 +30,9 @@ CODE = "COB110"
 MAX_REEXPORT_HOPS = 4
 NOT_NONE = Kind("builtins.object")  # an instance: not None, nothing else known
 MAX_ARG_DEPTH = 16  # call depth past which arguments are no longer read (sound: all paths)
-# the next hop of a chain: callee, its arguments, the caller's environment, depth, quiet hints
-Hop = tuple[str, Args | None, Mapping[str, Value] | None, int, frozenset[str]]
+# the next hop of a chain: callee, its arguments, the caller's environment, depth, quiet
+# hints, and the class of ``self`` when the callee is a method called on it
+Hop = tuple[str, Args | None, Mapping[str, Value] | None, int, frozenset[str], str | None]
 # what a call on the loop amounts to: code, message fields, confidence, files on its chain
 Verdict = tuple[str, dict[str, str], str, tuple[str, ...], str]
 OBSERVED = "[seen blocking at run time]"  # the end of a chain to an observed fact
@@ -85,7 +86,8 @@ class ChainIndex:
             self.funcs[qualname] = facts
         for qualname in dup:
             del self.funcs[qualname]
-        self._memo: dict[tuple[str, tuple[tuple[str, Value], ...]], Chain | None] = {}
+        self._memo: dict[tuple[str, str | None, tuple[tuple[str, Value], ...]],
+                         Chain | None] = {}
         self._observed: dict[int, str] = {}  # id(facts) -> citation of a stall seen in it
 
     def observe(self, cites: Mapping[str, str]) -> None:
@@ -104,23 +106,45 @@ class ChainIndex:
     def lookup(self, qualname: str) -> FuncFacts | None:
         """The function a name calls: itself, a class's ``__init__``, through re-exports,
         else a method (or ``__init__``) the class inherits from a base of the tree."""
+        found = self.locate(qualname)
+        return found[2] if found is not None else None
+
+    def locate(self, qualname: str) -> tuple[str, str, FuncFacts] | None:
+        """``lookup`` with where it was found: (the class of ``self`` in that call, the
+        qualified name of the function that runs, its facts)."""
         for _ in range(MAX_REEXPORT_HOPS):
             facts = self.funcs.get(qualname)
-            if facts is None:
-                facts = self.funcs.get(f"{qualname}.__init__")  # a class call runs __init__
             if facts is not None:
-                return facts
+                return qualname.rpartition(".")[0], qualname, facts
+            facts = self.funcs.get(f"{qualname}.__init__")  # a class call runs __init__
+            if facts is not None:
+                return qualname, f"{qualname}.__init__", facts
             target = follow_reexport(qualname, self.reexports)
             if target is None:
                 break
             qualname = target
         if self.hierarchy:
-            for name in (qualname, f"{qualname}.__init__"):
+            for name, owner in ((qualname, qualname.rpartition(".")[0]),
+                                (f"{qualname}.__init__", qualname)):
                 for base in self.hierarchy.inherited(name):
                     facts = self.funcs.get(base)
                     if facts is not None:
-                        return facts
+                        return self.hierarchy.defining(owner), base, facts
         return None
+
+    def dispatch(self, callee: str, runs: str, me: str | None) -> tuple[str, str | None]:
+        """A call made in the method ``runs`` on an object of class ``me``: ``self.m()``
+        (``callee`` is ``m`` on the method's own class) runs ``me``'s ``m`` (an override
+        in a subclass), and ``self`` stays that object; any other call starts afresh."""
+        owner = runs.rpartition(".")[0]
+        if me is None or not owner or not callee.startswith(owner + "."):
+            return callee, None
+        attr = callee[len(owner) + 1:]
+        if "." in attr:
+            return callee, None
+        if me != owner and self.lookup(f"{me}.{attr}") is not None:
+            return f"{me}.{attr}", me
+        return callee, me
 
     def retyped(self, callee: str) -> str | None:
         """``T.m`` for ``D.m`` called on a value of deferred type ``D`` that resolves to
@@ -163,12 +187,12 @@ class ChainIndex:
 
     def chain(self, qualname: str, args: Args | None = None,
               outer: Mapping[str, Value] | None = None, depth: int = 0,
-              quiet: frozenset[str] = frozenset()) -> Chain | None:
+              quiet: frozenset[str] = frozenset(), me: str | None = None) -> Chain | None:
         """``(name, ..., "open()")`` when calling ``qualname`` with ``args`` blocks, else None.
 
         Driven as a trampoline over ``_step`` generators, one per hop, so a sync chain of any
         depth (``g0 -> ... -> g3000 -> time.sleep``) needs no Python stack per hop."""
-        stack = [self._step(qualname, args, outer, depth, quiet)]
+        stack = [self._step(qualname, args, outer, depth, quiet, me)]
         value: Chain | None = None
         while stack:
             try:
@@ -182,27 +206,31 @@ class ChainIndex:
         return value
 
     def _step(self, qualname: str, args: Args | None, outer: Mapping[str, Value] | None,
-              depth: int, quiet: frozenset[str]) -> Generator[Hop, Chain | None, Chain | None]:
-        """One hop of ``chain``: yields the next hop to follow and receives its chain."""
+              depth: int, quiet: frozenset[str],
+              me: str | None) -> Generator[Hop, Chain | None, Chain | None]:
+        """One hop of ``chain``: yields the next hop to follow and receives its chain.
+        ``me``: the class of the object a ``self.m()`` hop is called on (``dispatch``)."""
         if qualname.endswith(READ):
             getter = self.getter(qualname)
-            return None if getter is None else (yield (getter, None, outer, depth, quiet))
-        facts = self.lookup(qualname)
-        if facts is None:
+            return None if getter is None else (yield (getter, None, outer, depth, quiet, None))
+        found = self.locate(qualname)
+        if found is None:
             target = self.retyped(qualname)
             if target is None:
                 return None
             if self.lookup(target) is not None:
-                return (yield (target, args, outer, depth, quiet))
+                return (yield (target, args, outer, depth, quiet, None))
             hit = self.catalogued(target, quiet, direct=False)
             return Chain((hit[1],), (), hit[1].endswith(FIRST_USE)) if hit is not None else None
+        owner, runs, facts = found
+        me = me or owner  # the object's class: a subclass's when called on one
         if depth > MAX_ARG_DEPTH:  # values may grow down a recursion: stop reading them
             args, outer = None, None
         env = bind(args, facts.params, facts.names, facts.defaults, outer or {}, facts.varkw)
         receiver = env.pop(SELF, None)
         if receiver is not None and receiver[0] == "i":
             self._state(receiver, facts, env)
-        key = (qualname, tuple(sorted(env.items(), key=lambda kv: kv[0])))
+        key = (qualname, me, tuple(sorted(env.items(), key=lambda kv: kv[0])))
         if key in self._memo:
             return self._memo[key]
         self._memo[key] = None  # in progress: a cycle adds no evidence
@@ -222,7 +250,8 @@ class ChainIndex:
                 for edge in facts.edges:
                     if ruled_out(edge.guard, env, self._resolve, facts.rebinds):
                         continue
-                    sub = yield (edge.callee, edge.args, env, depth + 1, edge.quiet)
+                    callee, on = self.dispatch(edge.callee, runs, me)
+                    sub = yield (callee, edge.args, env, depth + 1, edge.quiet, on)
                     if sub is not None:
                         result = sub.after(facts.name, facts.path)
                         break

@@ -1,0 +1,57 @@
+"""``self.m()`` runs the override of the object's own class: a base's ``__init__`` (or
+template method) calling a hook that a subclass overrides with a blocking one is a chain
+for the subclass, not for the base or for another subclass."""
+
+import time
+
+
+class Options:
+    def __init__(self, **kwargs: object) -> None:
+        self.prepare(**kwargs)
+
+    def prepare(self, **kwargs: object) -> None:
+        self.values = kwargs
+
+    def run(self) -> None:
+        self.step()
+
+    def step(self) -> None:
+        pass
+
+
+class FileOptions(Options):
+    def prepare(self, **kwargs: object) -> None:
+        with open("/etc/app.conf") as fh:
+            self.values = {"text": fh.read(), **kwargs}
+
+
+class QuickOptions(Options):
+    def step(self) -> None:
+        self.pause()
+
+    def pause(self) -> None:
+        time.sleep(0.5)
+
+
+class Plain(Options):
+    pass
+
+
+async def connect() -> Options:
+    return FileOptions(port=22)  # error: COB110
+
+
+async def defaults() -> Options:
+    return Options(port=22)  # the base's own prepare reads nothing
+
+
+async def plain() -> Options:
+    return Plain(port=22)
+
+
+async def quick(options: QuickOptions) -> None:
+    options.run()  # error: COB110
+
+
+async def base_run(options: Plain) -> None:
+    options.run()
