@@ -74,3 +74,17 @@ async def via_helper(request: Request) -> str:
 
 async def assigns(request: Request) -> None:
     request.host = "example.org"  # the setter: no getter runs
+
+
+def reify(wrapped):  # a cached-property descriptor of the project's own (aiohttp's name)
+    return property(wrapped)
+
+
+class Message:
+    @reify
+    def sender(self) -> str:
+        return socket.getfqdn()
+
+
+async def reified(message: Message) -> str:
+    return message.sender  # error: COB110

@@ -64,6 +64,11 @@ class Catalog:
     distinctive: dict[str, str] = field(default_factory=dict)
     # call -> keywords that, given anything but True / None / a string, skip its blocking work
     disarming_keywords: dict[str, frozenset[str]] = field(default_factory=dict)
+    # code the loop itself calls: method name -> index of the callable it schedules
+    # (``loop.call_soon(cb)``), and the protocol classes whose callbacks it runs
+    loop_callbacks: dict[str, int] = field(default_factory=dict)
+    protocol_types: frozenset[str] = frozenset()
+    protocol_methods: frozenset[str] = frozenset()
 
     @functools.cached_property
     def after_methods(self) -> frozenset[str]:
@@ -98,6 +103,9 @@ class Catalog:
             offload_methods={**self.offload_methods, **config.offload_methods},
             disarming=self.disarming,
             disarming_keywords=self.disarming_keywords,
+            loop_callbacks=self.loop_callbacks,
+            protocol_types=self.protocol_types,
+            protocol_methods=self.protocol_methods,
             aliases=self.aliases,
             after=self.after,
             in_memory_args=self.in_memory_args,
@@ -153,6 +161,10 @@ def _parse(data: dict[str, Any], source: str) -> Catalog:
             disarming[str(name)] = frozenset(map(str, flags))
         disarming_keywords = {str(k): frozenset(map(str, _spots(v)))
                               for k, v in data.get("disarming-keywords", {}).items()}
+        loop_callbacks = {str(k): int(v) for k, v in data.get("loop-callbacks", {}).items()}
+        protocols = data.get("loop-protocols", {})
+        protocol_types = frozenset(map(str, protocols.get("types", ())))
+        protocol_methods = frozenset(map(str, protocols.get("methods", ())))
         after = {str(k): frozenset(map(str, v)) for k, v in data.get("done-after", {}).items()}
         memory = data.get("in-memory", {})
         in_memory_types = frozenset(map(str, memory.get("types", ())))
@@ -187,7 +199,8 @@ def _parse(data: dict[str, Any], source: str) -> Catalog:
                    zero_timeout=zero_timeout, fd_args=fd_args, fd_factories=fd_sets[0],
                    pipes=fd_sets[1], pipe_writes=fd_sets[2],
                    data_urls=data_urls, distinctive=distinctive,
-                   disarming_keywords=disarming_keywords)
+                   disarming_keywords=disarming_keywords, loop_callbacks=loop_callbacks,
+                   protocol_types=protocol_types, protocol_methods=protocol_methods)
 
 
 def load_catalog(config: LintConfig | None = None) -> Catalog:

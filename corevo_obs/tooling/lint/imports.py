@@ -24,6 +24,12 @@ GETTER = "#get"
 PROPERTY_DECORATORS = frozenset({"builtins.property", "functools.cached_property"})
 
 
+def _getter_name(name: str) -> bool:
+    """A decorator named like a property descriptor: reading the attribute calls it."""
+    last = name.rpartition(".")[2]
+    return last.endswith("property") and last != "abstractproperty" or last == "reify"
+
+
 class Ref(NamedTuple):
     """What a callee expression resolves to.
 
@@ -295,10 +301,12 @@ class ImportTracker:
         return tuple(out)
 
     def is_property(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-        """A getter: ``@property`` or ``@functools.cached_property``."""
+        """A getter: ``@property``, ``@functools.cached_property``, or a descriptor named
+        like one (``propcache``'s ``under_cached_property``, werkzeug's and django's
+        ``cached_property``, aiohttp's and pyramid's ``reify``)."""
         for deco in node.decorator_list:
             ref = self.resolve(deco)
-            if ref is not None and ref.name in PROPERTY_DECORATORS:
+            if ref is not None and (ref.name in PROPERTY_DECORATORS or _getter_name(ref.name)):
                 return True
         return False
 

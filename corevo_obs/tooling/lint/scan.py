@@ -425,6 +425,7 @@ class FileScanner(ast.NodeVisitor):
         self._fd_text = any(n in source for n in _fd_needles(catalog))
         self._awaited: set[int] = set()
         self._called: set[int] = set()  # ids of the expressions called (``f`` of ``f()``)
+        self._loop_lambdas: set[int] = set()  # lambdas handed to the loop to call
         self._urllib3 = False
 
     # -- helpers ---------------------------------------------------------------------
@@ -516,6 +517,9 @@ class FileScanner(ast.NodeVisitor):
                        walrus=self._walrus)
         elif self._offload_decorated(node):  # @sync_to_async def f(): calls return awaitables
             ctx = _Ctx(qualname, display, on_loop=False)
+        elif self._protocol_callback(node):  # the loop calls it: what it blocks on, it blocks
+            ctx = _Ctx(qualname, f"{display} (a protocol callback)", on_loop=True,
+                       node=node, walrus=self._walrus)
         else:
             facts = FuncFacts(display, self.result.path, node.lineno,
                               marked=declared.is_marked(node, self.tracker, self.catalog),
@@ -550,6 +554,22 @@ class FileScanner(ast.NodeVisitor):
                 ctx.facts.rebinds.setdefault(key, ())  # stored where no guard was seen
             if ctx.init_values:
                 ctx.facts.inits = dict(ctx.init_values)
+
+    def _protocol_callback(self, node: ast.FunctionDef) -> bool:
+        """A method the loop calls (``data_received``) of a subclass of an asyncio protocol
+        (through classes of this file)."""
+        scope = self.tracker.stack[-1]
+        if scope.cls is None or node.name not in self.catalog.protocol_methods:
+            return False
+        todo, seen = list(scope.cls.bases), set()
+        while todo:
+            base = todo.pop()
+            if base in self.catalog.protocol_types:
+                return True
+            if base not in seen and (local := self.tracker.classes.get(base)) is not None:
+                seen.add(base)
+                todo.extend(local.bases)
+        return False
 
     def _flow_dispatch(self, scope: Scope,
                        records: dict[int, dict[str, str | None]]) -> dict[type, Any]:
@@ -882,7 +902,8 @@ class FileScanner(ast.NodeVisitor):
         for expr in [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]:
             self.visit(expr)
         parent = self._ctx[-1] if self._ctx else None
-        on_loop = parent is not None and parent.on_loop and id(node) not in self._offloaded
+        on_loop = (parent is not None and parent.on_loop and id(node) not in self._offloaded
+                   or id(node) in self._loop_lambdas)
         qualname = self._child_qualname("<lambda>")
         where = parent.display if parent else "<module>"
         self.tracker.push_function(node, qualname)
@@ -999,11 +1020,42 @@ class FileScanner(ast.NodeVisitor):
         elif ctx.facts is not None:
             ctx.facts.edges.append(Edge(callee + READ, tuple(ctx.guard)))
 
+    def _loop_callback(self, node: ast.Call, ctx: _Ctx) -> None:
+        """``loop.call_soon(cb)``, ``loop.add_reader(fd, cb)``: the loop calls ``cb`` on the
+        loop, so it is a call made on the loop, here (``[loop-callbacks]``)."""
+        index = self.catalog.loop_callbacks.get(node.func.attr)  # type: ignore[attr-defined]
+        if index is None or len(node.args) <= index:
+            return
+        arg = node.args[index]
+        if isinstance(arg, ast.Call) and arg.args:
+            inner = self.tracker.resolve(arg.func)
+            if inner is not None and inner.name == PARTIAL:
+                arg = arg.args[0]
+        if isinstance(arg, ast.Lambda):
+            self._loop_lambdas.add(id(arg))
+            return
+        ref = self.tracker.resolve(arg)
+        if ref is None or self.catalog.is_non_blocking(ref.name):
+            return
+        where = _Ctx(ctx.qualname, f"{ctx.display} (a callback it hands the loop)",
+                     on_loop=True)
+        hit = declared.configured(ref, self.catalog) or catalogued.classify(ref, self.catalog)
+        if hit is not None:
+            code, display, extra = hit
+            self._report(code, arg, where, display, extra, confidence=(
+                "medium" if ref.name in self.catalog.first_use else "high"))
+        elif ref.kind in ("def", "class", "import", "method") and self._sites:
+            self.result.sites.append(CallSite(
+                ref.name, self.result.path, arg.lineno, arg.col_offset + 1, where.display,
+                ctx.qualname, self.line(arg.lineno).strip(), self._noqa(arg)))
+
     def visit_Call(self, node: ast.Call) -> None:
         self._called.add(id(node.func))
         ref = self.tracker.resolve(node.func)
         self._mark_offloaded(node, ref)
         ctx = self._ctx[-1] if self._ctx else None
+        if ctx is not None and isinstance(node.func, ast.Attribute) and node.args:
+            self._loop_callback(node, ctx)
         if ctx is not None:
             catalogued.note_methods(node, self.catalog, ctx.seen)
         if ctx is not None and ref is not None and not self.catalog.is_non_blocking(ref.name):
