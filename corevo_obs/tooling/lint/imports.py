@@ -580,8 +580,10 @@ class ImportTracker:
                 return ref.name  # a class (or a factory function: its "type" matches nothing)
             return None
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
-            left = self.value_type(node.left)
-            return left if left == "pathlib.Path" else None
+            left = self.value_type(node.left)  # path / "x": a path (a traversable's too)
+            if left == "pathlib.Path":
+                return left
+            return self.factories.get(f"{left}.__truediv__") if left else None
         if isinstance(node, ast.Name | ast.Attribute):
             ref = self.resolve(node)
             if ref is not None and ref.kind == "method" and ref.type:  # x.p: maybe a getter
