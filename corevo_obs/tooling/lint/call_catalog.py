@@ -62,8 +62,9 @@ class Catalog:
     # method -> "T.method" for the blocking methods of a type marked ``distinctive``: no
     # other type has them, so they are taken as T's on a receiver the lint cannot type
     distinctive: dict[str, str] = field(default_factory=dict)
-    # call -> keywords that, given anything but True / None / a string, skip its blocking work
-    disarming_keywords: dict[str, frozenset[str]] = field(default_factory=dict)
+    # call -> keywords (and positions) that, given anything but True / None / a string,
+    # skip its blocking work
+    disarming_keywords: dict[str, frozenset[int | str]] = field(default_factory=dict)
     # code the loop itself calls: method name -> index of the callable it schedules
     # (``loop.call_soon(cb)``), and the protocol classes whose callbacks it runs
     loop_callbacks: dict[str, int] = field(default_factory=dict)
@@ -159,7 +160,7 @@ def _parse(data: dict[str, Any], source: str) -> Catalog:
             if not isinstance(flags, list):
                 raise TypeError(f"disarming-flags.{name}: expected a list of flag names")
             disarming[str(name)] = frozenset(map(str, flags))
-        disarming_keywords = {str(k): frozenset(map(str, _spots(v)))
+        disarming_keywords = {str(k): frozenset(_spots(v))
                               for k, v in data.get("disarming-keywords", {}).items()}
         loop_callbacks = {str(k): int(v) for k, v in data.get("loop-callbacks", {}).items()}
         protocols = data.get("loop-protocols", {})

@@ -1,4 +1,4 @@
-"""COB100-COB107: a call to a catalogued blocking API (file, HTTP, socket, subprocess,
+"""COB100-COB108: a call to a catalogued blocking API (file, HTTP, socket, subprocess,
 sleep, sync DB driver, blocking SDK, stdin) made on the event loop.
 
 In a module that imports urllib3, ``x.request("GET", ...)`` on an object of unknown type
@@ -55,6 +55,10 @@ class CataloguedCalls(Family):
                        "blocking SDK call {call} inside async def {func}"),
         "COB107": Spec("sync-input", "Waiting on stdin on the loop.",
                        "{call} waits on stdin inside async def {func}", ("ASYNC250",)),
+        "COB108": Spec("sync-wait",
+                       "Waiting on another thread, process, queue or concurrent future on "
+                       "the loop.",
+                       "{call} waits on another thread inside async def {func}"),
     }
 
 
@@ -233,12 +237,15 @@ def disarmed(call: ast.Call, ref: Ref, catalog: Catalog, tracker: ImportTracker)
     """True when an argument of ``call`` names a flag that makes it return at once, or
     a disarming keyword is given something else than True, None or a string
     (``httpx.AsyncClient(verify=ctx)``: no certificates loaded; ``**options`` may hold it)."""
-    keywords = catalog.disarming_keywords.get(ref.name)
-    if keywords and any(k.arg is None or (k.arg in keywords and not (
-            isinstance(k.value, ast.Constant)
-            and (k.value.value is True or k.value.value is None
-                 or isinstance(k.value.value, str)))) for k in call.keywords):
-        return True
+    spots = catalog.disarming_keywords.get(ref.name)
+    if spots:
+        given = [k.value for k in call.keywords if k.arg in spots]
+        given += [a for i, a in enumerate(call.args) if i in spots]
+        if any(k.arg is None for k in call.keywords) or any(not (
+                isinstance(v, ast.Constant) and (v.value is True or v.value is None
+                                                 or isinstance(v.value, str)))
+                for v in given):
+            return True
     flags = catalog.disarming.get(ref.name)
     if not flags:
         return False
