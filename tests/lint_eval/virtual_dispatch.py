@@ -55,3 +55,27 @@ async def quick(options: QuickOptions) -> None:
 
 async def base_run(options: Plain) -> None:
     options.run()
+
+
+class Service:
+    def start(self) -> None:
+        self.configure()
+
+    def configure(self) -> None:
+        pass
+
+
+class FileService(Service):
+    def start(self) -> None:
+        super().start()  # the base's start, still on a FileService
+
+    def configure(self) -> None:
+        open("/etc/service.conf").close()
+
+
+async def boot(service: FileService) -> None:
+    service.start()  # error: COB110
+
+
+async def boot_base(service: Service) -> None:
+    service.start()

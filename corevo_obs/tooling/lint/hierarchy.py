@@ -30,10 +30,12 @@ class Hierarchy:
         self.bases: dict[str, tuple[str, ...]] = {}
         self.shadows: dict[str, frozenset[str]] = {}
         self.reexports = reexports if reexports is not None else {}
+        self._mros: dict[str, list[str]] = {}
         self.add(results)
 
     def add(self, results: Iterable[FileResult]) -> None:
         """More classes (a deferred module read later in the run)."""
+        self._mros.clear()
         for r in results:
             self.bases.update(r.bases)
             self.shadows.update(r.shadows)
@@ -67,8 +69,16 @@ class Hierarchy:
 
     def mro(self, cls: str) -> list[str]:
         """C3 linearisation of ``cls`` (itself first), at most ``MAX_BASES`` classes past it;
-        ``[cls]`` alone when the bases form a cycle or admit no C3 order. Iterative: each
-        class's order is built once its bases' are, so no depth of hierarchy recurses."""
+        ``[cls]`` alone when the bases form a cycle or admit no C3 order (memoised until
+        more classes are added)."""
+        order = self._mros.get(cls)
+        if order is None:
+            order = self._mros[cls] = self._linearise(cls)
+        return order
+
+    def _linearise(self, cls: str) -> list[str]:
+        """``mro``'s work. Iterative: each class's order is built once its bases' are, so
+        no depth of hierarchy recurses."""
         done: dict[str, list[str]] = {}
         stack: list[tuple[str, tuple[str, ...]]] = [(cls, self._bases(cls))]
         on_stack = {cls}

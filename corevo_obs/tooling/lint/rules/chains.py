@@ -137,7 +137,13 @@ class ChainIndex:
         (``callee`` is ``m`` on the method's own class) runs ``me``'s ``m`` (an override
         in a subclass), and ``self`` stays that object; any other call starts afresh."""
         owner = runs.rpartition(".")[0]
-        if me is None or not owner or not callee.startswith(owner + "."):
+        if me is None or not owner:
+            return callee, None
+        if not callee.startswith(owner + "."):
+            # super().m() / Base.m(self): the base's m, on the same object
+            base, _, attr = callee.rpartition(".")
+            if self.hierarchy and base in self.hierarchy.mro(owner)[1:]:
+                return callee, me
             return callee, None
         attr = callee[len(owner) + 1:]
         if "." in attr:
