@@ -56,7 +56,7 @@ from .call_catalog import Catalog
 from .model import CallSite, Edge, FileResult, Finding, FuncFacts, Pending
 from .narrowing import OPS, Args, Atom, Guard, Kind, Value, instance
 
-FORMAT = 7
+FORMAT = 8
 ENV = "COREVO_LINT_CACHE_DIR"
 DEFAULT_PARTS = (".corevo-cache", "lint")  # under the project root
 MAX_ENTRY = 16 << 20
@@ -259,15 +259,25 @@ def _dec_facts(x: object, path: str) -> tuple[str, FuncFacts]:
     return _str(qualname), facts
 
 
+def _enc_site(s: CallSite) -> list[object]:
+    return [s.callee, s.line, s.col, s.func, s.context, s.snippet,
+            None if s.noqa is None else sorted(s.noqa), _enc_args(s.args), sorted(s.quiet)]
+
+
+def _dec_site(x: object, path: str) -> CallSite:
+    callee, line, col, func, context, snippet, noqa, args, quiet = _list(x, 9)
+    codes = None if noqa is None else frozenset(_str(c) for c in _list(noqa))
+    return CallSite(_str(callee), path, _int(line), _int(col), _str(func), _str(context),
+                    _str(snippet), codes, _dec_args(args),
+                    frozenset(_str(q) for q in _list(quiet)))
+
+
 def encode(result: FileResult) -> dict[str, object]:
     """The JSON form of a per-file summary (the path is stored once, by the entry)."""
     return {
         "findings": [_enc_finding(f) for f in result.findings],
         "funcs": [_enc_facts(q, f) for q, f in result.funcs.items()],
-        "sites": [[s.callee, s.line, s.col, s.func, s.context, s.snippet,
-                   None if s.noqa is None else sorted(s.noqa), _enc_args(s.args),
-                   sorted(s.quiet)]
-                  for s in result.sites],
+        "sites": [_enc_site(s) for s in result.sites],
         "reexports": [[k, v] for k, v in result.reexports.items()],
         "constants": [[k, _enc_const(v)] for k, v in result.constants.items()],
         "written": sorted(result.written),
@@ -275,6 +285,7 @@ def encode(result: FileResult) -> dict[str, object]:
         "pending": [[_enc_finding(p.finding), list(p.unless)] for p in result.pending],
         "bases": [[k, list(v)] for k, v in result.bases.items()],
         "shadows": [[k, sorted(v)] for k, v in result.shadows.items()],
+        "callbacks": [_enc_site(s) for s in result.callbacks],
     }
 
 
@@ -297,12 +308,8 @@ def decode(x: object, path: str, module: str) -> FileResult:
     out = FileResult(path=path, module=module)
     out.findings = [_dec_finding(item, path) for item in _list(x["findings"])]
     out.funcs = dict(_dec_facts(item, path) for item in _list(x["funcs"]))
-    for item in _list(x["sites"]):
-        callee, line, col, func, context, snippet, noqa, args, quiet = _list(item, 9)
-        codes = None if noqa is None else frozenset(_str(c) for c in _list(noqa))
-        out.sites.append(CallSite(_str(callee), path, _int(line), _int(col), _str(func),
-                                  _str(context), _str(snippet), codes, _dec_args(args),
-                                  frozenset(_str(q) for q in _list(quiet))))
+    out.sites = [_dec_site(item, path) for item in _list(x["sites"])]
+    out.callbacks = [_dec_site(item, path) for item in _list(x["callbacks"])]
     for item in _list(x["reexports"]):
         k, v = _list(item, 2)
         out.reexports[_str(k)] = _str(v)

@@ -76,6 +76,11 @@ class Catalog:
         return frozenset(m for ms in self.after.values() for m in ms)
 
     @functools.cached_property
+    def loop_needles(self) -> tuple[bytes, ...]:
+        """What a file must spell to run code on the loop without an ``async def``."""
+        return tuple(n.encode() for n in (*self.loop_callbacks, *self.protocol_methods))
+
+    @functools.cached_property
     def all_disarming(self) -> frozenset[str]:
         return frozenset(f for fs in self.disarming.values() for f in fs)
     blocking: frozenset[str] = frozenset()

@@ -120,3 +120,6 @@ class FileResult:
     pending: list[Pending] = field(default_factory=list)
     bases: dict[str, tuple[str, ...]] = field(default_factory=dict)  # class -> its bases
     shadows: dict[str, frozenset[str]] = field(default_factory=dict)  # ``ClassInfo.shadows``
+    # methods named like a protocol's callbacks (``data_received``) of classes whose bases
+    # are elsewhere, as calls made on the loop: sites if the run finds a protocol base
+    callbacks: list[CallSite] = field(default_factory=list)

@@ -23,7 +23,7 @@ from .cache import LintCache, digest, fingerprint
 from .call_catalog import Catalog, load_catalog
 from .config import LintConfig
 from .hierarchy import Hierarchy
-from .model import READ, FileResult, Finding, FuncFacts
+from .model import READ, CallSite, FileResult, Finding, FuncFacts
 from .noqa import is_silenced
 from .observed import FrameIndex, Stall, blocking_facts
 from .returns import AMBIGUOUS, ReturnTypes, follow_reexport
@@ -197,7 +197,7 @@ def _scan_path(task: tuple[str, bool, bool]) -> Scanned:
         return result, "", None
     module, is_package = _module(path)
     content = digest(source) if cache is not None else ""
-    if not full and b"async" not in source:  # cannot hold a finding; parsed if a chain needs it
+    if not full and not may_run_on_loop(source, catalog):  # parsed if a chain needs it
         return FileResult(path=path, module=module, deferred=True, content=content), "", None
     key = ""
     if cache is not None:
@@ -386,6 +386,8 @@ def _scan_tree(files: list[str], catalog: Catalog, bare_noqa: bool,
         types = ReturnTypes(((q, t) for r in done for q, t in r.returns.items()), reexports,
                             hierarchy)
         frontier = [s.callee for r in done for s in r.sites]
+        # a protocol callback's class: its bases' modules, to see whether one is a protocol
+        frontier += [b for r in done for s in r.callbacks for b in hierarchy.inherited(s.callee)]
         frontier += [t for r in done for p in r.pending for t in p.unless]
         seen: set[str] = set()
         hops: dict[str, int] = {}  # re-export steps taken to reach a name
@@ -437,6 +439,15 @@ def _scan_tree(files: list[str], catalog: Catalog, bare_noqa: bool,
         pool.close()
 
 
+def _protocol_callbacks(r: FileResult, hierarchy: Hierarchy,
+                        catalog: Catalog) -> list[CallSite]:
+    """The file's methods named like protocol callbacks whose class has, project-wide, an
+    asyncio protocol among its bases: the loop calls them (``[loop-protocols]``)."""
+    return [s for s in r.callbacks
+            if any(b in catalog.protocol_types
+                   for b in hierarchy.mro(s.callee.rpartition(".")[0])[1:])]
+
+
 def _resolved(facts: FuncFacts, buffer: Callable[[tuple[str, ...]], bool]) -> FuncFacts:
     """The helper's summary without the blocks whose file argument turned out, project-wide,
     to be an in-memory buffer (``ZipFile(make_buf())`` with ``make_buf`` in another module)."""
@@ -475,7 +486,7 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
     if cache is not None:
         cache.fingerprint = fingerprint(catalog, config.bare_noqa)
         cache.scope = json.dumps([str(r) for r in roots])
-        tree = _contents(files)
+        tree = _contents(files, catalog)
         if tree is not None and not unreadable and not stalls:
             tree_key = cache.tree_key((f, *_module(f), tree[f][0]) for f in files)
             findings = cache.load_tree(tree_key)
@@ -528,7 +539,7 @@ def _lint_files(files: list[str], unreadable: list[tuple[str, str]], config: Lin
             out.errors.append(r.error)
         out.findings.extend(r.findings)
         out.findings.extend(p.finding for p in r.pending if not buffer(p.unless))
-        for site in r.sites:
+        for site in [*r.sites, *_protocol_callbacks(r, hierarchy, catalog)]:
             hit = index.classify(site)
             if hit is None:
                 continue
@@ -548,7 +559,14 @@ def _lint_files(files: list[str], unreadable: list[tuple[str, str]], config: Lin
     return out
 
 
-def _contents(files: Sequence[str]) -> dict[str, tuple[str, bool]] | None:
+def may_run_on_loop(source: bytes, catalog: Catalog) -> bool:
+    """Whether a file may hold code that runs on the loop: an ``async def``, a protocol's
+    callback or a callable handed to the loop (its name is written); any other file is
+    read only when a chain reaches it."""
+    return b"async" in source or any(n in source for n in catalog.loop_needles)
+
+
+def _contents(files: Sequence[str], catalog: Catalog) -> dict[str, tuple[str, bool]] | None:
     """Each file's content hash and whether it holds ``async`` (read once here, so the
     cache is probed without reading again), or None when one cannot be read (its error
     is the scan's)."""
@@ -558,5 +576,5 @@ def _contents(files: Sequence[str]) -> dict[str, tuple[str, bool]] | None:
             source = read_regular(path)
         except OSError:
             return None
-        out[path] = (digest(source), b"async" in source)
+        out[path] = (digest(source), may_run_on_loop(source, catalog))
     return out

@@ -35,6 +35,7 @@ from .noqa import is_silenced, noqa_codes
 from .rules import catalogued, declared, message, meta
 
 PARTIAL = "functools.partial"
+PROTOCOL_CALLBACK = "(a protocol callback)"  # how a protocol's method is named on the loop
 # nodes that hold no call, lambda or def below them: not walked
 _LEAVES = (ast.Name, ast.Constant, ast.expr_context, ast.operator, ast.cmpop, ast.unaryop,
            ast.boolop, ast.alias, ast.Pass, ast.Break, ast.Continue, ast.Import,
@@ -512,19 +513,26 @@ class FileScanner(ast.NodeVisitor):
         display = self._display(qualname)
         if node.decorator_list:
             self._decorated.add(qualname)
+        protocol = (self._protocol_callback(node) if isinstance(node, ast.FunctionDef)
+                    else False)
         if isinstance(node, ast.AsyncFunctionDef):
             ctx = _Ctx(qualname, display, on_loop=True, node=node,  # type: ignore[arg-type]
                        walrus=self._walrus)
         elif self._offload_decorated(node):  # @sync_to_async def f(): calls return awaitables
             ctx = _Ctx(qualname, display, on_loop=False)
-        elif self._protocol_callback(node):  # the loop calls it: what it blocks on, it blocks
-            ctx = _Ctx(qualname, f"{display} (a protocol callback)", on_loop=True,
+        elif protocol is True:  # the loop calls it: what it blocks on, it blocks
+            ctx = _Ctx(qualname, f"{display} {PROTOCOL_CALLBACK}", on_loop=True,
                        node=node, walrus=self._walrus)
         else:
             facts = FuncFacts(display, self.result.path, node.lineno,
                               marked=declared.is_marked(node, self.tracker, self.catalog),
                               getter=self.tracker.is_property(node))
             self._signature(node, facts)
+            if protocol is None:  # maybe a callback: the run looks for a protocol base
+                self.result.callbacks.append(CallSite(
+                    qualname, self.result.path, node.lineno, node.col_offset + 1,
+                    f"{display} {PROTOCOL_CALLBACK}", qualname,
+                    self.line(node.lineno).strip(), noqa_codes(self.line(node.lineno))))
             accessor = _accessor(node)
             if accessor:  # @p.setter def p(...): kept apart, the getter keeps the name
                 self.result.funcs[f"{qualname}#{accessor}"] = facts
@@ -555,21 +563,27 @@ class FileScanner(ast.NodeVisitor):
             if ctx.init_values:
                 ctx.facts.inits = dict(ctx.init_values)
 
-    def _protocol_callback(self, node: ast.FunctionDef) -> bool:
-        """A method the loop calls (``data_received``) of a subclass of an asyncio protocol
-        (through classes of this file)."""
+    def _protocol_callback(self, node: ast.FunctionDef) -> bool | None:
+        """A method the loop calls (``data_received``) of a subclass of an asyncio protocol:
+        True when this file's classes show it, None when a base is defined elsewhere (the
+        run decides, ``FileResult.callbacks``), False when it is no such method."""
         scope = self.tracker.stack[-1]
         if scope.cls is None or node.name not in self.catalog.protocol_methods:
             return False
-        todo, seen = list(scope.cls.bases), set()
+        todo, seen, elsewhere = list(scope.cls.bases), set(), False
         while todo:
             base = todo.pop()
             if base in self.catalog.protocol_types:
                 return True
-            if base not in seen and (local := self.tracker.classes.get(base)) is not None:
-                seen.add(base)
+            if base in seen:
+                continue
+            seen.add(base)
+            local = self.tracker.classes.get(base)
+            if local is not None:
                 todo.extend(local.bases)
-        return False
+            else:
+                elsewhere = True
+        return None if elsewhere else False
 
     def _flow_dispatch(self, scope: Scope,
                        records: dict[int, dict[str, str | None]]) -> dict[type, Any]:
