@@ -79,3 +79,19 @@ async def boot(service: FileService) -> None:
 
 async def boot_base(service: Service) -> None:
     service.start()
+
+
+class Config:
+    def parse(self, path: str) -> None:
+        with open(path) as fh:
+            self.text = fh.read()
+
+    @classmethod
+    def load(cls, path: str) -> "Config":
+        config = cls()  # an instance of the class
+        config.parse(path)
+        return config
+
+
+async def configure() -> Config:
+    return Config.load("/etc/app.conf")  # error: COB110

@@ -578,6 +578,8 @@ class ImportTracker:
                 return ref.name  # deferred: its return values are read project-wide
             if ref.kind in ("class", "import"):
                 return ref.name  # a class (or a factory function: its "type" matches nothing)
+            if ref.kind == "self" and ref.type:
+                return ref.type  # cls(...) in a classmethod: an instance of the class
             return None
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
             left = self.value_type(node.left)  # path / "x": a path (a traversable's too)
