@@ -87,6 +87,12 @@ def register(sub: Any) -> None:
                    help="write the baseline (a new file lists all; an existing one only shrinks)")
     p.add_argument("--config", metavar="PYPROJECT",
                    help="pyproject.toml with [tool.corevo-obs.lint] (default: ./pyproject.toml)")
+    p.add_argument("--follow-installed", action="store_true", default=None,
+                   help="follow chains into installed packages (this Python's "
+                   "site-packages and the config's 'installed' directories)")
+    p.add_argument("--installed", action="append", default=[], metavar="DIR",
+                   help="a directory of installed packages chains may enter (repeatable; "
+                   "implies --follow-installed)")
     p.add_argument("--jobs", type=_jobs, metavar="N",
                    help="worker processes, at most the CPUs available (default: all)")
     p.add_argument("--cache-dir", metavar="DIR",
@@ -101,7 +107,10 @@ def _config(args: argparse.Namespace) -> LintConfig:
     """The config file's values, with the command line's overrides."""
     config = load_config(args.config)
     over = {k: v for k, v in (("select", args.select), ("ignore", args.ignore),
-                              ("min_confidence", args.min_confidence)) if v is not None}
+                              ("min_confidence", args.min_confidence),
+                              ("follow_installed", args.follow_installed)) if v is not None}
+    if args.installed:  # relative to the current directory, not the config's
+        over["installed"] = (*config.installed, *(os.path.abspath(d) for d in args.installed))
     return replace(config, **over) if over else config
 
 

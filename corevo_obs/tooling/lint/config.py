@@ -40,6 +40,8 @@ class LintConfig:
         baseline = "lint-baseline.json"
         min-confidence = "low"                        # low / medium (default) / high
         src = ["src", "plugins"]                      # import roots besides the paths given
+        follow-installed = true                       # chains enter this Python's packages
+        installed = [".venv/lib/python3.11/site-packages"]  # ... or these directories
     """
 
     blocking: tuple[str, ...] = ()
@@ -55,6 +57,10 @@ class LintConfig:
     baseline: str | None = None
     min_confidence: str = "medium"  # findings less sure than this are not reported
     src: tuple[str, ...] = ()  # import roots (like ruff's ``src``), relative to ``root``
+    # chains may enter installed packages (the running Python's site-packages, and the
+    # ``installed`` directories, relative to ``root``): their modules are read on demand
+    follow_installed: bool = False
+    installed: tuple[str, ...] = ()
     source: str = "defaults"
     root: str = ""  # the config file's directory ('' = the current directory)
 
@@ -162,6 +168,9 @@ FIELDS: dict[str, tuple[str, Field]] = {  # key -> (LintConfig attribute, field)
     "min-confidence": ("min_confidence", ChoiceField(("low", "medium", "high"))),
     "src": ("src", StringsField(re.compile(r"^[^\x00]+$"), "directory",
                                  "a list of directories")),
+    "follow-installed": ("follow_installed", BoolField()),
+    "installed": ("installed", StringsField(re.compile(r"^[^\x00]+$"), "directory",
+                                             "a list of directories")),
 }
 
 

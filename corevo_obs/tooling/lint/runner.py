@@ -145,6 +145,58 @@ def import_roots(config: LintConfig) -> tuple[Path, ...]:
     return tuple(base / d for d in (config.src or (".", "src")))
 
 
+def installed_dirs(config: LintConfig) -> tuple[Path, ...]:
+    """Where chains may enter installed packages: the config's ``installed`` directories
+    (relative to its file), and with ``follow-installed`` this Python's site-packages.
+    A named directory that does not exist is an error, not a silent no-op."""
+    base = Path(config.root or os.getcwd()).resolve()
+    named = [base / d for d in config.installed]
+    missing = [str(d) for d in named if not d.is_dir()]
+    if missing:
+        raise ConfigError(f"installed: not a directory: {', '.join(missing)}",
+                          source=config.source)
+    dirs = [*named, *(map(Path, _site_dirs()) if config.follow_installed else ())]
+    return tuple(dict.fromkeys(d.resolve() for d in dirs if d.is_dir()))
+
+
+def _site_dirs() -> list[str]:
+    import site
+    import sysconfig
+    paths = sysconfig.get_paths()
+    return [*site.getsitepackages(), site.getusersitepackages(), paths["purelib"],
+            paths["platlib"]]
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _installed_file(module: str, dirs: tuple[str, ...]) -> str | None:
+    """The file of an installed module (``pkg/mod.py`` or ``pkg/mod/__init__.py``) in the
+    first directory that has it; found by name, nothing is imported."""
+    parts = module.split(".")
+    if not all(p.isidentifier() for p in parts):
+        return None
+    for d in dirs:
+        base = os.path.join(d, *parts)
+        for candidate in (base + ".py", os.path.join(base, "__init__.py")):
+            if os.path.isfile(candidate):
+                return candidate
+    return None
+
+
+def _installed_owner(name: str, dirs: tuple[str, ...]) -> tuple[str, str] | None:
+    """(module, file) for the longest dotted prefix of ``name`` that is an installed
+    module (a module of the tree is looked for first, by ``_owner_module``)."""
+    name = name.rpartition(".")[0]  # the last part is the function, class or attribute
+    while name:
+        path = _installed_file(name, dirs)
+        if path is not None:
+            return name, path
+        name = name.rpartition(".")[0]
+    return None
+
+
+MAX_INSTALLED_FILES = 2_000  # installed modules one run reads at most
+
+
 _WORKER: tuple[Catalog, bool, LintCache | None] | None = None
 
 
@@ -370,9 +422,13 @@ def _owner_module(name: str, modules: dict[str, list[str]]) -> str | None:
 def _scan_tree(files: list[str], catalog: Catalog, bare_noqa: bool,
                jobs: int, cache: LintCache | None = None,
                roots: tuple[Path, ...] = (),
-               hashed: dict[str, tuple[str, bool]] | None = None) -> list[FileResult]:
-    """Visit files with async code, then only the deferred modules a call chain reaches."""
-    pool = _Pool(catalog, bare_noqa, jobs, len(files), cache, roots, hashed)
+               hashed: dict[str, tuple[str, bool]] | None = None,
+               installed: tuple[Path, ...] = ()) -> list[FileResult]:
+    """Visit files with async code, then only the deferred modules a call chain reaches
+    (and, with ``installed`` directories, the installed modules it reaches)."""
+    pool = _Pool(catalog, bare_noqa, jobs, len(files), cache, (*roots, *installed), hashed)
+    dirs = tuple(map(str, installed))
+    external: set[str] = set()  # installed modules read (or queued) this run
     try:
         results = pool.scan(files, full=False)
         deferred: dict[str, list[str]] = {}
@@ -380,6 +436,8 @@ def _scan_tree(files: list[str], catalog: Catalog, bare_noqa: bool,
             if r.deferred:
                 deferred.setdefault(r.module, []).append(r.path)
         done = [r for r in results if not r.deferred]
+        # the tree's own packages are never read from an installed copy of them
+        own_tops = {r.module.partition(".")[0] for r in results}
         known = {q: f for r in done for q, f in r.funcs.items()}
         reexports = {k: v for r in done for k, v in r.reexports.items()}
         hierarchy = Hierarchy(done, reexports)
@@ -418,6 +476,13 @@ def _scan_tree(files: list[str], catalog: Catalog, bare_noqa: bool,
                     frontier.append(target)
                     continue
                 module = _owner_module(name, deferred)
+                if (module is None and dirs and len(external) < MAX_INSTALLED_FILES
+                        and name.partition(".")[0] not in own_tops):
+                    found = _installed_owner(name, dirs)
+                    if found is not None and found[0] not in external:
+                        module = found[0]
+                        external.add(module)
+                        deferred[module] = [found[1]]
                 if module is not None:
                     wanted[module] = None
                     pending.append(name)
@@ -481,13 +546,15 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
     tree: dict[str, tuple[str, bool]] | None = None
     tree_key = ""
     roots = import_roots(config)
+    installed = installed_dirs(config)
     _MODULES.clear()  # a file's package may differ from the last run's (__init__.py added)
-    _init_worker(catalog, config.bare_noqa, cache, roots)
+    _init_worker(catalog, config.bare_noqa, cache, (*roots, *installed))
     if cache is not None:
         cache.fingerprint = fingerprint(catalog, config.bare_noqa)
-        cache.scope = json.dumps([str(r) for r in roots])
+        cache.scope = json.dumps([str(r) for r in (*roots, *installed)])
         tree = _contents(files, catalog)
-        if tree is not None and not unreadable and not stalls:
+        # an installed package may change under an unchanged tree: no whole-run answer
+        if tree is not None and not unreadable and not stalls and not installed:
             tree_key = cache.tree_key((f, *_module(f), tree[f][0]) for f in files)
             findings = cache.load_tree(tree_key)
             if findings is not None:
@@ -495,18 +562,18 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
                 return LintResult(findings=findings, files=len(files))
     with _gc_paused():
         return _lint_files(files, unreadable, config, workers, catalog, cache, stalls, roots,
-                           tree, tree_key)
+                           tree, tree_key, installed)
 
 
 def _lint_files(files: list[str], unreadable: list[tuple[str, str]], config: LintConfig,
                 workers: int, catalog: Catalog, cache: LintCache | None,
                 stalls: Sequence[Stall], roots: tuple[Path, ...],
                 tree: dict[str, tuple[str, bool]] | None,
-                tree_key: str) -> LintResult:
+                tree_key: str, installed: tuple[Path, ...] = ()) -> LintResult:
     """:func:`lint_paths` once the cache has no whole-tree answer: scan, then resolve."""
     try:
         results = _scan_tree(files, catalog, config.bare_noqa, max(1, workers), cache, roots,
-                             tree)
+                             tree, installed)
         if cache is not None:
             cache.flush()
             cache.prune()
@@ -534,7 +601,10 @@ def _lint_files(files: list[str], unreadable: list[tuple[str, str]], config: Lin
         cites, out.unmatched = blocking_facts(stalls, FrameIndex(
             (q, f.name, f.path, f.line) for q, f in index.funcs.items()))
         index.observe(cites)
+    own = set(files)  # an installed module's facts serve chains; its findings are not ours
     for r in results:
+        if r.path not in own:
+            continue
         if r.error is not None:
             out.errors.append(r.error)
         out.findings.extend(r.findings)
