@@ -46,6 +46,10 @@ the bug's file.
     python bench/lint_fixed_bugs.py --batches 1,2 --record /tmp/rescored.tsv
                                                 # re-score old batches elsewhere (after
                                                 # tuning on them: no longer held out)
+    python bench/lint_fixed_bugs.py --follow-deps --record /tmp/deps.tsv
+                                                # with each project's dependencies (as pip
+                                                # resolves them today) installed into
+                                                # downloads/deps/ and --installed there
     python bench/lint_fixed_bugs.py --write     # put the record's table into docs/lint.md
                                                 # (no linting: the held-out set is scored once)
 
@@ -125,9 +129,25 @@ def _split(location: str) -> tuple[str, int]:
     return path.replace("\\", "/").removeprefix("./"), int(line)
 
 
-def corevo(root: Path) -> list[Finding]:
+def install_deps(name: str, release: str) -> Path | None:
+    """The project's dependencies installed into ``downloads/deps/NAME-RELEASE`` (kept
+    across runs), for ``--installed``; None when pip cannot install them here."""
+    target = realworld.DOWNLOADS / "deps" / f"{name}-{release}"
+    if not target.is_dir():
+        proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--target",
+                               str(target), f"{name}=={release}"],
+                              capture_output=True, text=True, timeout=1800)
+        if proc.returncode != 0:
+            print(f"{name} {release}: dependencies not installed: "
+                  f"{(proc.stderr.strip().splitlines() or ['?'])[-1]}", flush=True)
+            return None
+    return target
+
+
+def corevo(root: Path, installed: Path | None = None) -> list[Finding]:
     out = []
-    for location, code, message, confidence in realworld.lint(root):
+    extra = ("--installed", str(installed)) if installed is not None else ()
+    for location, code, message, confidence in realworld.lint(root, extra):
         path, line = _split(location)
         out.append(Finding(path, line, code, message, confidence))
     return out
@@ -256,6 +276,9 @@ def main() -> int:
     ap.add_argument("--batches", default="",
                     help="comma list of the batches to lint (default: all); the record "
                          "keeps the other batches' rows as they were scored")
+    ap.add_argument("--follow-deps", action="store_true",
+                    help="install each project's dependencies and follow chains into them "
+                         "(corevo-obs only; write the record elsewhere with --record)")
     ap.add_argument("--record", type=Path, default=RECORD,
                     help=f"the record to write (default {RECORD.name})")
     args = ap.parse_args()
@@ -277,7 +300,8 @@ def main() -> int:
         name, release = version
         root = realworld.project_root(realworld.unpack(realworld.download(name, release)))
         mine = [b for b in bugs if (b.project, b.version) == version]
-        found = {"corevo-obs": corevo(root), "ruff": ruff(root),
+        deps = install_deps(name, release) if args.follow_deps else None
+        found = {"corevo-obs": corevo(root, deps), "ruff": ruff(root),
                  "flake8-async": flake8_async(root, sorted({b.path for b in mine}))}
         for bug in mine:
             for tool in TOOLS:

@@ -41,6 +41,7 @@ import subprocess
 import sys
 import tarfile
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -153,11 +154,13 @@ def project_root(unpacked: Path) -> Path:
     return entries[0] if len(entries) == 1 and entries[0].is_dir() else unpacked
 
 
-def lint(root: Path) -> list[tuple[str, str, str, str]]:
+def lint(root: Path, extra: Sequence[str] = ()) -> list[tuple[str, str, str, str]]:
     """(file:line, code, message, confidence) of ``corevo-obs lint .`` in ``root``, every
-    confidence (the default output is the ``medium`` and ``high`` ones)."""
+    confidence (the default output is the ``medium`` and ``high`` ones); ``extra``: more
+    options (``--installed DIR``)."""
     proc = subprocess.run([sys.executable, "-m", "corevo_obs.cli.main", "lint", ".",
-                           "--format", "json", "--no-cache", "--min-confidence", "low"],
+                           "--format", "json", "--no-cache", "--min-confidence", "low",
+                           *extra],
                           cwd=root, capture_output=True, text=True, timeout=900, env=OWN)
     if proc.returncode not in (0, 1, 2) or "Traceback" in proc.stderr:
         raise SystemExit(f"lint failed in {root} ({proc.returncode}): {proc.stderr[-2000:]}")
