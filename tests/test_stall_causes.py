@@ -193,6 +193,8 @@ def test_idle_loop_starved_of_cpu_is_starved_not_code() -> None:
             result = _run("starved", "--seconds", "5", prefix=("taskset", "-c", str(cpu)))
         if len(_injected(result)) >= 3:
             break
+    if not _injected(result):  # nothing to attribute: the scheduler never starved the loop
+        pytest.skip("3 hogs on the loop's CPU produced no stall in 3 runs (scheduler)")
     stalls = _check(result, "starved", at_least=1)
     assert not [r for r in stalls if r["cause"] == "blocking"]
     idle = [r for r in stalls if r["cause"] == "starved" and r["captured"]]
