@@ -958,15 +958,19 @@ class FileScanner(ast.NodeVisitor):
             return self.catalog.offload_methods.get(node.func.attr)
         return None
 
-    def _mark_offloaded(self, node: ast.Call, ref: Ref | None) -> None:
-        index = self._offload_index(node, ref)
+    def _callable_arg(self, node: ast.Call, index: int | None) -> ast.expr | None:
+        """The callable a wrapper is handed at ``index``, ``functools.partial`` unwrapped."""
         if index is None or len(node.args) <= index:
-            return
+            return None
         arg = node.args[index]
         if isinstance(arg, ast.Call) and arg.args:
             inner = self.tracker.resolve(arg.func)
             if inner is not None and inner.name == PARTIAL:
                 arg = arg.args[0]
+        return arg
+
+    def _mark_offloaded(self, node: ast.Call, ref: Ref | None) -> None:
+        arg = self._callable_arg(node, self._offload_index(node, ref))
         if isinstance(arg, ast.Lambda):
             self._offloaded.add(id(arg))
 
@@ -1037,14 +1041,10 @@ class FileScanner(ast.NodeVisitor):
     def _loop_callback(self, node: ast.Call, ctx: _Ctx) -> None:
         """``loop.call_soon(cb)``, ``loop.add_reader(fd, cb)``: the loop calls ``cb`` on the
         loop, so it is a call made on the loop, here (``[loop-callbacks]``)."""
-        index = self.catalog.loop_callbacks.get(node.func.attr)  # type: ignore[attr-defined]
-        if index is None or len(node.args) <= index:
+        arg = self._callable_arg(
+            node, self.catalog.loop_callbacks.get(node.func.attr))  # type: ignore[attr-defined]
+        if arg is None:
             return
-        arg = node.args[index]
-        if isinstance(arg, ast.Call) and arg.args:
-            inner = self.tracker.resolve(arg.func)
-            if inner is not None and inner.name == PARTIAL:
-                arg = arg.args[0]
         if isinstance(arg, ast.Lambda):
             self._loop_lambdas.add(id(arg))
             return
