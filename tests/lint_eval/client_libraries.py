@@ -1,7 +1,8 @@
 """Sync client libraries on the loop: the stdlib's mail, file-transfer and RPC clients,
 dnspython's sync resolver, paho-mqtt, zeep, pika's BlockingConnection, boto3 / botocore
 sessions, PyJWKClient, Slack's sync WebClient, SQLAlchemy's sync session and engine, and
-psycopg_pool's sync pool; their async counterparts and the calls that only queue work
+psycopg_pool's sync pool, pyserial and pyserial-asyncio (whose coroutines open the port
+before they first suspend); their async counterparts and the calls that only queue work
 stay clean."""
 
 import configparser
@@ -17,6 +18,9 @@ import dns.resolver
 import jwt
 import paho.mqtt.client as mqtt
 import pika
+import serial
+import serial_asyncio
+import serial_asyncio_fast
 import zeep
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 from slack_sdk import WebClient
@@ -130,3 +134,11 @@ async def pooled() -> None:
         conn.execute("select 1")  # error: COB105
     async with apool.connection() as aconn:
         await aconn.execute("select 1")
+
+
+async def open_port(loop, url: str) -> None:
+    reader, writer = await serial_asyncio.open_serial_connection(url=url)  # error: COB100
+    await serial_asyncio.create_serial_connection(loop, lambda: None, url)  # error: COB100
+    await serial_asyncio_fast.open_serial_connection(url=url)
+    port = serial.Serial("/dev/ttyUSB0", 9600)  # error: COB100
+    port.readline()  # error: COB100

@@ -70,6 +70,9 @@ class Catalog:
     loop_callbacks: dict[str, int] = field(default_factory=dict)
     protocol_types: frozenset[str] = frozenset()
     protocol_methods: frozenset[str] = frozenset()
+    # coroutine functions that do sync I/O before they first suspend: awaiting one still
+    # blocks the loop (pyserial-asyncio opens the port in the caller's thread)
+    awaited_blocking: frozenset[str] = frozenset()
 
     @functools.cached_property
     def after_methods(self) -> frozenset[str]:
@@ -112,6 +115,7 @@ class Catalog:
             loop_callbacks=self.loop_callbacks,
             protocol_types=self.protocol_types,
             protocol_methods=self.protocol_methods,
+            awaited_blocking=self.awaited_blocking,
             aliases=self.aliases,
             after=self.after,
             in_memory_args=self.in_memory_args,
@@ -171,6 +175,7 @@ def _parse(data: dict[str, Any], source: str) -> Catalog:
         protocols = data.get("loop-protocols", {})
         protocol_types = frozenset(map(str, protocols.get("types", ())))
         protocol_methods = frozenset(map(str, protocols.get("methods", ())))
+        awaited_blocking = frozenset(map(str, data.get("awaited-blocking", {}).get("calls", ())))
         after = {str(k): frozenset(map(str, v)) for k, v in data.get("done-after", {}).items()}
         memory = data.get("in-memory", {})
         in_memory_types = frozenset(map(str, memory.get("types", ())))
@@ -192,6 +197,9 @@ def _parse(data: dict[str, Any], source: str) -> Catalog:
                 for f in spec.get("factories", ())} & set(calls)
     except (KeyError, TypeError, ValueError) as exc:
         raise ConfigError(f"malformed catalog: {exc!r}", source=source) from None
+    if awaited_blocking - set(calls):
+        raise ConfigError(f"awaited-blocking calls not in [calls]: "
+                          f"{sorted(awaited_blocking - set(calls))}", source=source)
     if lazy:
         raise ConfigError(f"lazy constructors listed as blocking calls: {sorted(lazy)}",
                           source=source)
@@ -206,7 +214,8 @@ def _parse(data: dict[str, Any], source: str) -> Catalog:
                    pipes=fd_sets[1], pipe_writes=fd_sets[2],
                    data_urls=data_urls, distinctive=distinctive,
                    disarming_keywords=disarming_keywords, loop_callbacks=loop_callbacks,
-                   protocol_types=protocol_types, protocol_methods=protocol_methods)
+                   protocol_types=protocol_types, protocol_methods=protocol_methods,
+                   awaited_blocking=awaited_blocking)
 
 
 def load_catalog(config: LintConfig | None = None) -> Catalog:

@@ -1097,7 +1097,8 @@ class FileScanner(ast.NodeVisitor):
             # on a receiver typed only project-wide (a dependency's factory's result)
             ref, guessed = guess, True
             hit = catalogued.classify(ref, self.catalog)
-        if hit is not None and id(node) in self._awaited:
+        if (hit is not None and id(node) in self._awaited
+                and ref.name not in self.catalog.awaited_blocking):
             return  # ``await open(p)``: a sync call's result is no awaitable, so the name is
             # bound at run time to an async namesake the lint cannot see (docs/lint.md)
         if hit is not None and catalogued.returns_at_once(
