@@ -56,7 +56,7 @@ from .call_catalog import Catalog
 from .model import CallSite, Edge, FileResult, Finding, FuncFacts, Pending
 from .narrowing import OPS, Args, Atom, Guard, Kind, Value, instance
 
-FORMAT = 8
+FORMAT = 9
 ENV = "COREVO_LINT_CACHE_DIR"
 DEFAULT_PARTS = (".corevo-cache", "lint")  # under the project root
 MAX_ENTRY = 16 << 20
@@ -128,6 +128,11 @@ def _str(x: object) -> str:
 
 def _int(x: object) -> int:
     _check(type(x) is int)
+    return x  # type: ignore[return-value]
+
+
+def _bool(x: object) -> bool:
+    _check(type(x) is bool)
     return x  # type: ignore[return-value]
 
 
@@ -261,15 +266,16 @@ def _dec_facts(x: object, path: str) -> tuple[str, FuncFacts]:
 
 def _enc_site(s: CallSite) -> list[object]:
     return [s.callee, s.line, s.col, s.func, s.context, s.snippet,
-            None if s.noqa is None else sorted(s.noqa), _enc_args(s.args), sorted(s.quiet)]
+            None if s.noqa is None else sorted(s.noqa), _enc_args(s.args), sorted(s.quiet),
+            s.guessed]
 
 
 def _dec_site(x: object, path: str) -> CallSite:
-    callee, line, col, func, context, snippet, noqa, args, quiet = _list(x, 9)
+    callee, line, col, func, context, snippet, noqa, args, quiet, guessed = _list(x, 10)
     codes = None if noqa is None else frozenset(_str(c) for c in _list(noqa))
     return CallSite(_str(callee), path, _int(line), _int(col), _str(func), _str(context),
                     _str(snippet), codes, _dec_args(args),
-                    frozenset(_str(q) for q in _list(quiet)))
+                    frozenset(_str(q) for q in _list(quiet)), _bool(guessed))
 
 
 def encode(result: FileResult) -> dict[str, object]:

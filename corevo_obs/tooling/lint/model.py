@@ -92,6 +92,9 @@ class CallSite:
     # catalog's disarming flags its arguments name and the done-after methods its receiver
     # already ran (``communicate``), so the catalog's exceptions apply once it resolves
     quiet: frozenset[str] = frozenset()
+    # not a call the code shows but a likely one (a class's constructor, built by its
+    # users' coroutines): its findings are low confidence
+    guessed: bool = False
 
 
 @dataclass(frozen=True)

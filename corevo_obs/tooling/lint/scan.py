@@ -35,7 +35,8 @@ from .noqa import is_silenced, noqa_codes
 from .rules import catalogued, declared, message, meta
 
 PARTIAL = "functools.partial"
-PROTOCOL_CALLBACK = "(a protocol callback)"  # how a protocol's method is named on the loop
+PROTOCOL_CALLBACK = "(a protocol callback)"
+CONSTRUCTOR = "(its users' coroutines build it: a class with async methods)"  # how a protocol's method is named on the loop
 # nodes that hold no call, lambda or def below them: not walked
 _LEAVES = (ast.Name, ast.Constant, ast.expr_context, ast.operator, ast.cmpop, ast.unaryop,
            ast.boolop, ast.alias, ast.Pass, ast.Break, ast.Continue, ast.Import,
@@ -946,6 +947,29 @@ class FileScanner(ast.NodeVisitor):
         self._classes.pop()
         self._properties.pop()
         self.tracker.pop()
+        self._constructor_site(node, info.qualname)
+
+    def _constructor_site(self, node: ast.ClassDef, qualname: str) -> None:
+        """The constructor of a public class with async methods, as a call made on the
+        loop: an async API's users build it in their coroutines (an application's async
+        setup), which the library's own code never shows."""
+        if node.name.startswith("_") or self.tracker.stack[-1].kind != "module":
+            return
+        init = None
+        for stmt in node.body:
+            if isinstance(stmt, ast.AsyncFunctionDef):
+                break
+        else:
+            return
+        for stmt in node.body:
+            if isinstance(stmt, ast.FunctionDef) and stmt.name == "__init__":
+                init = stmt
+        if init is None:
+            return
+        self.result.sites.append(CallSite(
+            f"{qualname}.__init__", self.result.path, init.lineno, init.col_offset + 1,
+            f"{node.name}(...) {CONSTRUCTOR}", f"{qualname}.__init__",
+            self.line(init.lineno).strip(), noqa_codes(self.line(init.lineno)), guessed=True))
 
     # -- calls -----------------------------------------------------------------------
     def _offload_index(self, node: ast.Call, ref: Ref | None) -> int | None:

@@ -309,7 +309,7 @@ class ChainIndex:
         if facts.marked:
             return (declared.CODE, {"call": call, "func": site.func, "why": declared.MARKER},
                     "medium" if inferred else "high", chain.paths, "")
-        confidence = "low" if chain.low else "medium"
+        confidence = "low" if chain.low or site.guessed else "medium"
         return (CODE, {"call": call, "func": site.func,
                        "chain": " -> ".join([site.func, *chain.names])}, confidence, chain.paths,
                 chain.source)

@@ -1,0 +1,51 @@
+"""The constructor of a public class with async methods is taken as run on the loop (its
+users build it in their coroutines: an application's async setup), at low confidence; a
+private class, a nested one, or a class with no async method is not an async API."""
+
+import importlib.metadata
+import ssl
+
+
+def default_context() -> ssl.SSLContext:
+    return ssl.create_default_context()
+
+
+class Client:
+    def __init__(self, host: str) -> None:  # error: COB110
+        self.host = host
+        self.ssl = default_context()
+
+    async def fetch(self) -> bytes:
+        return b""
+
+
+class Meta:
+    def __init__(self) -> None:  # error: COB110
+        self.version = importlib.metadata.version("corevo-obs")
+
+    async def close(self) -> None:
+        return None
+
+
+class _Private:
+    def __init__(self) -> None:
+        self.ssl = ssl.create_default_context()
+
+    async def run(self) -> None:
+        return None
+
+
+class SyncOnly:
+    def __init__(self) -> None:
+        self.ssl = ssl.create_default_context()
+
+    def run(self) -> None:
+        return None
+
+
+class Light:
+    def __init__(self, host: str) -> None:
+        self.host = host
+
+    async def run(self) -> None:
+        return None
