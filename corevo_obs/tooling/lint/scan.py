@@ -35,8 +35,8 @@ from .noqa import is_silenced, noqa_codes
 from .rules import catalogued, declared, message, meta
 
 PARTIAL = "functools.partial"
-PROTOCOL_CALLBACK = "(a protocol callback)"
-CONSTRUCTOR = "(its users' coroutines build it: a class with async methods)"  # how a protocol's method is named on the loop
+PROTOCOL_CALLBACK = "(a protocol callback)"  # how a protocol's method is named on the loop
+CONSTRUCTOR = "(its users' coroutines build it: a class with async methods)"
 # nodes that hold no call, lambda or def below them: not walked
 _LEAVES = (ast.Name, ast.Constant, ast.expr_context, ast.operator, ast.cmpop, ast.unaryop,
            ast.boolop, ast.alias, ast.Pass, ast.Break, ast.Continue, ast.Import,
