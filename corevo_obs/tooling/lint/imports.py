@@ -30,6 +30,16 @@ def _getter_name(name: str) -> bool:
     return last.endswith("property") and last != "abstractproperty" or last == "reify"
 
 
+TYPED_DICTS = frozenset({"typing.TypedDict", "typing_extensions.TypedDict"})
+
+
+def item_type(accessor: str, key: str) -> str:
+    """The deferred type of ``d["key"]`` / ``d.get("key")`` (``accessor``: ``T.__getitem__``
+    / ``T.get``): a TypedDict's file records its fields under these names; for any other
+    class the run falls back to what the accessor returns (``returns.py``)."""
+    return f"{accessor}[{key}]"
+
+
 class Ref(NamedTuple):
     """What a callee expression resolves to.
 
@@ -300,6 +310,20 @@ class ImportTracker:
                 out.append(ref.name)
         return tuple(out)
 
+    def is_typed_dict(self, info: ClassInfo) -> bool:
+        """A ``TypedDict`` class (directly, or through a TypedDict class of this file): its
+        annotated fields are the types of ``d["field"]``."""
+        todo, seen = list(info.bases), set()
+        while todo:
+            base = todo.pop()
+            if base in TYPED_DICTS:
+                return True
+            local = self.classes.get(base)
+            if local is not None and base not in seen:
+                seen.add(base)
+                todo.extend(local.bases)
+        return False
+
     def is_property(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         """A getter: ``@property``, ``@functools.cached_property``, or a descriptor named
         like one (``propcache``'s ``under_cached_property``, werkzeug's and django's
@@ -565,6 +589,10 @@ class ImportTracker:
                     return self.factories[key]
                 if ref.type in self.objects or ref.type == AMBIGUOUS:
                     return None
+                if (ref.attr == "get" and node.args and isinstance(node.args[0], ast.Constant)
+                        and isinstance(node.args[0].value, str)
+                        and node.args[0].value.isidentifier()):  # a TypedDict's d.get("k")
+                    return item_type(key, node.args[0].value)
                 return key  # deferred: what the method returns is known project-wide
             if ref.name in self.factories:
                 return self.factories[ref.name]
@@ -581,6 +609,15 @@ class ImportTracker:
             if ref.kind == "self" and ref.type:
                 return ref.type  # cls(...) in a classmethod: an instance of the class
             return None
+        if isinstance(node, ast.Subscript):  # a TypedDict's field: ``ctx["client"]``
+            field = node.slice
+            if not (isinstance(field, ast.Constant) and isinstance(field.value, str)
+                    and field.value.isidentifier()):
+                return None
+            base = self.resolve(node.value)
+            if base is None or base.kind != "instance" or not base.type:
+                return None
+            return item_type(f"{base.type}.__getitem__", field.value)
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
             left = self.value_type(node.left)  # path / "x": a path (a traversable's too)
             if left == "pathlib.Path":
@@ -651,7 +688,7 @@ class ImportTracker:
             if base.kind == "builtin":
                 return None
             return Ref(f"{base.name}.{node.attr}", base.kind)
-        if isinstance(node, ast.Call | ast.BinOp | ast.Await):
+        if isinstance(node, ast.Call | ast.BinOp | ast.Await | ast.Subscript):
             typ = self.value_type(node)
             return Ref(typ, "instance", type=typ) if typ else None
         return None

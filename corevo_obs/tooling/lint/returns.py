@@ -74,6 +74,8 @@ class ReturnTypes:
             if target is None and self.hierarchy:  # B.p where the getter is A.p, A a base
                 target = next((c for c in self.hierarchy.inherited(name) if c in self.returns),
                               None)
+            if target is None and name.endswith("]") and "[" in name:
+                target = name[:name.rindex("[")]  # no TypedDict field: what T.get returns
             if target is not None:
                 out = self._resolve(target, depth + 1)
             else:

@@ -26,6 +26,7 @@ from .imports import (
     ImportTracker,
     Ref,
     Scope,
+    item_type,
     walk,
 )
 from .model import FIRST_USE, READ, CallSite, Edge, FileResult, Finding, FuncFacts, Pending
@@ -940,6 +941,11 @@ class FileScanner(ast.NodeVisitor):
         for name, typ in info.attrs.items():  # x.attr on an instance, self.attr in a subclass
             if typ and typ != AMBIGUOUS and name not in info.methods:
                 self.result.returns[f"{info.qualname}.{name}{GETTER}"] = typ
+        if self.tracker.is_typed_dict(info):  # d["field"] / d.get("field") on a TypedDict
+            for name, typ in info.attrs.items():
+                if typ and typ != AMBIGUOUS:
+                    for accessor in ("__getitem__", "get"):
+                        self.result.returns[item_type(f"{info.qualname}.{accessor}", name)] = typ
         self._classes.append(_attribute_stores(node))
         self._properties.append(_simple_properties(node))
         for stmt in node.body:
