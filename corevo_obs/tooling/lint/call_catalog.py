@@ -39,6 +39,9 @@ class ObjectRule:
         return method in self.methods
 
 
+TlsSpots = tuple[tuple[int | str, ...], tuple[int | str, ...]]  # (ssl argument, URL argument)
+
+
 @dataclass
 class Catalog:
     calls: dict[str, str]
@@ -73,6 +76,11 @@ class Catalog:
     # coroutine functions that do sync I/O before they first suspend: awaiting one still
     # blocks the loop (pyserial-asyncio opens the port in the caller's thread)
     awaited_blocking: frozenset[str] = frozenset()
+    # connection calls that build a new default SSL context (the CA bundle read from disk)
+    # per connection: name (or, in ``default_tls_methods``, method name on any receiver)
+    # -> (spots of the ssl argument, spots of the URL argument); see [default-tls]
+    default_tls: dict[str, TlsSpots] = field(default_factory=dict)
+    default_tls_methods: dict[str, TlsSpots] = field(default_factory=dict)
 
     @functools.cached_property
     def after_methods(self) -> frozenset[str]:
@@ -116,6 +124,8 @@ class Catalog:
             protocol_types=self.protocol_types,
             protocol_methods=self.protocol_methods,
             awaited_blocking=self.awaited_blocking,
+            default_tls=self.default_tls,
+            default_tls_methods=self.default_tls_methods,
             aliases=self.aliases,
             after=self.after,
             in_memory_args=self.in_memory_args,
@@ -141,6 +151,12 @@ def _spots(value: Any) -> tuple[int | str, ...]:
     if not isinstance(value, list):
         raise TypeError(f"expected a list of positions and keywords, got {value!r}")
     return tuple(a if isinstance(a, int) else str(a) for a in value)
+
+
+def _tls_spots(value: Any) -> TlsSpots:
+    if not isinstance(value, dict) or "ssl" not in value:
+        raise TypeError(f"expected {{ ssl = [...], url = [...] }}, got {value!r}")
+    return _spots(value["ssl"]), _spots(value.get("url", []))
 
 
 def _parse(data: dict[str, Any], source: str) -> Catalog:
@@ -176,6 +192,9 @@ def _parse(data: dict[str, Any], source: str) -> Catalog:
         protocol_types = frozenset(map(str, protocols.get("types", ())))
         protocol_methods = frozenset(map(str, protocols.get("methods", ())))
         awaited_blocking = frozenset(map(str, data.get("awaited-blocking", {}).get("calls", ())))
+        tls = data.get("default-tls", {})
+        default_tls = {str(k): _tls_spots(v) for k, v in tls.get("calls", {}).items()}
+        default_tls_methods = {str(k): _tls_spots(v) for k, v in tls.get("methods", {}).items()}
         after = {str(k): frozenset(map(str, v)) for k, v in data.get("done-after", {}).items()}
         memory = data.get("in-memory", {})
         in_memory_types = frozenset(map(str, memory.get("types", ())))
@@ -215,7 +234,8 @@ def _parse(data: dict[str, Any], source: str) -> Catalog:
                    data_urls=data_urls, distinctive=distinctive,
                    disarming_keywords=disarming_keywords, loop_callbacks=loop_callbacks,
                    protocol_types=protocol_types, protocol_methods=protocol_methods,
-                   awaited_blocking=awaited_blocking)
+                   awaited_blocking=awaited_blocking, default_tls=default_tls,
+                   default_tls_methods=default_tls_methods)
 
 
 def load_catalog(config: LintConfig | None = None) -> Catalog:

@@ -1102,6 +1102,8 @@ class FileScanner(ast.NodeVisitor):
             self._loop_callback(node, ctx)
         if ctx is not None:
             catalogued.note_methods(node, self.catalog, ctx.seen)
+        if ctx is not None and ctx.on_loop:
+            self._default_tls(node, ref, ctx)
         if ctx is not None and ref is not None and not self.catalog.is_non_blocking(ref.name):
             self._classify(node, ref, ctx)
         elif (ctx is not None and ref is None and isinstance(node.func, ast.Attribute)
@@ -1112,6 +1114,19 @@ class FileScanner(ast.NodeVisitor):
             self._report(catalogued.HTTP, node, ctx, display, catalogued.NO_FIELDS,
                          confidence="low")  # a receiver of unknown type
         self.generic_visit(node)
+
+    def _default_tls(self, node: ast.Call, ref: Ref | None, ctx: _Ctx) -> None:
+        """``await asyncio.open_connection(h, p, ssl=True)``, ``websockets.connect("wss://...")``,
+        ``loop.create_connection(..., ssl=True)``: a new default SSL context per connection."""
+        spots = self.catalog.default_tls.get(ref.name) if ref is not None else None
+        shown, confidence = (ref.name if ref is not None else ""), "high"
+        if spots is None and isinstance(node.func, ast.Attribute) and (
+                ref is None or ref.kind == "method"):
+            spots = self.catalog.default_tls_methods.get(node.func.attr)
+            shown, confidence = f"{ast.unparse(node.func.value)}.{node.func.attr}", "medium"
+        if spots is not None and catalogued.default_tls(node, spots):
+            self._report("COB100", node, ctx, f"{shown}() (a new default SSL context)",
+                         catalogued.NO_FIELDS, confidence=confidence)
 
     def _distinctive(self, method: str | None) -> Ref | None:
         """``T.method`` when only the catalogued type ``T`` has a method of that name

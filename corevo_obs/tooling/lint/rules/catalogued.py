@@ -160,6 +160,29 @@ def _argument(call: ast.Call, where: tuple[int | str, ...]) -> ast.expr | None:
     return None
 
 
+TLS_SCHEMES = ("wss://", "https://")
+
+
+def default_tls(call: ast.Call, spots: tuple[tuple[int | str, ...], tuple[int | str, ...]]
+                ) -> bool:
+    """Whether a connection call builds a new default SSL context ([default-tls]): its
+    ssl argument is the constant True, or it has none (and no ``**options``) and its URL
+    is written with a TLS scheme (a constant, an f-string or a concatenation)."""
+    ssl_spots, url_spots = spots
+    given = _argument(call, ssl_spots)
+    if given is not None:
+        return isinstance(given, ast.Constant) and given.value is True
+    if not url_spots or any(k.arg is None for k in call.keywords):
+        return False
+    url = _argument(call, url_spots)
+    while isinstance(url, ast.BinOp) and isinstance(url.op, ast.Add):
+        url = url.left
+    if isinstance(url, ast.JoinedStr) and url.values:
+        url = url.values[0]
+    return (isinstance(url, ast.Constant) and isinstance(url.value, str)
+            and url.value.startswith(TLS_SCHEMES))
+
+
 def note_methods(call: ast.Call, catalog: Catalog, seen: set[str]) -> None:
     """Remember ``x.communicate`` called or handed to an offload, for :func:`already_done`."""
     for expr in (call.func, *call.args):
