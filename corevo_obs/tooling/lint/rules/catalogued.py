@@ -58,7 +58,7 @@ class CataloguedCalls(Family):
         "COB108": Spec("sync-wait",
                        "Waiting on another thread, process, queue or concurrent future on "
                        "the loop.",
-                       "{call} waits on another thread inside async def {func}"),
+                       "{call} waits on another thread or process inside async def {func}"),
     }
 
 
