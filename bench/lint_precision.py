@@ -28,7 +28,8 @@ DOCS = HERE.parent / "docs" / "lint.md"
 START, END = "<!-- precision-tables:start -->", "<!-- precision-tables:end -->"
 # set name -> (labels, run record)
 SETS = {"tuned": (REALWORLD / "findings.tsv", REALWORLD / "tuned.run.tsv"),
-        "held-out": (REALWORLD / "heldout.tsv", REALWORLD / "heldout.run.tsv")}
+        "held-out": (REALWORLD / "heldout.tsv", REALWORLD / "heldout.run.tsv"),
+        "clients": (REALWORLD / "clients.tsv", REALWORLD / "clients.run.tsv")}
 CONFIDENCES = ("high", "medium", "low")
 
 

@@ -56,7 +56,7 @@ from .call_catalog import Catalog
 from .model import CallSite, Edge, FileResult, Finding, FuncFacts, Pending
 from .narrowing import OPS, Args, Atom, Guard, Kind, Value, instance
 
-FORMAT = 9
+FORMAT = 10
 ENV = "COREVO_LINT_CACHE_DIR"
 DEFAULT_PARTS = (".corevo-cache", "lint")  # under the project root
 MAX_ENTRY = 16 << 20
@@ -224,7 +224,7 @@ def _dec_args(x: object) -> Args | None:
 def _enc_facts(qualname: str, f: FuncFacts) -> list[object]:
     return [qualname, f.name, f.line, f.marked,
             [[call, _enc_guard(g)] for call, g in f.blocks],
-            [[e.callee, _enc_guard(e.guard), _enc_args(e.args), sorted(e.quiet)]
+            [[e.callee, _enc_guard(e.guard), _enc_args(e.args), sorted(e.quiet), e.once]
              for e in f.edges],
             list(f.params), sorted(f.names),
             [[k, _enc_value(v)] for k, v in f.defaults.items()], f.varkw,
@@ -242,9 +242,9 @@ def _dec_facts(x: object, path: str) -> tuple[str, FuncFacts]:
         call, guard = _list(item, 2)
         facts.blocks.append((_str(call), _dec_guard(guard)))
     for item in _list(edges):
-        callee, guard, args, quiet = _list(item, 4)
+        callee, guard, args, quiet, once = _list(item, 5)
         facts.edges.append(Edge(_str(callee), _dec_guard(guard), _dec_args(args),
-                                frozenset(_str(q) for q in _list(quiet))))
+                                frozenset(_str(q) for q in _list(quiet)), _bool(once)))
     facts.params = tuple(_str(p) for p in _list(params))
     facts.names = frozenset(_str(n) for n in _list(names))
     for item in _list(defaults):
@@ -267,15 +267,15 @@ def _dec_facts(x: object, path: str) -> tuple[str, FuncFacts]:
 def _enc_site(s: CallSite) -> list[object]:
     return [s.callee, s.line, s.col, s.func, s.context, s.snippet,
             None if s.noqa is None else sorted(s.noqa), _enc_args(s.args), sorted(s.quiet),
-            s.guessed]
+            s.low]
 
 
 def _dec_site(x: object, path: str) -> CallSite:
-    callee, line, col, func, context, snippet, noqa, args, quiet, guessed = _list(x, 10)
+    callee, line, col, func, context, snippet, noqa, args, quiet, low = _list(x, 10)
     codes = None if noqa is None else frozenset(_str(c) for c in _list(noqa))
     return CallSite(_str(callee), path, _int(line), _int(col), _str(func), _str(context),
                     _str(snippet), codes, _dec_args(args),
-                    frozenset(_str(q) for q in _list(quiet)), _bool(guessed))
+                    frozenset(_str(q) for q in _list(quiet)), _bool(low))
 
 
 def encode(result: FileResult) -> dict[str, object]:

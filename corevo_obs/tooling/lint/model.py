@@ -38,6 +38,7 @@ class Edge:
     guard: Guard = ()
     args: Args | None = None  # None: not known (no argument-sensitive pruning)
     quiet: frozenset[str] = frozenset()  # disarming flags named, methods done (see CallSite)
+    once: bool = False  # under ``if <module global> is None:``: a once-per-process memo
 
 
 @dataclass
@@ -92,9 +93,9 @@ class CallSite:
     # catalog's disarming flags its arguments name and the done-after methods its receiver
     # already ran (``communicate``), so the catalog's exceptions apply once it resolves
     quiet: frozenset[str] = frozenset()
-    # not a call the code shows but a likely one (a class's constructor, built by its
-    # users' coroutines): its findings are low confidence
-    guessed: bool = False
+    # its findings are low confidence: a likely call the code does not show (a class's
+    # constructor, built by its users' coroutines), or a once-per-process memo's call
+    low: bool = False
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import re
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -106,6 +107,7 @@ class _Ctx:
     returned: list[str | None] = field(default_factory=list)  # types of ``return x``
     generator: bool = False  # a ``yield`` in the body: calling it returns a generator
     fds: dict[str, str] | None = None  # names bound once to a descriptor or pipe end
+    once: int = 0  # inside ``if <module global> is None:`` blocks: a once-per-process memo
 
     def _scan_stores(self) -> None:
         facts, node = self.facts, self.node
@@ -408,7 +410,7 @@ class FileScanner(ast.NodeVisitor):
             ast.Await: self.visit_Await, ast.If: self.visit_If, ast.Assign: self.visit_Assign,
             ast.AugAssign: self.visit_AugAssign, ast.Return: self.visit_Return,
             ast.Yield: self._visit_yield, ast.YieldFrom: self._visit_yield,
-            ast.Attribute: self.visit_Attribute,
+            ast.Attribute: self.visit_Attribute, ast.ExceptHandler: self.visit_ExceptHandler,
         }
         # every node type: its handler, the generic walk, or None for a leaf (not entered)
         # (a cycle through ``self``: ``scan_source`` breaks it when done, so a finished
@@ -422,6 +424,9 @@ class FileScanner(ast.NodeVisitor):
         self._consts: dict[str, object] = {}
         self._plain_defs: set[str] = set()
         self._walrus = b":=" in source
+        # lines whose block the project's authors exclude from coverage (``# pragma: no
+        # cover``): a defensive fallback that does not run, so its calls are not read
+        self._no_cover = _no_cover_lines(source) if b"no cover" in source else frozenset()
         self._decorated: set[str] = set()  # qualnames of decorated defs (maybe not functions)
         # a name can hold a descriptor only if the file spells a call that makes one
         # (``os.pipe``, ``x.fileno``; a name imported bare is missed: it stays flagged)
@@ -508,6 +513,8 @@ class FileScanner(ast.NodeVisitor):
                                  if b.kind == "import" and b.target}
 
     def _visit_def(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        if self._no_cover and node.lineno in self._no_cover:
+            return  # ``def f():  # pragma: no cover``: excluded as code that does not run
         for expr in [*node.decorator_list, *node.args.defaults,
                      *(d for d in node.args.kw_defaults if d is not None)]:
             self.visit(expr)
@@ -862,20 +869,29 @@ class FileScanner(ast.NodeVisitor):
         return name, typ
 
     def visit_If(self, node: ast.If) -> None:
+        if self._no_cover:
+            node = self._covered(node)
         self.visit(node.test)
         ctx = self._ctx[-1] if self._ctx else None
         guard = self._atoms(node.test, ctx) if ctx is not None and ctx.facts is not None else None
         narrow = self._narrowed(node.test, node.body)
         if narrow is not None:  # isinstance(x, httpx.Client): x is one inside the branch
             old = self.tracker.narrow(*narrow)
+        memo = ctx is not None and self._memo_test(node.test)
+        if memo:
+            ctx.once += 1  # type: ignore[union-attr]
         if ctx is None or not guard:
             self._visit_block(node.body)
+            if memo:
+                ctx.once -= 1  # type: ignore[union-attr]
             if narrow is not None:
                 self.tracker.widen(narrow[0], old)
             self._visit_block(node.orelse)
             return
         ctx.guard.extend(guard)
         self._visit_block(node.body)
+        if memo:
+            ctx.once -= 1
         if narrow is not None:
             self.tracker.widen(narrow[0], old)
         del ctx.guard[-len(guard):]
@@ -884,6 +900,39 @@ class FileScanner(ast.NodeVisitor):
         self._visit_block(node.orelse)
         del ctx.guard[len(ctx.guard) - len(negated):]
 
+    def _memo_test(self, test: ast.expr) -> bool:
+        """``G is None`` for a module-level name ``G``: the body fills a process-wide memo
+        (``if _default is None: _default = load()``), so it runs once per process."""
+        if not (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name)
+                and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is)
+                and isinstance(test.comparators[0], ast.Constant)
+                and test.comparators[0].value is None):
+            return False
+        name = test.left.id
+        module = self.tracker.stack[0].bindings.get(name)
+        if module is None:
+            return False
+        if self.tracker.lookup(name) is module:
+            return True
+        node = self._ctx[-1].node if self._ctx else None  # ``global G`` in this function
+        return node is not None and any(isinstance(n, ast.Global) and name in n.names
+                                        for n in ast.walk(node))
+
+    def _covered(self, node: ast.If) -> ast.If:
+        """The if without the clause its ``# pragma: no cover`` excludes: the body when the
+        ``if`` line has it, the else when the ``else:`` line has it."""
+        body = [] if node.lineno in self._no_cover else node.body
+        orelse = node.orelse
+        if orelse and node.body:
+            end = node.body[-1].end_lineno or node.body[-1].lineno
+            if any(n in self._no_cover for n in range(end + 1, orelse[0].lineno)):
+                orelse = []
+        if body is node.body and orelse is node.orelse:
+            return node
+        covered = copy.copy(node)
+        covered.body, covered.orelse = body, orelse
+        return covered
+
     def _visit_block(self, stmts: list[ast.stmt]) -> None:
         """Statements in order; after ``if <test>: ... return`` the rest runs only when the
         test is false, so it is guarded by the negated test."""
@@ -891,6 +940,9 @@ class FileScanner(ast.NodeVisitor):
         pushed = 0
         narrowed: list[tuple[str, Any]] = []
         for i, stmt in enumerate(stmts):
+            if (self._no_cover and stmt.lineno in self._no_cover
+                    and not isinstance(stmt, ast.If)):  # an if's pragma: visit_If
+                continue
             self.visit(stmt)
             exits = (isinstance(stmt, ast.If) and not stmt.orelse and stmt.body
                      and isinstance(stmt.body[-1], _EXITS))
@@ -913,6 +965,11 @@ class FileScanner(ast.NodeVisitor):
 
     visit_FunctionDef = _visit_def
     visit_AsyncFunctionDef = _visit_def
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
+        if self._no_cover and node.lineno in self._no_cover:
+            return  # ``except ...:  # pragma: no cover``: a fallback that does not run
+        self.generic_visit(node)
 
     def visit_Lambda(self, node: ast.Lambda) -> None:
         for expr in [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]:
@@ -975,7 +1032,7 @@ class FileScanner(ast.NodeVisitor):
         self.result.sites.append(CallSite(
             f"{qualname}.__init__", self.result.path, init.lineno, init.col_offset + 1,
             f"{node.name}(...) {CONSTRUCTOR}", f"{qualname}.__init__",
-            self.line(init.lineno).strip(), noqa_codes(self.line(init.lineno)), guessed=True))
+            self.line(init.lineno).strip(), noqa_codes(self.line(init.lineno)), low=True))
 
     # -- calls -----------------------------------------------------------------------
     def _offload_index(self, node: ast.Call, ref: Ref | None) -> int | None:
@@ -1157,12 +1214,12 @@ class FileScanner(ast.NodeVisitor):
                 self._report(code, node, ctx, display, extra,
                              catalogued.deferred_buffers(node, ref, self.catalog, self.tracker),
                              "medium" if guessed or ref.name in self.catalog.first_use
-                             else "high")
+                             or ctx.once else "high")
             elif ctx.facts is not None and ctx.facts.blocking is None:
                 unless = catalogued.deferred_buffers(node, ref, self.catalog, self.tracker)
                 if unless:
                     ctx.facts.unless[len(ctx.facts.blocks)] = unless
-                if ref.name in self.catalog.first_use:  # a chain to it is low confidence
+                if ref.name in self.catalog.first_use or ctx.once:  # a chain to it is low
                     display += FIRST_USE
                 ctx.facts.blocks.append((display, tuple(ctx.guard)))
             return
@@ -1178,16 +1235,26 @@ class FileScanner(ast.NodeVisitor):
             self.result.sites.append(CallSite(
                 ref.name, self.result.path, node.lineno, node.col_offset + 1, ctx.display,
                 ctx.qualname, self.line(node.lineno).strip(), self._noqa(node),
-                self._args(node, None, ctx), quiet))
+                self._args(node, None, ctx), quiet, low=bool(ctx.once)))
         elif ctx.facts is not None and ctx.facts.blocking is None:
             ctx.facts.edges.append(Edge(ref.name, tuple(ctx.guard), self._args(node, ctx),
-                                        quiet))
+                                        quiet, once=bool(ctx.once)))
 
     def finish(self) -> FileResult:
         for qualname in self._dups:
             del self.result.funcs[qualname]
         self.result.written = frozenset(self._written)
         return self.result
+
+
+_NO_COVER = re.compile(rb"#\s*pragma:\s*no\s*cover")
+
+
+def _no_cover_lines(source: bytes) -> frozenset[int]:
+    """Numbers of the lines marked ``# pragma: no cover`` (coverage.py excludes the
+    statement, or the clause it opens)."""
+    return frozenset(i for i, line in enumerate(source.splitlines(), 1)
+                     if b"no cover" in line and _NO_COVER.search(line))
 
 
 def scan_source(path: str, module: str, source: bytes, catalog: Catalog, *,

@@ -49,8 +49,9 @@ class Chain:
     low: bool = False
     source: str = ""  # the observed stall a run-time fact came from (``observed.py``)
 
-    def after(self, name: str, path: str) -> Chain:
-        return Chain((name, *self.names), (path, *self.paths), self.low, self.source)
+    def after(self, name: str, path: str, low: bool = False) -> Chain:
+        """The chain one hop up; ``low``: that hop runs once per process (a memo)."""
+        return Chain((name, *self.names), (path, *self.paths), self.low or low, self.source)
 
 
 @register
@@ -259,7 +260,7 @@ class ChainIndex:
                     callee, on = self.dispatch(edge.callee, runs, me)
                     sub = yield (callee, edge.args, env, depth + 1, edge.quiet, on)
                     if sub is not None:
-                        result = sub.after(facts.name, facts.path)
+                        result = sub.after(facts.name, facts.path, low=edge.once)
                         break
         self._memo[key] = result
         return result
@@ -309,7 +310,7 @@ class ChainIndex:
         if facts.marked:
             return (declared.CODE, {"call": call, "func": site.func, "why": declared.MARKER},
                     "medium" if inferred else "high", chain.paths, "")
-        confidence = "low" if chain.low or site.guessed else "medium"
+        confidence = "low" if chain.low or site.low else "medium"
         return (CODE, {"call": call, "func": site.func,
                        "chain": " -> ".join([site.func, *chain.names])}, confidence, chain.paths,
                 chain.source)

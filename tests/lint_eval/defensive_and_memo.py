@@ -1,0 +1,58 @@
+"""Code that does not run, and code that runs once per process: a clause the project
+excludes from coverage (``# pragma: no cover`` on an ``except``, ``if``, ``else`` or
+``def`` line) is not read; a call under ``if <module global> is None:`` fills a
+process-wide memo, so a chain through it is low confidence (first use)."""
+
+import os
+import socket
+import ssl
+import time
+
+_default_context = None
+
+
+def seed() -> bytes:
+    try:
+        return os.urandom(16)
+    except NotImplementedError:  # pragma: no cover
+        with open("/dev/urandom", "rb") as fh:
+            return fh.read(16)
+
+
+def address(host: str) -> object:
+    if hasattr(socket, "if_nametoindex"):
+        return host
+    else:  # pragma: no cover
+        return socket.getaddrinfo(host, 0)
+
+
+def legacy() -> None:  # pragma: no cover
+    time.sleep(1)
+
+
+def reset_context() -> None:
+    global _default_context
+    _default_context = ssl.create_default_context()
+
+
+def default_context() -> ssl.SSLContext:
+    if _default_context is None:
+        reset_context()
+    assert _default_context is not None
+    return _default_context
+
+
+def fresh_context() -> ssl.SSLContext:
+    return ssl.create_default_context()
+
+
+async def connect(host: str) -> None:
+    seed()
+    address(host)
+    legacy()
+    default_context()  # error: COB110
+    fresh_context()  # error: COB110
+    if os.name == "nt":  # pragma: no cover
+        time.sleep(1)
+    else:
+        time.sleep(0.1)  # error: COB104
