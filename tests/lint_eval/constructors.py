@@ -1,7 +1,9 @@
 """The constructor of a public class with async methods is taken as run on the loop (its
-users build it in their coroutines: an application's async setup), at low confidence; a
-private class, a nested one, or a class with no async method is not an async API."""
+users build it in their coroutines: an application's async setup), at low confidence, a
+dataclass's ``__post_init__`` too; a private class, a nested one, or a class with no async
+method is not an async API."""
 
+import dataclasses
 import importlib.metadata
 import ssl
 
@@ -49,3 +51,14 @@ class Light:
 
     async def run(self) -> None:
         return None
+
+
+@dataclasses.dataclass
+class Printer:
+    host: str
+
+    def __post_init__(self) -> None:  # error: COB110
+        self.agent = importlib.metadata.version("corevo-obs")
+
+    async def status(self) -> str:
+        return self.host

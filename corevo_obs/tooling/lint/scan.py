@@ -39,6 +39,7 @@ from .rules import catalogued, declared, message, meta
 PARTIAL = "functools.partial"
 PROTOCOL_CALLBACK = "(a protocol callback)"  # how a protocol's method is named on the loop
 CONSTRUCTOR = "(its users' coroutines build it: a class with async methods)"
+CONSTRUCTORS = frozenset({"__init__", "__post_init__", "__attrs_post_init__"})
 # nodes that hold no call, lambda or def below them: not walked
 _LEAVES = (ast.Name, ast.Constant, ast.expr_context, ast.operator, ast.cmpop, ast.unaryop,
            ast.boolop, ast.alias, ast.Pass, ast.Break, ast.Continue, ast.Import,
@@ -1018,21 +1019,15 @@ class FileScanner(ast.NodeVisitor):
         setup), which the library's own code never shows."""
         if node.name.startswith("_") or self.tracker.stack[-1].kind != "module":
             return
-        init = None
-        for stmt in node.body:
-            if isinstance(stmt, ast.AsyncFunctionDef):
-                break
-        else:
+        if not any(isinstance(stmt, ast.AsyncFunctionDef) for stmt in node.body):
             return
-        for stmt in node.body:
-            if isinstance(stmt, ast.FunctionDef) and stmt.name == "__init__":
-                init = stmt
-        if init is None:
-            return
-        self.result.sites.append(CallSite(
-            f"{qualname}.__init__", self.result.path, init.lineno, init.col_offset + 1,
-            f"{node.name}(...) {CONSTRUCTOR}", f"{qualname}.__init__",
-            self.line(init.lineno).strip(), noqa_codes(self.line(init.lineno)), low=True))
+        for init in node.body:  # a dataclass's or attrs class's hook runs in its __init__
+            if isinstance(init, ast.FunctionDef) and init.name in CONSTRUCTORS:
+                callee = f"{qualname}.{init.name}"
+                self.result.sites.append(CallSite(
+                    callee, self.result.path, init.lineno, init.col_offset + 1,
+                    f"{node.name}(...) {CONSTRUCTOR}", callee, self.line(init.lineno).strip(),
+                    noqa_codes(self.line(init.lineno)), low=True))
 
     # -- calls -----------------------------------------------------------------------
     def _offload_index(self, node: ast.Call, ref: Ref | None) -> int | None:
