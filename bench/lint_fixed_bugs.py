@@ -25,7 +25,8 @@ matches it):
 1. line: a finding whose code is a blocking-call code (corevo-obs ``COB1xx``, ruff and
    flake8-async ``ASYNC2xx``) at the bug's file and at one of its lines;
 2. chain (corevo-obs only): a ``COB110``/``COB111`` finding anywhere in the project whose
-   chain (the message after ``blocks inside async def X:``, split on `` -> ``) names the
+   chain (the message after ``blocks inside async def X:``, or ``blocks on the loop in X:``
+   for sync code the loop runs, split on `` -> ``) names the
    bug's function after the chain's first element (the ``async def`` of the call site):
    an element equal to the function, or ending in ``.`` + the function, ``()`` stripped.
    Such a finding's call site is an ``async def`` that reaches the bug's function.
@@ -183,6 +184,8 @@ def flake8_async(root: Path, files: list[str]) -> list[Finding]:
 def chain(message: str) -> list[str]:
     """The chain of a COB110 message, each element without ``()``; [] when none."""
     _, marker, rest = message.partition(" blocks inside async def ")
+    if not marker:  # sync code the loop runs: "blocks on the loop in X (a protocol ...)"
+        _, marker, rest = message.partition(" blocks on the loop in ")
     if not marker or ": " not in rest:
         return []
     return [name.strip().removesuffix("()") for name in rest.partition(": ")[2].split(" -> ")]

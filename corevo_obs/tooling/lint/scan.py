@@ -35,10 +35,9 @@ from .narrowing import OPAQUE, SELF, UNKNOWN, Args, Atom, Guard, Kind, Value, at
 from .newer import parse_with_newer
 from .noqa import is_silenced, noqa_codes
 from .rules import catalogued, declared, message, meta
+from .rules.base import CONSTRUCTOR, LOOP_CALLBACK, PROTOCOL_CALLBACK
 
 PARTIAL = "functools.partial"
-PROTOCOL_CALLBACK = "(a protocol callback)"  # how a protocol's method is named on the loop
-CONSTRUCTOR = "(its users' coroutines build it: a class with async methods)"
 CONSTRUCTORS = frozenset({"__init__", "__post_init__", "__attrs_post_init__"})
 # nodes that hold no call, lambda or def below them: not walked
 _LEAVES = (ast.Name, ast.Constant, ast.expr_context, ast.operator, ast.cmpop, ast.unaryop,
@@ -1133,7 +1132,7 @@ class FileScanner(ast.NodeVisitor):
         ref = self.tracker.resolve(arg)
         if ref is None or self.catalog.is_non_blocking(ref.name):
             return
-        where = _Ctx(ctx.qualname, f"{ctx.display} (a callback it hands the loop)",
+        where = _Ctx(ctx.qualname, f"{ctx.display} {LOOP_CALLBACK}",
                      on_loop=True)
         hit = declared.configured(ref, self.catalog) or catalogued.classify(ref, self.catalog)
         if hit is not None:

@@ -77,8 +77,35 @@ def register(cls: type[Family]) -> type[Family]:
     return cls
 
 
+# how sync code that runs on the loop without an ``async def`` is named in messages: a
+# protocol's callback the loop calls, a class's constructor its users' coroutines run
+PROTOCOL_CALLBACK = "(a protocol callback)"
+CONSTRUCTOR = "(its users' coroutines build it: a class with async methods)"
+LOOP_CALLBACK = "(a callback it hands the loop)"  # in an async def: its message stays
+LOOP_ENTRIES = (PROTOCOL_CALLBACK, CONSTRUCTOR)
+_ON_LOOP = (("inside async def {func}", "on the loop in {func}"),
+            ("in async def {func}", "in {func}"))
+
+
+def entry_name(func: str) -> str:
+    """``Proto.data_received`` of ``Proto.data_received (a protocol callback)``: the name
+    that starts a chain."""
+    for marker in (*LOOP_ENTRIES, LOOP_CALLBACK):
+        if func.endswith(marker):
+            return func[:-len(marker)].rstrip()
+    return func
+
+
 def message(code: str, **fields: str) -> str:
-    return RULES[code].format(**fields)
+    """The rule's message; for sync code the loop runs (a protocol callback, a guessed
+    constructor) "inside async def X" reads "on the loop in X"."""
+    text = RULES[code].format(**fields)
+    func = fields.get("func", "")
+    if func.endswith(LOOP_ENTRIES):
+        for old, new in _ON_LOOP:
+            if old.format(func=func) in text:
+                return text.replace(old.format(func=func), new.format(func=func), 1)
+    return text
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from ..model import FIRST_USE, READ, CallSite, FuncFacts
 from ..narrowing import SELF, UNKNOWN, Args, Kind, Value, bind, instance, resolver, ruled_out
 from ..returns import ReturnTypes, follow_reexport
 from . import catalogued, declared
-from .base import Family, Spec, register
+from .base import Family, Spec, entry_name, register
 
 if TYPE_CHECKING:
     from ..call_catalog import Catalog
@@ -312,5 +312,5 @@ class ChainIndex:
                     "medium" if inferred else "high", chain.paths, "")
         confidence = "low" if chain.low or site.low else "medium"
         return (CODE, {"call": call, "func": site.func,
-                       "chain": " -> ".join([site.func, *chain.names])}, confidence, chain.paths,
-                chain.source)
+                       "chain": " -> ".join([entry_name(site.func), *chain.names])},
+                confidence, chain.paths, chain.source)
