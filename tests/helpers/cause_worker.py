@@ -4,7 +4,7 @@ Usage: cause_worker.py MODE [--seconds S] [--count N] [--modules DIR] [--wait-go
 
 Modes: blocking (time.sleep in a handler), gc (gc.collect over a big graph), gil (a
 pure-Python busy thread that keeps the GIL 250 ms at a time), starved (an idle loop at
-SCHED_IDLE priority; the test pins it and CPU hogs to one core), throttled (a loop busy
+nice 19; the test pins it and CPU hogs to one core), throttled (a loop busy
 in 1 ms steps inside a CPU-quota cgroup the test moved it into), import (first imports
 of slow modules from DIR), quiet (an idle loop). ``--wait-go`` waits for a line on stdin
 before starting (the test moves the process into its cgroup first). The last stdout line
@@ -14,6 +14,7 @@ is JSON: the reports, the injection windows (wall clock) and the stall counters.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import asyncio
 import gc
 import importlib
@@ -60,12 +61,15 @@ async def burn(until: float) -> None:
         await asyncio.sleep(0)
 
 
-def starve() -> None:
-    """Every thread below each ordinary process on its core: wake-up preemption keeps an
-    idle loop responsive among equal-priority hogs (measured: no stall with 1-6 of them)."""
+def starve(nice: int = 19) -> None:
+    """Every thread at the lowest ordinary priority on its core: wake-up preemption keeps
+    an idle loop responsive among equal-priority hogs (measured: no stall with 1-6 of
+    them); at nice 19 it waits its turn behind them, fractions of a second at a time
+    (SCHED_IDLE starved it for minutes). ``nice=0`` puts the threads back (root)."""
     for t in threading.enumerate():
         if t.native_id is not None:
-            os.sched_setscheduler(t.native_id, os.SCHED_IDLE, os.sched_param(0))
+            with contextlib.suppress(PermissionError):
+                os.setpriority(os.PRIO_PROCESS, t.native_id, nice)
 
 
 async def inject(ns: argparse.Namespace, windows: Windows) -> None:
@@ -109,6 +113,8 @@ async def inject(ns: argparse.Namespace, windows: Windows) -> None:
         t0 = time.time()
         await asyncio.sleep(ns.seconds)
         windows.append((t0, time.time()))
+        if mode == "starved":
+            starve(0)
 
 
 async def main(ns: argparse.Namespace) -> dict[str, Any]:
