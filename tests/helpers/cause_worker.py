@@ -14,8 +14,8 @@ is JSON: the reports, the injection windows (wall clock) and the stall counters.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import asyncio
+import contextlib
 import gc
 import importlib
 import json
