@@ -116,9 +116,12 @@ def _stem(name: str) -> str:
 
 def archive(name: str, version: str) -> Path | None:
     """The downloaded sdist or wheel of ``name==version``, if present."""
-    stem = f"{_stem(name)}-{version}"
+    stem = _stem(f"{name}-{version}")
     for path in sorted(DOWNLOADS.glob("*")):
-        if _stem(path.name).startswith(_stem(stem)) and path.suffix in (".gz", ".zip", ".whl"):
+        rest = _stem(path.name).removeprefix(stem)
+        # the version ends there: 0.1.5.5 is not 0.1.5.50's prefix
+        if (rest != _stem(path.name) and rest.startswith("_") and not rest[1:2].isdigit()
+                and path.suffix in (".gz", ".zip", ".whl")):
             return path
     return None
 
