@@ -424,6 +424,8 @@ class FileScanner(ast.NodeVisitor):
         self._consts: dict[str, object] = {}
         self._plain_defs: set[str] = set()
         self._walrus = b":=" in source
+        # a default SSL context per connection needs ssl=True or a wss:// URL spelled here
+        self._tls_text = b"ssl" in source or b"wss://" in source
         # lines whose block the project's authors exclude from coverage (``# pragma: no
         # cover``): a defensive fallback that does not run, so its calls are not read
         self._no_cover = _no_cover_lines(source) if b"no cover" in source else frozenset()
@@ -1153,7 +1155,7 @@ class FileScanner(ast.NodeVisitor):
             self._loop_callback(node, ctx)
         if ctx is not None:
             catalogued.note_methods(node, self.catalog, ctx.seen)
-        if ctx is not None and ctx.on_loop:
+        if ctx is not None and ctx.on_loop and self._tls_text:
             self._default_tls(node, ref, ctx)
         if ctx is not None and ref is not None and not self.catalog.is_non_blocking(ref.name):
             self._classify(node, ref, ctx)

@@ -160,7 +160,7 @@ def _argument(call: ast.Call, where: tuple[int | str, ...]) -> ast.expr | None:
     return None
 
 
-TLS_SCHEMES = ("wss://", "https://")
+TLS_SCHEMES = ("wss://",)  # websockets' TLS scheme (a URL argument is a WebSocket's)
 
 
 def default_tls(call: ast.Call, spots: tuple[tuple[int | str, ...], tuple[int | str, ...]]
