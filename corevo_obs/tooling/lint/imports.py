@@ -310,19 +310,26 @@ class ImportTracker:
                 out.append(ref.name)
         return tuple(out)
 
+    def ancestors(self, bases: tuple[str, ...]) -> tuple[frozenset[str], bool]:
+        """Every base reachable from ``bases`` through this file's classes, and whether
+        one of them is defined elsewhere (its own bases unknown here)."""
+        todo, seen, elsewhere = list(bases), set(), False
+        while todo:
+            base = todo.pop()
+            if base in seen:
+                continue
+            seen.add(base)
+            local = self.classes.get(base)
+            if local is not None:
+                todo.extend(local.bases)
+            else:
+                elsewhere = True
+        return frozenset(seen), elsewhere
+
     def is_typed_dict(self, info: ClassInfo) -> bool:
         """A ``TypedDict`` class (directly, or through a TypedDict class of this file): its
         annotated fields are the types of ``d["field"]``."""
-        todo, seen = list(info.bases), set()
-        while todo:
-            base = todo.pop()
-            if base in TYPED_DICTS:
-                return True
-            local = self.classes.get(base)
-            if local is not None and base not in seen:
-                seen.add(base)
-                todo.extend(local.bases)
-        return False
+        return not self.ancestors(info.bases)[0].isdisjoint(TYPED_DICTS)
 
     def is_property(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         """A getter: ``@property``, ``@functools.cached_property``, or a descriptor named

@@ -581,19 +581,9 @@ class FileScanner(ast.NodeVisitor):
         scope = self.tracker.stack[-1]
         if scope.cls is None or node.name not in self.catalog.protocol_methods:
             return False
-        todo, seen, elsewhere = list(scope.cls.bases), set(), False
-        while todo:
-            base = todo.pop()
-            if base in self.catalog.protocol_types:
-                return True
-            if base in seen:
-                continue
-            seen.add(base)
-            local = self.tracker.classes.get(base)
-            if local is not None:
-                todo.extend(local.bases)
-            else:
-                elsewhere = True
+        bases, elsewhere = self.tracker.ancestors(scope.cls.bases)
+        if not bases.isdisjoint(self.catalog.protocol_types):
+            return True
         return None if elsewhere else False
 
     def _flow_dispatch(self, scope: Scope,
@@ -879,21 +869,15 @@ class FileScanner(ast.NodeVisitor):
         narrow = self._narrowed(node.test, node.body)
         if narrow is not None:  # isinstance(x, httpx.Client): x is one inside the branch
             old = self.tracker.narrow(*narrow)
-        memo = ctx is not None and self._memo_test(node.test)
-        if memo:
-            ctx.once += 1  # type: ignore[union-attr]
+        memo = ctx if ctx is not None and self._memo_test(node.test) else None
         if ctx is None or not guard:
-            self._visit_block(node.body)
-            if memo:
-                ctx.once -= 1  # type: ignore[union-attr]
+            self._visit_body(node.body, memo)
             if narrow is not None:
                 self.tracker.widen(narrow[0], old)
             self._visit_block(node.orelse)
             return
         ctx.guard.extend(guard)
-        self._visit_block(node.body)
-        if memo:
-            ctx.once -= 1
+        self._visit_body(node.body, memo)
         if narrow is not None:
             self.tracker.widen(narrow[0], old)
         del ctx.guard[-len(guard):]
@@ -901,6 +885,18 @@ class FileScanner(ast.NodeVisitor):
         ctx.guard.extend(negated)
         self._visit_block(node.orelse)
         del ctx.guard[len(ctx.guard) - len(negated):]
+
+    def _visit_body(self, body: list[ast.stmt], memo: _Ctx | None) -> None:
+        """An if's body; under a memo test (``memo``: the function's context) its calls
+        run once per process."""
+        if memo is None:
+            self._visit_block(body)
+            return
+        memo.once += 1
+        try:
+            self._visit_block(body)
+        finally:
+            memo.once -= 1
 
     def _memo_test(self, test: ast.expr) -> bool:
         """``G is None`` for a module-level name ``G``: the body fills a process-wide memo

@@ -103,8 +103,9 @@ def message(code: str, **fields: str) -> str:
     func = fields.get("func", "")
     if func.endswith(LOOP_ENTRIES):
         for old, new in _ON_LOOP:
-            if old.format(func=func) in text:
-                return text.replace(old.format(func=func), new.format(func=func), 1)
+            said = old.format(func=func)
+            if said in text:
+                return text.replace(said, new.format(func=func), 1)
     return text
 
 

@@ -26,7 +26,7 @@ from ..narrowing import Atom
 from .base import Family, Spec, register
 
 if TYPE_CHECKING:
-    from ..call_catalog import Catalog
+    from ..call_catalog import Catalog, TlsSpots
 
 
 HTTP = "COB101"
@@ -163,8 +163,7 @@ def _argument(call: ast.Call, where: tuple[int | str, ...]) -> ast.expr | None:
 TLS_SCHEMES = ("wss://",)  # websockets' TLS scheme (a URL argument is a WebSocket's)
 
 
-def default_tls(call: ast.Call, spots: tuple[tuple[int | str, ...], tuple[int | str, ...]]
-                ) -> bool:
+def default_tls(call: ast.Call, spots: TlsSpots) -> bool:
     """Whether a connection call builds a new default SSL context ([default-tls]): its
     ssl argument is the constant True, or it has none (and no ``**options``) and its URL
     is written with a TLS scheme (a constant, an f-string or a concatenation)."""
