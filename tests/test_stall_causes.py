@@ -60,16 +60,25 @@ def _start(mode: str, *args: str, prefix: tuple[str, ...] = (),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
-def _finish(proc: subprocess.Popen[str], timeout: float = 60) -> dict[str, Any]:
+def _output(proc: subprocess.Popen[str], timeout: float) -> tuple[str, str, bool]:
+    """The worker's stdout and stderr, and whether it ended in time (else it is killed)."""
     try:
-        out, err = proc.communicate(timeout=timeout)
+        return *proc.communicate(timeout=timeout), True
     except subprocess.TimeoutExpired:
         proc.kill()
-        out, err = proc.communicate()
+        return *proc.communicate(), False
+
+
+def _result(proc: subprocess.Popen[str], out: str, err: str) -> dict[str, Any]:
     assert proc.returncode == 0, err[-3000:]
     result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
     result["stderr"] = err
     return result
+
+
+def _finish(proc: subprocess.Popen[str], timeout: float = 60) -> dict[str, Any]:
+    out, err, _ = _output(proc, timeout)
+    return _result(proc, out, err)
 
 
 def _run(mode: str, *args: str, **kw: Any) -> dict[str, Any]:
@@ -194,14 +203,10 @@ def test_idle_loop_starved_of_cpu_is_starved_not_code() -> None:
     for _ in range(3):
         with _hogs(cpu, 3):
             proc = _start("starved", "--seconds", "5", prefix=("taskset", "-c", str(cpu)))
-            try:
-                out, _err = proc.communicate(timeout=90)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.communicate()
-                continue
-        assert proc.returncode == 0, _err[-3000:]
-        result = json.loads(out.strip().splitlines()[-1])
+            out, err, in_time = _output(proc, 90)
+        if not in_time:
+            continue
+        result = _result(proc, out, err)
         if len(_injected(result)) >= 3:
             break
     if not _injected(result):  # nothing to attribute: the scheduler never starved the loop
