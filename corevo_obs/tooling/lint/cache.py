@@ -121,24 +121,40 @@ def _check(ok: bool) -> None:
         raise _Bad
 
 
+# the checks below run for every field of every cached summary a warm run reads: each is
+# one type test, and a list of strings is checked in one C-level pass (``_strs``)
 def _str(x: object) -> str:
-    _check(type(x) is str)
-    return x  # type: ignore[return-value]
+    if type(x) is not str:
+        raise _Bad
+    return x
 
 
 def _int(x: object) -> int:
-    _check(type(x) is int)
-    return x  # type: ignore[return-value]
+    if type(x) is not int:
+        raise _Bad
+    return x
 
 
 def _bool(x: object) -> bool:
-    _check(type(x) is bool)
-    return x  # type: ignore[return-value]
+    if type(x) is not bool:
+        raise _Bad
+    return x
 
 
 def _list(x: object, n: int | None = None) -> list[Any]:
-    _check(type(x) is list and (n is None or len(x) == n))
-    return x  # type: ignore[return-value]
+    if type(x) is not list or (n is not None and len(x) != n):
+        raise _Bad
+    return x
+
+
+_STR = frozenset({str})
+
+
+def _strs(x: object) -> list[str]:
+    """A list of strings."""
+    if type(x) is not list or not _STR.issuperset(map(type, x)):
+        raise _Bad
+    return x
 
 
 def _enc_const(c: object) -> object:
@@ -196,11 +212,13 @@ def _enc_guard(g: Guard) -> list[object]:
 
 
 def _dec_guard(x: object) -> Guard:
+    if x == []:
+        return ()
     out = []
     for item in _list(x):
         param, op, values = _list(item, 3)
         _check(op in OPS)
-        out.append(Atom(_str(param), op, tuple(_dec_value(v) for v in _list(values))))
+        out.append(Atom(_str(param), op, tuple(map(_dec_value, _list(values)))))
     return tuple(out)
 
 
@@ -216,9 +234,13 @@ def _dec_args(x: object) -> Args | None:
         return None
     positional, keywords, opaque, forward, more = _list(x, 5)
     _check(type(opaque) is bool and type(forward) is bool and type(more) is bool)
-    pairs = [_list(kv, 2) for kv in _list(keywords)]
-    return Args(tuple(_dec_value(v) for v in _list(positional)),
-                tuple((_str(k), _dec_value(v)) for k, v in pairs), opaque, forward, more)
+    return Args(tuple(map(_dec_value, _list(positional))),
+                tuple(map(_dec_keyword, _list(keywords))), opaque, forward, more)
+
+
+def _dec_keyword(x: object) -> tuple[str, Value]:
+    k, v = _list(x, 2)
+    return _str(k), _dec_value(v)
 
 
 def _enc_facts(qualname: str, f: FuncFacts) -> list[object]:
@@ -244,9 +266,9 @@ def _dec_facts(x: object, path: str) -> tuple[str, FuncFacts]:
     for item in _list(edges):
         callee, guard, args, quiet, once = _list(item, 5)
         facts.edges.append(Edge(_str(callee), _dec_guard(guard), _dec_args(args),
-                                frozenset(_str(q) for q in _list(quiet)), _bool(once)))
-    facts.params = tuple(_str(p) for p in _list(params))
-    facts.names = frozenset(_str(n) for n in _list(names))
+                                frozenset(_strs(quiet)), _bool(once)))
+    facts.params = tuple(_strs(params))
+    facts.names = frozenset(_strs(names))
     for item in _list(defaults):
         k, v = _list(item, 2)
         facts.defaults[_str(k)] = _dec_value(v)
@@ -260,7 +282,7 @@ def _dec_facts(x: object, path: str) -> tuple[str, FuncFacts]:
     for item in _list(unless):
         i, types = _list(item, 2)
         _check(0 <= _int(i) < len(facts.blocks))
-        facts.unless[_int(i)] = tuple(_str(t) for t in _list(types))
+        facts.unless[_int(i)] = tuple(_strs(types))
     return _str(qualname), facts
 
 
@@ -272,10 +294,10 @@ def _enc_site(s: CallSite) -> list[object]:
 
 def _dec_site(x: object, path: str) -> CallSite:
     callee, line, col, func, context, snippet, noqa, args, quiet, low = _list(x, 10)
-    codes = None if noqa is None else frozenset(_str(c) for c in _list(noqa))
+    codes = None if noqa is None else frozenset(_strs(noqa))
     return CallSite(_str(callee), path, _int(line), _int(col), _str(func), _str(context),
                     _str(snippet), codes, _dec_args(args),
-                    frozenset(_str(q) for q in _list(quiet)), _bool(low))
+                    frozenset(_strs(quiet)), _bool(low))
 
 
 def encode(result: FileResult) -> dict[str, object]:
@@ -303,7 +325,7 @@ def _enc_finding(f: Finding) -> list[object]:
 def _dec_finding(x: object, path: str) -> Finding:
     line, col, code, msg, context, snippet, confidence, via, source = _list(x, 9)
     return Finding(path, _int(line), _int(col), _str(code), _str(msg), _str(context),
-                   _str(snippet), _str(confidence), tuple(_str(v) for v in _list(via)),
+                   _str(snippet), _str(confidence), tuple(_strs(via)),
                    _str(source))
 
 
@@ -322,20 +344,20 @@ def decode(x: object, path: str, module: str) -> FileResult:
     for item in _list(x["constants"]):
         k, v = _list(item, 2)
         out.constants[_str(k)] = _dec_const(v)
-    out.written = frozenset(_str(a) for a in _list(x["written"]))
+    out.written = frozenset(_strs(x["written"]))
     for item in _list(x["returns"]):
         k, v = _list(item, 2)
         out.returns[_str(k)] = _str(v)
     for item in _list(x["bases"]):
         k, v = _list(item, 2)
-        out.bases[_str(k)] = tuple(_str(b) for b in _list(v))
+        out.bases[_str(k)] = tuple(_strs(v))
     for item in _list(x["shadows"]):
         k, v = _list(item, 2)
-        out.shadows[_str(k)] = frozenset(_str(n) for n in _list(v))
+        out.shadows[_str(k)] = frozenset(_strs(v))
     for item in _list(x["pending"]):
         finding, unless = _list(item, 2)
         out.pending.append(Pending(_dec_finding(finding, path),
-                                   tuple(_str(t) for t in _list(unless))))
+                                   tuple(_strs(unless))))
     return out
 
 
