@@ -105,6 +105,15 @@ class Scope:
             self.nones.add(name)
 
 
+# statements that bind no name themselves (their blocks are collected): most of a body,
+# sent past ``_collect``'s chain of tests at once
+_BINDS_NOTHING = frozenset({ast.Return, ast.Pass, ast.Raise, ast.Assert, ast.Break,
+                            ast.Continue, ast.If, ast.While, ast.Delete, ast.Global,
+                            ast.Nonlocal, ast.Match})
+
+# expressions whose value has a type ``value_type`` may know (``resolve``)
+_VALUE_NODES = frozenset({ast.Call, ast.BinOp, ast.Await, ast.Subscript})
+
 # fields that hold identifiers, numbers or flags, never a node
 _NOT_NODES = frozenset({"id", "attr", "name", "arg", "module", "level", "kind", "conversion",
                         "is_async", "type_comment", "simple", "tag", "kwd_attrs"})
@@ -344,7 +353,13 @@ class ImportTracker:
     # -- binding collection (statements only: cheap, no expression walk) ---------------
     def _collect(self, body: Iterable[ast.stmt], scope: Scope) -> None:
         for stmt in body:
-            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+            kind = type(stmt)
+            if kind in _BINDS_NOTHING:
+                pass
+            elif kind is ast.Expr:
+                if (quiet := _made_nonblocking(stmt)) is not None:
+                    self._bind_target(quiet, scope, AMBIGUOUS)
+            elif isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
                 qualname = (f"{scope.qualname}.{stmt.name}" if scope.kind != "function"
                             else f"{scope.qualname}.<locals>.{stmt.name}")
                 scope.bind(stmt.name, Binding("def", qualname))
@@ -399,9 +414,7 @@ class ImportTracker:
                 for handler in stmt.handlers:
                     if handler.name:
                         scope.bind(handler.name, Binding("var", None))
-            elif (quiet := _made_nonblocking(stmt)) is not None:
-                self._bind_target(quiet, scope, AMBIGUOUS)
-            if type(stmt) in _BLOCKS:
+            if kind in _BLOCKS:
                 for block in _compound_children(stmt):
                     self._collect(block, scope)
 
@@ -655,7 +668,8 @@ class ImportTracker:
 
     def resolve(self, node: ast.expr) -> Ref | None:
         """Resolve a Name / Attribute chain / factory call to a Ref, or None if unsure."""
-        if isinstance(node, ast.Name):
+        # the parser's nodes are never subclassed: a type test, cheaper than isinstance
+        if type(node) is ast.Name:
             b = self.lookup(node.id)
             if b is None:
                 return Ref(f"builtins.{node.id}", "builtin") if node.id in BUILTINS else None
@@ -666,7 +680,7 @@ class ImportTracker:
             if b.target and b.target != AMBIGUOUS:
                 return Ref(b.target, "instance", type=b.target)
             return None
-        if isinstance(node, ast.Attribute):
+        if type(node) is ast.Attribute:
             base = self.resolve(node.value)
             if base is None:
                 return None
@@ -695,7 +709,7 @@ class ImportTracker:
             if base.kind == "builtin":
                 return None
             return Ref(f"{base.name}.{node.attr}", base.kind)
-        if isinstance(node, ast.Call | ast.BinOp | ast.Await | ast.Subscript):
+        if type(node) in _VALUE_NODES:
             typ = self.value_type(node)
             return Ref(typ, "instance", type=typ) if typ else None
         return None

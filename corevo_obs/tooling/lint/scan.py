@@ -264,6 +264,9 @@ def _module_constants(body: list[ast.stmt]) -> dict[str, object]:
 
 
 _BODIES = ("body", "orelse", "finalbody")
+# statements that store nothing themselves (only their blocks may), most of a body
+_NO_STORES = frozenset({ast.Expr, ast.Return, ast.Pass, ast.Raise, ast.Assert, ast.Break,
+                        ast.Continue, ast.If, ast.While})
 
 
 def _store_targets(stmts: list[ast.stmt]) -> Iterator[tuple[ast.AST, bool]]:
@@ -275,7 +278,9 @@ def _store_targets(stmts: list[ast.stmt]) -> Iterator[tuple[ast.AST, bool]]:
     while stack:
         st = stack.pop()
         targets: list[ast.expr] = []
-        if isinstance(st, ast.Assign):
+        if type(st) in _NO_STORES:
+            pass
+        elif isinstance(st, ast.Assign):
             if len(st.targets) == 1 and isinstance(st.targets[0], ast.Name | ast.Attribute):
                 yield st.targets[0], True
             else:
@@ -747,25 +752,25 @@ class FileScanner(ast.NodeVisitor):
     def _value(self, node: ast.expr, ctx: _Ctx | None, local: _Ctx | None = None) -> Value:
         """A constant, a module constant, a helper's own parameter (``ctx``), an object
         built in ``local`` from known arguments, or UNKNOWN."""
-        if isinstance(node, ast.Constant):
+        if type(node) is ast.Constant:  # type tests: the parser's nodes are exact types
             return ("v", node.value) if isinstance(node.value, _SIMPLE) else UNKNOWN
         if type(node) in _KINDS:
             return ("v", Kind(_KINDS[type(node)]))
-        if isinstance(node, ast.Call):
+        if type(node) is ast.Call:
             ref = self.tracker.resolve(node.func)
             if ref is not None and ref.name in self.catalog.in_memory_types:
                 return ("v", Kind(ref.name))  # io.BytesIO(...)
             if ref is not None and ref.kind in ("class", "import"):  # C(...): its state
                 return ("i", (ref.name, self._args(node, ctx, local)))
             return UNKNOWN
-        if isinstance(node, ast.Name) and local is not None and node.id in local.instances:
+        if type(node) is ast.Name and local is not None and node.id in local.instances:
             return local.instances[node.id]
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        if type(node) is ast.UnaryOp and type(node.op) is ast.USub:
             inner = self._value(node.operand, None)
             if inner[0] == "v" and type(inner[1]) in (int, float):
                 return ("v", -inner[1])  # type: ignore[operator]
             return UNKNOWN
-        if isinstance(node, ast.Name):
+        if type(node) is ast.Name:
             if ctx is not None and node.id in ctx.stable_params():
                 return ("p", node.id)
             binding = self.tracker.lookup(node.id)
