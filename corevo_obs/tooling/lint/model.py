@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from .narrowing import Args, Guard, Value
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True, order=True, slots=True)
 class Finding:
     path: str
     line: int
@@ -30,7 +30,7 @@ READ = "#read"
 CONFIDENCE = ("low", "medium", "high")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Edge:
     """A call from a sync function to a possibly-project function, under ``guard``."""
 
@@ -41,7 +41,7 @@ class Edge:
     once: bool = False  # under ``if <module global> is None:``: a once-per-process memo
 
 
-@dataclass
+@dataclass(slots=True)
 class FuncFacts:
     """What a sync function does when called: its blocking calls and its callees, each
     under the guard of its parameters that leads there (``guards.py``)."""
@@ -76,7 +76,7 @@ class FuncFacts:
                     None)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CallSite:
     """A call from code that runs on the loop to a name that may be a project function."""
 
@@ -98,7 +98,7 @@ class CallSite:
     low: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Pending:
     """A direct finding that holds unless one of ``unless`` (deferred types of its file
     arguments, ``returns.py``) resolves to an in-memory buffer type."""
@@ -107,7 +107,7 @@ class Pending:
     unless: tuple[str, ...]
 
 
-@dataclass
+@dataclass(slots=True)
 class FileResult:
     path: str
     module: str = ""

@@ -46,7 +46,7 @@ FORWARD = "**"  # env key: the keywords a helper's **kwargs received
 SELF = "self"  # keyword of a method call: the receiver's value
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Kind:
     """A value whose type is known but not its content (``{...}``, ``[...]``)."""
 
@@ -56,7 +56,7 @@ OPS = frozenset(_NEGATE)
 _MISSING = object()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Atom:
     """One test of one parameter."""
 
@@ -112,7 +112,7 @@ def _isinstance(value: object, names: list[str]) -> bool | None:
     return False if len(known) == len(names) else None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Args:
     """A call's arguments as far as guards care; ``opaque`` with ``*a`` / ``**k``."""
 
