@@ -6,8 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .narrowing import Args, Guard, Value
+from .records import compact_pickle
 
 
+@compact_pickle
 @dataclass(frozen=True, order=True, slots=True)
 class Finding:
     path: str
@@ -30,6 +32,7 @@ READ = "#read"
 CONFIDENCE = ("low", "medium", "high")
 
 
+@compact_pickle
 @dataclass(frozen=True, slots=True)
 class Edge:
     """A call from a sync function to a possibly-project function, under ``guard``."""
@@ -76,6 +79,7 @@ class FuncFacts:
                     None)
 
 
+@compact_pickle
 @dataclass(frozen=True, slots=True)
 class CallSite:
     """A call from code that runs on the loop to a name that may be a project function."""
@@ -98,6 +102,7 @@ class CallSite:
     low: bool = False
 
 
+@compact_pickle
 @dataclass(frozen=True, slots=True)
 class Pending:
     """A direct finding that holds unless one of ``unless`` (deferred types of its file

@@ -29,6 +29,8 @@ import types
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from .records import compact_pickle
+
 Value = tuple[str, object]
 UNKNOWN: Value = ("?", None)
 _NEGATE = {"==": "!=", "!=": "==", "in": "not in", "not in": "in", "truthy": "falsy",
@@ -46,6 +48,7 @@ FORWARD = "**"  # env key: the keywords a helper's **kwargs received
 SELF = "self"  # keyword of a method call: the receiver's value
 
 
+@compact_pickle
 @dataclass(frozen=True, slots=True)
 class Kind:
     """A value whose type is known but not its content (``{...}``, ``[...]``)."""
@@ -56,6 +59,7 @@ OPS = frozenset(_NEGATE)
 _MISSING = object()
 
 
+@compact_pickle
 @dataclass(frozen=True, slots=True)
 class Atom:
     """One test of one parameter."""
@@ -112,6 +116,7 @@ def _isinstance(value: object, names: list[str]) -> bool | None:
     return False if len(known) == len(names) else None
 
 
+@compact_pickle
 @dataclass(frozen=True, slots=True)
 class Args:
     """A call's arguments as far as guards care; ``opaque`` with ``*a`` / ``**k``."""
