@@ -205,7 +205,10 @@ def _forged(good: bytes) -> bytes:
             if line:
                 key, path, entry = line.split(b"\t")
                 shape = json.loads(entry)
-                shape["result"]["findings"] = [["not", "a", "finding"]]
+                if "result" in shape:
+                    shape["result"]["findings"] = [["not", "a", "finding"]]
+                else:  # a file's note that it does not run on the loop
+                    shape["loop"] = "no"
                 line = b"\t".join([key, path, json.dumps(shape).encode()])
             out.append(line)
         forged = b"\n".join(out)
@@ -243,7 +246,8 @@ def test_a_corrupt_entry_is_a_miss_and_is_rewritten(tmp_path: Path, kind: str) -
     assert run([str(root)], LintConfig(), cache) == want
     assert len(good) == 2  # the run's entry, the pack (app.py, helpers.py: a chain reaches it)
     # a forged pack is read (its checksum holds) but each of its two entries is refused
-    assert cache.stats.rejected == (3 if kind == "wrong shape, right checksum" else 2)
+    # forged: the run's entry, app.py's and helpers.py's summaries, __init__.py's note
+    assert cache.stats.rejected == (4 if kind == "wrong shape, right checksum" else 2)
     assert cache.stats.hits == 0
     assert {p: p.read_bytes() for p in entries(cache_dir)} == good  # rewritten whole
 
@@ -414,7 +418,9 @@ def test_a_runs_summaries_are_one_pack_that_drops_what_is_gone(tmp_path: Path) -
     cache_dir = tmp_path / "cache"
     run([str(root)], LintConfig(), LintCache.at(cache_dir))
     pkg = root / "pkg"
-    assert _pack_paths(cache_dir) == [str(pkg / n) for n in ("app.py", "helpers.py", "other.py")]
+    # __init__.py's line only says that it runs nothing on the loop (no run reads it again)
+    assert _pack_paths(cache_dir) == [str(pkg / n) for n in ("__init__.py", "app.py",
+                                                             "helpers.py", "other.py")]
     assert len(list(cache_dir.glob("*.json"))) == 1  # the run's entry
 
     (pkg / "other.py").unlink()
@@ -422,14 +428,16 @@ def test_a_runs_summaries_are_one_pack_that_drops_what_is_gone(tmp_path: Path) -
     edited = LintCache.at(cache_dir)
     run([str(root)], LintConfig(), edited)
     assert edited.stats.hits == 1 and edited.stats.stored == 2  # app.py, the run's entry
-    assert _pack_paths(cache_dir) == [str(pkg / "app.py"), str(pkg / "helpers.py")]
+    assert _pack_paths(cache_dir) == [str(pkg / n) for n in ("__init__.py", "app.py",
+                                                             "helpers.py")]
     before = _pack(cache_dir).read_bytes()
 
     (pkg / "app.py").write_text(CALLER + "\n# edited again\n")
     one = LintCache.at(cache_dir)  # one file named: the pack keeps helpers.py's summary
     run([str(pkg / "app.py")], LintConfig(), one)
     assert one.stats.stored == 2
-    assert _pack_paths(cache_dir) == [str(pkg / "app.py"), str(pkg / "helpers.py")]
+    assert _pack_paths(cache_dir) == [str(pkg / n) for n in ("__init__.py", "app.py",
+                                                             "helpers.py")]
     assert _pack(cache_dir).read_bytes() != before
     whole = LintCache.at(cache_dir)
     assert run([str(root)], LintConfig(), whole) == run([str(root)], LintConfig(), None)
@@ -483,7 +491,7 @@ def test_parallel_cold_warm_and_edited_runs_report_what_an_uncached_run_does(
     assert len(plain) == 5 * 120
     cold = LintCache.at(cache_dir)
     assert parallel(cold) == plain and cold.stats.stored == 121  # 120 modules, the run
-    assert len(_pack_paths(cache_dir)) == 120
+    assert len(_pack_paths(cache_dir)) == 124  # and the 4 __init__.py's notes
     warm = LintCache.at(cache_dir)
     assert parallel(warm) == plain and warm.stats.trees == 1
     edited = root / "svc" / "p000" / "m007.py"
@@ -492,4 +500,42 @@ def test_parallel_cold_warm_and_edited_runs_report_what_an_uncached_run_does(
     one = LintCache.at(cache_dir)
     after = parallel(one)
     assert one.stats.hits == 119 and after == parallel(None) and len(after) == len(plain) - 1
-    assert len(_pack_paths(cache_dir)) == 120
+    assert len(_pack_paths(cache_dir)) == 124
+
+
+def test_a_file_that_runs_nothing_on_the_loop_is_searched_once_and_read_when_a_chain_needs_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file with no ``async`` (and no loop callback) is deferred; its pack line says so,
+    so a later run neither parses nor searches it again: only the edited file is searched.
+    When an edit makes a chain reach it, that line is no summary: it is read then, and
+    the findings are an uncached run's."""
+    from corevo_obs.tooling.lint import runner
+    searched: list[int] = []
+    real = runner.may_run_on_loop
+
+    def counting(source: bytes, catalog: object) -> bool:
+        searched.append(len(source))
+        return real(source, catalog)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(runner, "may_run_on_loop", counting)
+    idle = "async def handler():\n    return 1\n"
+    root = tree(tmp_path / "src", {"pkg/__init__.py": "", "pkg/helpers.py": HELPER_BLOCKS,
+                                   "pkg/app.py": idle, "pkg/other.py": idle})
+    cache_dir = tmp_path / "cache"
+    assert run([str(root)], LintConfig(), LintCache.at(cache_dir)) == []
+    assert len(searched) == 4  # every file, once
+
+    searched.clear()
+    (root / "pkg" / "other.py").write_text(idle + "\n# edited\n")
+    assert run([str(root)], LintConfig(), LintCache.at(cache_dir)) == []
+    assert len(searched) == 1  # the edited file only: helpers.py's line says it is idle
+
+    (root / "pkg" / "app.py").write_text(CALLER)  # now a chain reaches helpers.py
+    reached = LintCache.at(cache_dir)
+    found = run([str(root)], LintConfig(), reached)
+    assert found == run([str(root)], LintConfig(), None) and len(found) == 1
+    assert reached.stats.misses >= 1  # helpers.py: a note, no summary, so it was read
+    again = LintCache.at(cache_dir)
+    (root / "pkg" / "other.py").write_text(idle)
+    assert run([str(root)], LintConfig(), again) == found
+    assert again.stats.hits == 2  # app.py's and helpers.py's summaries, both stored now

@@ -14,7 +14,10 @@ once and decodes only the lines it asks for; a run that scanned anything writes 
 1,000 entries): the summaries it used or made, and the old lines of files it did not
 look up that still exist. A line of a file looked up under another key (older content)
 is dropped, so the pack does not grow with edits. A run over exactly the same files is
-answered by a *run entry* (``KEY.json``, its findings).
+answered by a *run entry* (``KEY.json``, its findings). Each line also says whether the
+file may run code on the loop (``runner.may_run_on_loop``); a file that may not, and that
+no chain has needed yet, has a line with that alone, so a later run neither parses nor
+searches it again.
 
 Only the per-file pass is cached. The project-wide step (which call site inherits which
 helper's chain) is recomputed from the summaries on every run, in memory: a helper whose
@@ -402,6 +405,7 @@ class LintCache:
     scope: str = ""  # the project (its import roots): names the pack this run reads
     _pack: dict[str, bytes] | None = field(default=None, repr=False, compare=False)
     _new: dict[str, bytes] = field(default_factory=dict, repr=False, compare=False)
+    _marks: set[str] = field(default_factory=set, repr=False, compare=False)  # keys of _new
     _hits: set[str] = field(default_factory=set, repr=False, compare=False)
     _seen: set[str] = field(default_factory=set, repr=False, compare=False)
     _fd: int | None = field(default=None, repr=False, compare=False)
@@ -426,7 +430,7 @@ class LintCache:
     def __getstate__(self) -> dict[str, object]:
         state = dict(self.__dict__)
         state["_fd"], state["_pid"], state["_pack"] = None, 0, None
-        state["_new"], state["_hits"], state["_seen"] = {}, set(), set()
+        state["_new"], state["_hits"], state["_seen"], state["_marks"] = {}, set(), set(), set()
         return state
 
     def _dir(self) -> int | None:
@@ -459,8 +463,11 @@ class LintCache:
         return digest(json.dumps([self.fingerprint, path, module, is_package, content])
                       .encode())
 
-    def load(self, key: str, path: str, module: str, content: str) -> FileResult | None:
-        """The stored summary, or None (missing or not trusted: see the module docstring)."""
+    def load(self, key: str, path: str, module: str, content: str, *,
+             full: bool = True) -> FileResult | None:
+        """The stored summary, or None (missing or not trusted: see the module docstring).
+        Unless ``full`` (a chain needs the file read), a file stored as not running code
+        on the loop comes back deferred, whether or not its summary is stored too."""
         self._seen.add(path)
         line = self._lines().get(key)
         if line is None:
@@ -470,7 +477,14 @@ class LintCache:
             _, stored_path, body = line.split(b"\t")
             entry = json.loads(body)
             _check(json.loads(stored_path) == path and type(entry) is dict
-                   and entry.get("module") == module and entry.get("content") == content)
+                   and entry.get("module") == module and entry.get("content") == content
+                   and type(entry.get("loop")) is bool)
+            if not full and not entry["loop"]:
+                self._hits.add(key)
+                return FileResult(path=path, module=module, deferred=True, content=content)
+            if "result" not in entry:  # only known not to run on the loop: read it now
+                self.stats.misses += 1
+                return None
             result = decode(entry["result"], path, module)
         except Exception:  # noqa: BLE001 - any malformed entry is a miss, never a crash
             self.stats.rejected += 1
@@ -480,24 +494,35 @@ class LintCache:
         self.stats.hits += 1
         return result
 
-    def entry(self, key: str, result: FileResult, content: str) -> bytes | None:
-        """The pack line of a summary, or None for one never stored (COB900, deferred).
-        Pure: a worker builds it, the process that writes the pack ``add`` s it."""
-        if result.error is not None or result.deferred:
+    def entry(self, key: str, result: FileResult, content: str, *,
+              on_loop: bool = True) -> bytes | None:
+        """The pack line of a summary (a deferred result's: that it does not run on the
+        loop), or None for one never stored (COB900). Pure: a worker builds it, the process
+        that writes the pack ``add`` s it."""
+        if result.error is not None:
             return None
-        body = json.dumps({"module": result.module, "content": content,
-                           "result": encode(result)}, separators=(",", ":"))
+        fields: dict[str, object] = {"module": result.module, "content": content,
+                                     "loop": on_loop and not result.deferred}
+        if not result.deferred:
+            fields["result"] = encode(result)
+        body = json.dumps(fields, separators=(",", ":"))
         return f"{key}\t{json.dumps(result.path)}\t{body}".encode()  # ASCII: no raw tab/newline
 
-    def add(self, key: str, line: bytes) -> None:
-        """Keep ``line`` (from ``entry``) for the pack ``flush`` writes."""
+    def add(self, key: str, line: bytes, *, summary: bool = True) -> None:
+        """Keep ``line`` (from ``entry``) for the pack ``flush`` writes; ``summary``: a
+        file's summary, not only the note that it does not run on the loop (the stats
+        count summaries)."""
         self._new[key] = line
+        if summary:
+            self._marks.discard(key)
+        else:
+            self._marks.add(key)
 
     def store(self, key: str, result: FileResult, content: str) -> None:
         """``entry`` + ``add`` in one process."""
         line = self.entry(key, result, content)
         if line is not None:
-            self.add(key, line)
+            self.add(key, line, summary=not result.deferred)
 
     def _pack_name(self) -> str:
         return digest(json.dumps([self.fingerprint, "pack", self.scope]).encode()) + ".pack"
@@ -568,8 +593,9 @@ class LintCache:
         if len(head) + sum(len(line) + 1 for line in body) + 1 > MAX_PACK:
             self.stats.write_errors += 1
         elif self._write(fd, name, [head, *body]):
-            self.stats.stored += len(self._new)
+            self.stats.stored += len(self._new) - len(self._marks)
         self._new.clear()
+        self._marks.clear()
 
     def tree_key(self, files: Iterable[tuple[str, str, bool, str]]) -> str:
         """Key of a whole run: every file's (path, module, is-package, content hash)."""

@@ -221,17 +221,15 @@ def _module(path: str) -> tuple[str, bool]:
     return found
 
 
-def _probe(path: str, full: bool, known: tuple[str, bool]) -> FileResult | None:
-    """The summary of a file this run already read and hashed (``known``: its content hash,
-    whether it holds ``async``) when it needs no parse: deferred or in the cache."""
+def _probe(path: str, full: bool, content: str) -> FileResult | None:
+    """The cached summary of a file this run already read and hashed (``content``), or
+    that it does not run on the loop (deferred), or None: it is to be read."""
     assert _WORKER is not None
     cache = _WORKER[2]
     assert cache is not None
     module, is_package = _module(path)
-    content, has_async = known
-    if not full and not has_async:
-        return FileResult(path=path, module=module, deferred=True, content=content)
-    return cache.load(cache.key(path, module, is_package, content), path, module, content)
+    return cache.load(cache.key(path, module, is_package, content), path, module, content,
+                      full=full)
 
 
 def _scan_path(task: tuple[str, bool, bool]) -> Scanned:
@@ -248,21 +246,24 @@ def _scan_path(task: tuple[str, bool, bool]) -> Scanned:
                                message(meta.PARSE, error=str(exc.strerror or exc)))
         return result, "", None
     module, is_package = _module(path)
-    content = digest(source) if cache is not None else ""
-    if not full and not may_run_on_loop(source, catalog):  # parsed if a chain needs it
-        return FileResult(path=path, module=module, deferred=True, content=content), "", None
-    key = ""
-    if cache is not None:
-        key = cache.key(path, module, is_package, content)
-        hit = cache.load(key, path, module, content) if lookup else None
-        if hit is not None:
-            return hit, "", None
+    on_loop = may_run_on_loop(source, catalog)
+    if cache is None:
+        if not full and not on_loop:  # parsed if a chain needs it
+            return FileResult(path=path, module=module, deferred=True), "", None
+        return scan_source(path, module, source, catalog, is_package=is_package,
+                           bare_noqa=bare_noqa), "", None
+    content = digest(source)
+    key = cache.key(path, module, is_package, content)
+    if not full and not on_loop:  # stored as such: no later run searches it again
+        result = FileResult(path=path, module=module, deferred=True, content=content)
+        return result, key, cache.entry(key, result, content)
+    hit = cache.load(key, path, module, content) if lookup else None
+    if hit is not None:
+        return hit, "", None
     result = scan_source(path, module, source, catalog, is_package=is_package,
                          bare_noqa=bare_noqa)
-    if cache is None:
-        return result, "", None
     result.content = content
-    return result, key, cache.entry(key, result, content)
+    return result, key, cache.entry(key, result, content, on_loop=on_loop)
 
 
 Task = tuple[str, bool, bool]  # path, full (parse even without ``async``), look up the cache
@@ -329,7 +330,7 @@ class _Pool:
 
     def __init__(self, catalog: Catalog, bare_noqa: bool, jobs: int, files: int,
                  cache: LintCache | None = None, roots: tuple[Path, ...] = (),
-                 known: dict[str, tuple[str, bool]] | None = None) -> None:
+                 known: dict[str, str] | None = None) -> None:
         self._jobs = jobs
         self._cache = cache
         self._known = known or {}
@@ -356,7 +357,7 @@ class _Pool:
             scanned = self._fork(tasks)
         for result, key, line in scanned:
             if line is not None and self._cache is not None:
-                self._cache.add(key, line)
+                self._cache.add(key, line, summary=not result.deferred)
             done.append(result)
         order = {f: i for i, f in enumerate(files)}
         done.sort(key=lambda r: order[r.path])  # as listed, whichever process scanned it
@@ -422,7 +423,7 @@ def _owner_module(name: str, modules: dict[str, list[str]]) -> str | None:
 def _scan_tree(files: list[str], catalog: Catalog, bare_noqa: bool,
                jobs: int, cache: LintCache | None = None,
                roots: tuple[Path, ...] = (),
-               hashed: dict[str, tuple[str, bool]] | None = None,
+               hashed: dict[str, str] | None = None,
                installed: tuple[Path, ...] = ()) -> list[FileResult]:
     """Visit files with async code, then only the deferred modules a call chain reaches
     (and, with ``installed`` directories, the installed modules it reaches)."""
@@ -543,7 +544,7 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
     unreadable: list[tuple[str, str]] = []
     files = list(dict.fromkeys(iter_files(paths, config.exclude, unreadable)))
     workers = min(jobs, max_jobs()) if jobs is not None else max_jobs()
-    tree: dict[str, tuple[str, bool]] | None = None
+    tree: dict[str, str] | None = None
     tree_key = ""
     roots = import_roots(config)
     installed = installed_dirs(config)
@@ -552,10 +553,10 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
     if cache is not None:
         cache.fingerprint = fingerprint(catalog, config.bare_noqa)
         cache.scope = json.dumps([str(r) for r in (*roots, *installed)])
-        tree = _contents(files, catalog)
+        tree = _contents(files)
         # an installed package may change under an unchanged tree: no whole-run answer
         if tree is not None and not unreadable and not stalls and not installed:
-            tree_key = cache.tree_key((f, *_module(f), tree[f][0]) for f in files)
+            tree_key = cache.tree_key((f, *_module(f), tree[f]) for f in files)
             findings = cache.load_tree(tree_key)
             if findings is not None:
                 cache.close()
@@ -568,7 +569,7 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
 def _lint_files(files: list[str], unreadable: list[tuple[str, str]], config: LintConfig,
                 workers: int, catalog: Catalog, cache: LintCache | None,
                 stalls: Sequence[Stall], roots: tuple[Path, ...],
-                tree: dict[str, tuple[str, bool]] | None,
+                tree: dict[str, str] | None,
                 tree_key: str, installed: tuple[Path, ...] = ()) -> LintResult:
     """:func:`lint_paths` once the cache has no whole-tree answer: scan, then resolve."""
     try:
@@ -623,7 +624,7 @@ def _lint_files(files: list[str], unreadable: list[tuple[str, str]], config: Lin
     out.findings.sort()
     out.errors.sort()
     if (cache is not None and tree is not None and tree_key and not out.errors
-            and all(r.content == tree[r.path][0] for r in results)):
+            and all(r.content == tree[r.path] for r in results)):
         cache.store_tree(tree_key, out.findings)  # no file changed while it was read
         cache.close()
     return out
@@ -636,15 +637,15 @@ def may_run_on_loop(source: bytes, catalog: Catalog) -> bool:
     return b"async" in source or any(n in source for n in catalog.loop_needles)
 
 
-def _contents(files: Sequence[str], catalog: Catalog) -> dict[str, tuple[str, bool]] | None:
-    """Each file's content hash and whether it holds ``async`` (read once here, so the
-    cache is probed without reading again), or None when one cannot be read (its error
-    is the scan's)."""
-    out: dict[str, tuple[str, bool]] = {}
+def _contents(files: Sequence[str]) -> dict[str, str] | None:
+    """Each file's content hash (read once here, so the cache is probed without reading
+    again; whether it may run on the loop is in its cache line), or None when one cannot
+    be read (its error is the scan's)."""
+    out: dict[str, str] = {}
     for path in files:
         try:
             source = read_regular(path)
         except OSError:
             return None
-        out[path] = (digest(source), may_run_on_loop(source, catalog))
+        out[path] = digest(source)
     return out
