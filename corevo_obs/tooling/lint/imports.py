@@ -105,11 +105,12 @@ class Scope:
             self.nones.add(name)
 
 
-# statements that bind no name themselves (their blocks are collected): most of a body,
-# sent past ``_collect``'s chain of tests at once
-_BINDS_NOTHING = frozenset({ast.Return, ast.Pass, ast.Raise, ast.Assert, ast.Break,
-                            ast.Continue, ast.If, ast.While, ast.Delete, ast.Global,
-                            ast.Nonlocal, ast.Match})
+# statements that bind or store no name themselves (only their blocks may): most of a
+# body, sent past the binding collector's and the store walk's chains of tests at once
+BINDS_NOTHING = frozenset({ast.Return, ast.Pass, ast.Raise, ast.Assert, ast.Break,
+                           ast.Continue, ast.If, ast.While})
+# and those the collector records nothing for (an expression: see ``_made_nonblocking``)
+_NOT_COLLECTED = BINDS_NOTHING | {ast.Delete, ast.Global, ast.Nonlocal, ast.Match}
 
 # expressions whose value has a type ``value_type`` may know (``resolve``)
 _VALUE_NODES = frozenset({ast.Call, ast.BinOp, ast.Await, ast.Subscript})
@@ -354,7 +355,7 @@ class ImportTracker:
     def _collect(self, body: Iterable[ast.stmt], scope: Scope) -> None:
         for stmt in body:
             kind = type(stmt)
-            if kind in _BINDS_NOTHING:
+            if kind in _NOT_COLLECTED:
                 pass
             elif kind is ast.Expr:
                 if (quiet := _made_nonblocking(stmt)) is not None:

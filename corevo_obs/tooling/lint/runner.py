@@ -247,21 +247,20 @@ def _scan_path(task: tuple[str, bool, bool]) -> Scanned:
         return result, "", None
     module, is_package = _module(path)
     on_loop = may_run_on_loop(source, catalog)
-    if cache is None:
-        if not full and not on_loop:  # parsed if a chain needs it
-            return FileResult(path=path, module=module, deferred=True), "", None
-        return scan_source(path, module, source, catalog, is_package=is_package,
-                           bare_noqa=bare_noqa), "", None
-    content = digest(source)
-    key = cache.key(path, module, is_package, content)
-    if not full and not on_loop:  # stored as such: no later run searches it again
+    content = key = ""
+    if cache is not None:
+        content = digest(source)
+        key = cache.key(path, module, is_package, content)
+    if not full and not on_loop:  # parsed if a chain needs it; cached as such
         result = FileResult(path=path, module=module, deferred=True, content=content)
-        return result, key, cache.entry(key, result, content)
-    hit = cache.load(key, path, module, content) if lookup else None
+        return result, key, None if cache is None else cache.entry(key, result, content)
+    hit = cache.load(key, path, module, content) if cache is not None and lookup else None
     if hit is not None:
         return hit, "", None
     result = scan_source(path, module, source, catalog, is_package=is_package,
                          bare_noqa=bare_noqa)
+    if cache is None:
+        return result, "", None
     result.content = content
     return result, key, cache.entry(key, result, content, on_loop=on_loop)
 

@@ -21,6 +21,7 @@ from typing import Any, cast
 from .call_catalog import Catalog
 from .imports import (
     AMBIGUOUS,
+    BINDS_NOTHING,
     GETTER,
     PROPERTY_DECORATORS,
     Binding,
@@ -264,9 +265,7 @@ def _module_constants(body: list[ast.stmt]) -> dict[str, object]:
 
 
 _BODIES = ("body", "orelse", "finalbody")
-# statements that store nothing themselves (only their blocks may), most of a body
-_NO_STORES = frozenset({ast.Expr, ast.Return, ast.Pass, ast.Raise, ast.Assert, ast.Break,
-                        ast.Continue, ast.If, ast.While})
+_NO_STORES = BINDS_NOTHING | {ast.Expr}  # an expression stores only by ``:=`` (not seen here)
 
 
 def _store_targets(stmts: list[ast.stmt]) -> Iterator[tuple[ast.AST, bool]]:
