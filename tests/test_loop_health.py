@@ -290,6 +290,65 @@ def test_attribution_from_readings(window, stack, cause):
         assert got.culprit is None  # asyncio.run's caller is no culprit
 
 
+def test_gil_holder_on_a_loaded_machine_counts_its_wait_for_a_cpu():
+    """A thread holding the GIL keeps it while queued for a CPU: on a loaded machine it
+    runs a fraction of the stall and waits the rest, and is still what held the loop."""
+    from corevo_obs.loop.causes import BusyThread, Caught, attribute
+    from corevo_obs.loop.stacks import FrameFilter
+
+    window = _window(others_ran=0.2)
+    loaded = BusyThread("busy", 7, cpu_seconds=0.05, waited_seconds=0.18, over_seconds=0.3)
+    got = attribute(0.25, window, Caught(), FrameFilter(), loaded)
+    assert got.cause == "gil" and got.blocker == loaded
+    assert got.summary == ("thread 'busy' ran 0.050s and waited 0.180s for a CPU in the "
+                           "last 0.300s while the loop thread waited for the GIL")
+    idle = BusyThread("idle", 8, cpu_seconds=0.05, over_seconds=0.3)  # barely ran
+    got = attribute(0.25, window, Caught(), FrameFilter(), idle)
+    assert got.cause == "gil" and got.blocker is None
+    # measured over less than the stall (a look taken during it): judged on that span
+    early = BusyThread("busy", 7, cpu_seconds=0.04, over_seconds=0.1)
+    assert attribute(0.25, window, Caught(), FrameFilter(), early).blocker == early
+    # the process's CPU alone (0.05s of 0.25s) does not say gil; the holder's run delay,
+    # measured over a span about the stall's, does ...
+    starved_holder = _window(others_ran=0.05)
+    got = attribute(0.25, starved_holder, Caught(), FrameFilter(), loaded)
+    assert got.cause == "gil" and got.blocker == loaded
+    assert attribute(0.25, starved_holder, Caught(), FrameFilter()).cause == "unknown"
+    # ... but not a pool thread's hour of work since a look an hour ago
+    pool = BusyThread("pool", 9, cpu_seconds=40.0, waited_seconds=5.0, over_seconds=3600)
+    assert attribute(0.25, starved_holder, Caught(), FrameFilter(), pool).cause == "unknown"
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux /proc")
+def test_busiest_thread_is_named_with_the_span_it_was_measured_over():
+    from corevo_obs.loop.causes import ThreadLook, busiest_thread
+
+    look = ThreadLook()
+    look.take(time.monotonic)
+    stop = threading.Event()
+
+    def spin() -> None:
+        while not stop.is_set():
+            sum(range(1000))
+
+    t = threading.Thread(target=spin, name="spinner")
+    t.start()
+    try:
+        time.sleep(0.3)
+        found = busiest_thread(look, time.monotonic, [threading.get_native_id()])
+    finally:
+        stop.set()
+        t.join()
+    assert found is not None and found.name == "spinner" and found.native_id == t.native_id
+    assert found.over_seconds is not None and 0.3 <= found.over_seconds < 5
+    # one thread runs at most the wall-clock span, and did run for a good part of it
+    assert 0.05 < found.cpu_seconds <= found.over_seconds + 0.01
+    assert any(f.function == "spin" for f in found.frames)
+    # the look was retaken: a second one right after sees nothing busy
+    again = busiest_thread(look, time.monotonic, [threading.get_native_id()])
+    assert again is None or again.held_seconds < 0.05
+
+
 def test_cgroup_files_found_from_proc_files_for_v1_and_v2(tmp_path):
     from corevo_obs.loop.cgroup import cpu_stat_files, throttled
 

@@ -163,11 +163,24 @@ def test_lazy_import_is_import_naming_the_importing_line(tmp_path: Path) -> None
 
 
 def test_busy_thread_holding_the_gil_is_gil() -> None:
-    result = _run("gil", "--seconds", "3")
-    stalls = _check(result, "gil", at_least=5)
-    named = [r for r in stalls if r["cause"] == "gil" and r["blocker"]]
-    assert named, "no gil report names the busy thread"
-    assert all(r["blocker"]["name"] == "busy-python" for r in named), [r["blocker"] for r in named]
+    # Every stall must be called gil. Naming the thread needs a look at /proc while it
+    # still runs, and under a 250 ms switch interval each file read of that look waits a
+    # switch: a loaded machine once got its first look in only after the thread had ended
+    # (10 of 10 gil, none named). Run again, up to 3 times, until a report names it; every
+    # name given must be the right one.
+    named: list[dict[str, Any]] = []
+    for _ in range(3):
+        result = _run("gil", "--seconds", "3")
+        stalls = _check(result, "gil", at_least=5)
+        named = [r for r in stalls if r["cause"] == "gil" and r["blocker"]]
+        assert all(r["blocker"]["name"] == "busy-python" for r in named), [
+            r["blocker"] for r in named]
+        if named:
+            break
+    assert named, "no gil report named the busy thread in 3 runs"
+    for r in named:  # one thread runs at most the span it was measured over
+        b = r["blocker"]
+        assert b["over_seconds"] is None or b["cpu_seconds"] <= b["over_seconds"] + 0.01, b
     # its stack, when it was still running at the report (one that ended has none)
     stacks = [r["blocker"]["frames"] for r in named if r["blocker"]["frames"]]
     assert all(any(f.endswith(":busy_python") for f in fs) for fs in stacks), stacks

@@ -22,7 +22,7 @@ cause, in this order:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -127,16 +127,49 @@ class Caught:
 
 @dataclass(frozen=True)
 class BusyThread:
-    """The thread that ran while the loop could not: evidence for ``gil``."""
+    """The thread that ran while the loop could not: evidence for ``gil``.
+
+    ``cpu_seconds`` and ``waited_seconds`` (runnable, waiting for a CPU: a GIL holder on a
+    loaded machine keeps the GIL meanwhile) are measured since the watchdog's previous
+    look at the threads, ``over_seconds`` before the look (None: not known)."""
 
     name: str
     native_id: int
     cpu_seconds: float
     frames: tuple[FrameInfo, ...] = ()
+    waited_seconds: float = 0.0
+    over_seconds: float | None = None
+
+    @property
+    def held_seconds(self) -> float:
+        """Seconds it ran or was ready to run: how long it can have held the GIL."""
+        return self.cpu_seconds + self.waited_seconds
+
+    def explains(self, duration: float) -> bool:
+        """Whether it was busy for a fair share of a stall of ``duration`` seconds (or
+        of the span it was measured over, when that is shorter)."""
+        basis = duration if self.over_seconds is None else min(duration, self.over_seconds)
+        return self.held_seconds >= GIL_OTHERS_SHARE * basis
+
+    def busy_for(self, duration: float) -> bool:
+        """Whether it was busy for a fair share of the stall *and* of the span it was
+        measured over: evidence enough to call a stall gil by itself (a look at the
+        threads an hour before counts a pool's hour of work, which says nothing)."""
+        basis = duration if self.over_seconds is None else max(duration, self.over_seconds)
+        return self.held_seconds >= GIL_OTHERS_SHARE * basis
+
+    def describe(self) -> str:
+        waited = (f" and waited {self.waited_seconds:.3f}s for a CPU"
+                  if self.waited_seconds >= 0.0005 else "")
+        over = "" if self.over_seconds is None else f" in the last {self.over_seconds:.3f}s"
+        return f"thread {self.name!r} ran {self.cpu_seconds:.3f}s{waited}{over}"
 
     def as_dict(self) -> dict[str, object]:
         return {"name": self.name, "native_id": self.native_id,
                 "cpu_seconds": round(self.cpu_seconds, 6),
+                "waited_seconds": round(self.waited_seconds, 6),
+                "over_seconds": None if self.over_seconds is None else round(
+                    self.over_seconds, 6),
                 "frames": [str(f) for f in self.frames]}
 
 
@@ -201,18 +234,33 @@ def _cpu_line(w: Window) -> str:
     return line + f"; over {w.sched_seconds:.3f}s: {', '.join(sched)}"
 
 
-def gil_candidate(duration: float, window: Window | None) -> bool:
-    """Cheap pre-check (before looking for the busy thread): the loop thread was off the
-    CPU for most of the stall while other threads of the process ran.
+def loop_off_cpu(duration: float, window: Window | None) -> bool:
+    """Cheap pre-check (before looking for a busy thread): the loop thread was neither on
+    a CPU nor waiting for one for a good share of the stall (a wait in code, a lock, the
+    GIL)."""
+    if window is None or window.loop_ran is None:
+        return False
+    return parts(duration, window)["off_cpu"] >= MIN_SHARE * duration
+
+
+def gil_candidate(duration: float, window: Window | None,
+                  blocker: BusyThread | None = None) -> bool:
+    """The loop thread was off the CPU for most of the stall while other threads of the
+    process ran, or a busy thread was found that ran or waited to run meanwhile.
 
     Others' CPU is taken as measured, capped at the stall: a thread holding the GIL
     keeps the loop from its next beat too, so the window around a GIL stall is longer
-    than the stall, and spreading others' CPU evenly over it would undercount."""
-    if window is None or window.loop_ran is None or window.others_ran is None:
+    than the stall, and spreading others' CPU evenly over it would undercount. On a
+    loaded machine the thread holding the GIL runs a fraction of the stall and waits for
+    a CPU the rest: the busy thread's run delay counts then, if it was measured over a
+    span short enough to say so."""
+    if not loop_off_cpu(duration, window):
         return False
-    off = parts(duration, window)["off_cpu"]
-    others = min(window.others_ran, duration)
-    return off >= MIN_SHARE * duration and others >= GIL_OTHERS_SHARE * duration
+    assert window is not None
+    others = min(window.others_ran, duration) if window.others_ran is not None else 0.0
+    if blocker is not None and blocker.busy_for(duration):
+        others = max(others, min(blocker.held_seconds, duration))
+    return others >= GIL_OTHERS_SHARE * duration
 
 
 def _caught_line(caught: Caught) -> str | None:
@@ -228,7 +276,7 @@ def attribute(duration: float, window: Window | None, caught: Caught, frames: Fr
               blocker: BusyThread | None = None) -> Attribution:
     """The cause of one stall of ``duration`` seconds (see the module docstring)."""
     w = window
-    if blocker is not None and blocker.cpu_seconds < GIL_OTHERS_SHARE * duration:
+    if blocker is not None and not blocker.explains(duration):
         blocker = None  # it barely ran: not what held the GIL
     first = caught.samples[0] if caught.samples else ()
     idle = frames.is_idle(first)
@@ -248,7 +296,7 @@ def attribute(duration: float, window: Window | None, caught: Caught, frames: Fr
 
     scores = {k: p.get(k, 0.0) for k in ("throttled", "starved", "gc")}
     gil_like = not first or idle or caught.syscall == "futex"
-    if gil_like and gil_candidate(duration, w):
+    if gil_like and gil_candidate(duration, w, blocker):
         scores["gil"] = p["off_cpu"]
     # off-CPU time is the code's only when the stack shows the loop inside it (a blocking
     # call), or when no stack was caught: an idle loop's time off the CPU is not code
@@ -269,8 +317,7 @@ def attribute(duration: float, window: Window | None, caught: Caught, frames: Fr
         else:
             summary = f"other threads ran {_s(w.others_ran)} while the loop thread waited"
             if blocker is not None:
-                summary = (f"thread {blocker.name!r} ran {blocker.cpu_seconds:.3f}s while "
-                           "the loop thread waited for the GIL")
+                summary = f"{blocker.describe()} while the loop thread waited for the GIL"
                 if blocker.frames:
                     evidence.append(f"busy thread {blocker.name!r} at {blocker.frames[-1]}")
         return Attribution(cause, summary, tuple(evidence), culprit=project,
@@ -312,20 +359,39 @@ def _from_stack(duration: float, w: Window | None, caught: Caught, frames: Frame
     return Attribution("unknown", summary, tuple(evidence), culprit=project)
 
 
-def busiest_thread(since: dict[int, int], exclude: Sequence[int],
+@dataclass
+class ThreadLook:
+    """The watchdog's last look at every thread's schedstat, and when it ended (under a
+    thread holding the GIL each file read waits a switch interval: a look can take
+    seconds)."""
+
+    at: float | None = None
+    sched: dict[int, tuple[int, int]] = field(default_factory=dict)
+
+    def take(self, clock: Callable[[], float]) -> None:
+        self.sched = schedstat.threads_sched()
+        self.at = clock()
+
+
+def busiest_thread(since: ThreadLook, clock: Callable[[], float], exclude: Sequence[int],
                    names: dict[int, str] | None = None) -> BusyThread | None:
-    """The thread (not in ``exclude``) with the most CPU since the snapshot ``since``
-    (which is updated), with its current stack. ``names`` (native id -> name, kept by
-    the caller) names a thread that has ended since it held the GIL."""
-    now = schedstat.threads_cpu()
-    best = max(((cpu - since.get(tid, 0), tid) for tid, cpu in now.items()
-                if tid not in exclude), default=None)
-    since.clear()
-    since.update(now)
+    """The thread (not in ``exclude``) that ran or waited to run the most since the look
+    ``since`` (which is then retaken), with its current stack. ``names`` (native id ->
+    name, kept by the caller) names a thread that has ended since it held the GIL."""
+    before, at = since.sched, since.at
+    since.take(clock)
+    deltas = []
+    for tid, (cpu, wait) in since.sched.items():
+        if tid not in exclude:
+            cpu0, wait0 = before.get(tid, (0, 0))
+            deltas.append((cpu - cpu0 + wait - wait0, cpu - cpu0, tid))
+    best = max(deltas, default=None)
     if best is None or best[0] <= 0:
         return None
-    delta, tid = best
+    held, ran, tid = best
     live = {native: (ident, name) for ident, (native, name) in schedstat.native_ids().items()}
     ident, name = live.get(tid, (None, (names or {}).get(tid, f"tid {tid}")))
     stack = (capture_thread(ident, 64) or ()) if ident is not None else ()
-    return BusyThread(name, tid, delta / 1e9, stack)
+    return BusyThread(name, tid, ran / 1e9, stack, waited_seconds=(held - ran) / 1e9,
+                      over_seconds=None if at is None or since.at is None else max(
+                          0.0, since.at - at))

@@ -85,9 +85,12 @@ def _read(path: str, size: int = 512) -> bytes | None:
         os.close(fd)
 
 
-def threads_cpu() -> dict[int, int]:
-    """On-CPU nanoseconds of every thread of this process, by native id."""
-    out: dict[int, int] = {}
+def threads_sched() -> dict[int, tuple[int, int]]:
+    """(on-CPU ns, run-delay ns) of every thread of this process, by native id.
+
+    Both count for a thread that holds the GIL: it keeps it while it waits for a CPU
+    (threads waiting for the GIL sleep in a futex, so they add to neither)."""
+    out: dict[int, tuple[int, int]] = {}
     try:
         tids = os.listdir(_TASKS)
     except OSError:
@@ -96,7 +99,7 @@ def threads_cpu() -> dict[int, int]:
         if name.isdigit():
             got = parse(_read(f"{_TASKS}/{name}/schedstat", 96))
             if got is not None:
-                out[int(name)] = got[0]
+                out[int(name)] = got
     return out
 
 

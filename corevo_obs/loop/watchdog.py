@@ -41,10 +41,11 @@ from .causes import (
     Caught,
     Probe,
     Sched,
+    ThreadLook,
     Window,
     attribute,
     busiest_thread,
-    gil_candidate,
+    loop_off_cpu,
 )
 from .gcwatch import GcWatch
 from .stacks import FrameFilter, FrameInfo, capture_thread
@@ -251,7 +252,7 @@ class StallWatchdog(HasTelemetry):
         self._probe: Probe | None = None
         self._beat: Beat | None = None
         self._scheds: deque[Sched] = deque(maxlen=_SCHEDS)
-        self._threads_cpu: dict[int, int] = {}
+        self._threads = ThreadLook()
         self._thread_names: dict[int, str] = {}
         self._thread_count = 0
         self._stop = threading.Event()
@@ -398,7 +399,7 @@ class StallWatchdog(HasTelemetry):
         self.frame_filter = FrameFilter.resolved(self.project_roots)
         if self._loop_native is not None:
             self._probe = Probe(self._loop_native)
-            self._threads_cpu = schedstat.threads_cpu()
+            self._threads.take(self._clock)
             self._read_sched()
 
     def _read_sched(self) -> Sched | None:
@@ -554,7 +555,7 @@ class StallWatchdog(HasTelemetry):
 
     def _find_blocker(self) -> BusyThread | None:
         exclude = [n for n in (self._loop_native, threading.get_native_id()) if n]
-        return busiest_thread(self._threads_cpu, exclude, self._thread_names)
+        return busiest_thread(self._threads, self._clock, exclude, self._thread_names)
 
     def _note_threads(self) -> None:
         """Remember thread names when the thread count changes (a len() otherwise), so a
@@ -583,7 +584,7 @@ class StallWatchdog(HasTelemetry):
         if window is None:
             window = _gc_only(self._gc, woke - lag, woke)
         blocker = pending.blocker if pending is not None else None
-        if blocker is None and find_blocker is not None and gil_candidate(lag, window):
+        if blocker is None and find_blocker is not None and loop_off_cpu(lag, window):
             blocker = find_blocker()
         why = attribute(lag, window, caught, self.frame_filter, blocker)
         evidence = list(why.evidence)
