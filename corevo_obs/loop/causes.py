@@ -130,8 +130,8 @@ class BusyThread:
     """The thread that ran while the loop could not: evidence for ``gil``.
 
     ``cpu_seconds`` and ``waited_seconds`` (runnable, waiting for a CPU: a GIL holder on a
-    loaded machine keeps the GIL meanwhile) are measured since the watchdog's previous
-    look at the threads, ``over_seconds`` before the look (None: not known)."""
+    loaded machine keeps the GIL meanwhile) are measured between the watchdog's previous
+    look at the threads and this one, ``over_seconds`` apart (None: no earlier look)."""
 
     name: str
     native_id: int
