@@ -2,7 +2,8 @@
 
 One worker process per cause (tests/helpers/cause_worker.py): a time.sleep in a handler,
 a full gc.collect over a big graph, first imports of slow modules, a pure-Python thread
-that keeps the GIL, an idle loop starved on a core shared with CPU hogs (taskset), and a
+that keeps the GIL, an idle loop starved on its core by a real-time process's bursts
+(taskset, chrt; CPU hogs at nice 19 where real-time priority is not allowed), and a
 busy loop in a cgroup with a low CPU quota. For each, at least 90 % of the stalls the
 injection produced must carry the right cause, and a quiet run must call fewer than 5 %
 of its stalls blocking code. The accuracy measured per cause is printed (``-s``) for
@@ -203,15 +204,70 @@ def _hogs(cpu: int, count: int) -> Iterator[None]:
             h.wait()
 
 
+# A SCHED_FIFO process pinned to the loop's core takes it from every ordinary thread for
+# as long as it runs: 0.3 s bursts, 0.3 s apart, starve an idle loop on cue. It quits by
+# itself after 60 s, should the test die before killing it.
+_RT_BURSTS = """
+import time
+end = time.monotonic() + 60
+while time.monotonic() < end:
+    burst = time.monotonic() + 0.3
+    while time.monotonic() < burst:
+        pass
+    time.sleep(0.3)
+"""
+
+
+def _rt_hog(cpu: int) -> subprocess.Popen[bytes] | None:
+    """The burst hog at real-time priority, or None where that is not allowed (no
+    CAP_SYS_NICE, or a cgroup without a real-time budget)."""
+    if shutil.which("chrt") is None or shutil.which("taskset") is None:
+        return None
+    probe = subprocess.run(["chrt", "-f", "10", "true"], capture_output=True)
+    if probe.returncode != 0:
+        return None
+    return subprocess.Popen(["chrt", "-f", "10", "taskset", "-c", str(cpu), sys.executable,
+                             "-c", _RT_BURSTS])
+
+
 def test_idle_loop_starved_of_cpu_is_starved_not_code() -> None:
     if shutil.which("taskset") is None:
         _need("taskset not installed (util-linux)")
     cpu = _cpu()
-    # How often an idle loop is kept off its CPU long enough to stall is the scheduler's
-    # call, not the suite's (a quiet CI run once produced none in 5 s): run again until
-    # some stalls happened; what is asserted is how every one of them was attributed.
-    # On a loaded machine the pinned worker may not even finish its 5 s in time: a run
-    # the scheduler starved past the timeout has nothing to attribute either.
+    proc = _start("quiet", "--seconds", "5", prefix=("taskset", "-c", str(cpu)),
+                  wait_go=True)
+    assert proc.stdout is not None and proc.stdin is not None
+    assert proc.stdout.readline().strip() == "ready"
+    hog = _rt_hog(cpu)
+    if hog is None:
+        proc.kill()
+        proc.communicate()
+        _starved_at_nice_19(cpu)
+        return
+    try:
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        result = _finish(proc, timeout=90)
+    finally:
+        hog.kill()
+        hog.wait()
+    stalls = _check(result, "starved", at_least=5)
+    _starved_checks(stalls)
+
+
+def _starved_checks(stalls: list[dict[str, Any]]) -> None:
+    assert not [r for r in stalls if r["cause"] == "blocking"]
+    idle = [r for r in stalls if r["cause"] == "starved" and r["captured"]]
+    assert all("selector wait" in r["headline"] for r in idle), [r["headline"] for r in idle]
+
+
+def _starved_at_nice_19(cpu: int) -> None:
+    """Without real-time priority: the loop at nice 19 behind 3 ordinary hogs on its
+    core. How often that keeps an idle loop off its CPU long enough to stall is the
+    scheduler's call (a quiet CI run once produced none in 5 s; wake-up preemption often
+    keeps it responsive): run again until some stalls happened; what is asserted is how
+    every one of them was attributed. A run the scheduler starved past the timeout has
+    nothing to attribute either."""
     result: dict[str, Any] = {"reports": [], "windows": []}
     for _ in range(3):
         with _hogs(cpu, 3):
@@ -223,12 +279,9 @@ def test_idle_loop_starved_of_cpu_is_starved_not_code() -> None:
         if len(_injected(result)) >= 3:
             break
     if not _injected(result):  # nothing to attribute: the scheduler never starved the loop
-        pytest.skip("3 hogs on the loop's CPU produced no stall (or no finished run) in 3 "
-                    "runs (scheduler)")
-    stalls = _check(result, "starved", at_least=1)
-    assert not [r for r in stalls if r["cause"] == "blocking"]
-    idle = [r for r in stalls if r["cause"] == "starved" and r["captured"]]
-    assert all("selector wait" in r["headline"] for r in idle), [r["headline"] for r in idle]
+        pytest.skip("no real-time priority here, and 3 hogs on the loop's CPU produced no "
+                    "stall (or no finished run) in 3 runs (scheduler)")
+    _starved_checks(_check(result, "starved", at_least=1))
 
 
 # --- cgroup CPU quota ---------------------------------------------------------------

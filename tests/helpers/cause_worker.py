@@ -8,7 +8,8 @@ nice 19; the test pins it and CPU hogs to one core), throttled (a loop busy
 in 1 ms steps inside a CPU-quota cgroup the test moved it into), import (first imports
 of slow modules from DIR), quiet (an idle loop). ``--wait-go`` waits for a line on stdin
 before starting (the test moves the process into its cgroup first). The last stdout line
-is JSON: the reports, the injection windows (wall clock) and the stall counters.
+is JSON: the reports, the injection windows (wall clock) and the stall counters (before
+it, ``--wait-go`` prints ``ready``).
 """
 
 from __future__ import annotations
@@ -160,5 +161,6 @@ if __name__ == "__main__":
     if ns.modules:
         sys.path.insert(0, ns.modules)
     if ns.wait_go:
+        print("ready", flush=True)  # imported and waiting (the last line is still the JSON)
         sys.stdin.readline()
     print(json.dumps(asyncio.run(main(ns))), flush=True)
