@@ -148,14 +148,16 @@ class BusyThread:
     def explains(self, duration: float) -> bool:
         """Whether it was busy for a fair share of a stall of ``duration`` seconds (or
         of the span it was measured over, when that is shorter)."""
-        basis = duration if self.over_seconds is None else min(duration, self.over_seconds)
-        return self.held_seconds >= GIL_OTHERS_SHARE * basis
+        return self._busy(min, duration)
 
     def busy_for(self, duration: float) -> bool:
         """Whether it was busy for a fair share of the stall *and* of the span it was
         measured over: evidence enough to call a stall gil by itself (a look at the
         threads an hour before counts a pool's hour of work, which says nothing)."""
-        basis = duration if self.over_seconds is None else max(duration, self.over_seconds)
+        return self._busy(max, duration)
+
+    def _busy(self, pick: Callable[[float, float], float], duration: float) -> bool:
+        basis = duration if self.over_seconds is None else pick(duration, self.over_seconds)
         return self.held_seconds >= GIL_OTHERS_SHARE * basis
 
     def describe(self) -> str:
@@ -235,12 +237,24 @@ def _cpu_line(w: Window) -> str:
 
 
 def loop_off_cpu(duration: float, window: Window | None) -> bool:
-    """Cheap pre-check (before looking for a busy thread): the loop thread was neither on
-    a CPU nor waiting for one for a good share of the stall (a wait in code, a lock, the
-    GIL)."""
+    """The loop thread was neither on a CPU nor waiting for one for a good share of the
+    stall (a wait in code, a lock, the GIL)."""
     if window is None or window.loop_ran is None:
         return False
     return parts(duration, window)["off_cpu"] >= MIN_SHARE * duration
+
+
+def waits_like_gil(caught: Caught, frames: FrameFilter) -> bool:
+    """The loop thread was caught where a wait for the GIL leaves it: in its selector
+    wait, in a futex, or not at all (the watchdog could not run either)."""
+    first = caught.samples[0] if caught.samples else ()
+    return not first or frames.is_idle(first) or caught.syscall == "futex"
+
+
+def may_be_gil(duration: float, window: Window | None, caught: Caught,
+               frames: FrameFilter) -> bool:
+    """Cheap pre-check, before looking for a busy thread: could this stall be ``gil``?"""
+    return loop_off_cpu(duration, window) and waits_like_gil(caught, frames)
 
 
 def gil_candidate(duration: float, window: Window | None,
@@ -295,8 +309,7 @@ def attribute(duration: float, window: Window | None, caught: Caught, frames: Fr
         evidence.append(said)
 
     scores = {k: p.get(k, 0.0) for k in ("throttled", "starved", "gc")}
-    gil_like = not first or idle or caught.syscall == "futex"
-    if gil_like and gil_candidate(duration, w, blocker):
+    if waits_like_gil(caught, frames) and gil_candidate(duration, w, blocker):
         scores["gil"] = p["off_cpu"]
     # off-CPU time is the code's only when the stack shows the loop inside it (a blocking
     # call), or when no stack was caught: an idle loop's time off the CPU is not code
@@ -368,9 +381,11 @@ class ThreadLook:
     at: float | None = None
     sched: dict[int, tuple[int, int]] = field(default_factory=dict)
 
-    def take(self, clock: Callable[[], float]) -> None:
+    def take(self, clock: Callable[[], float]) -> float:
+        """Look again; returns when the look ended."""
         self.sched = schedstat.threads_sched()
-        self.at = clock()
+        self.at = at = clock()
+        return at
 
 
 def busiest_thread(since: ThreadLook, clock: Callable[[], float], exclude: Sequence[int],
@@ -379,7 +394,7 @@ def busiest_thread(since: ThreadLook, clock: Callable[[], float], exclude: Seque
     ``since`` (which is then retaken), with its current stack. ``names`` (native id ->
     name, kept by the caller) names a thread that has ended since it held the GIL."""
     before, at = since.sched, since.at
-    since.take(clock)
+    now = since.take(clock)
     deltas = []
     for tid, (cpu, wait) in since.sched.items():
         if tid not in exclude:
@@ -393,5 +408,4 @@ def busiest_thread(since: ThreadLook, clock: Callable[[], float], exclude: Seque
     ident, name = live.get(tid, (None, (names or {}).get(tid, f"tid {tid}")))
     stack = (capture_thread(ident, 64) or ()) if ident is not None else ()
     return BusyThread(name, tid, ran / 1e9, stack, waited_seconds=(held - ran) / 1e9,
-                      over_seconds=None if at is None or since.at is None else max(
-                          0.0, since.at - at))
+                      over_seconds=None if at is None else max(0.0, now - at))

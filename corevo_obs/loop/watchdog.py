@@ -45,7 +45,7 @@ from .causes import (
     Window,
     attribute,
     busiest_thread,
-    loop_off_cpu,
+    may_be_gil,
 )
 from .gcwatch import GcWatch
 from .stacks import FrameFilter, FrameInfo, capture_thread
@@ -584,7 +584,8 @@ class StallWatchdog(HasTelemetry):
         if window is None:
             window = _gc_only(self._gc, woke - lag, woke)
         blocker = pending.blocker if pending is not None else None
-        if blocker is None and find_blocker is not None and loop_off_cpu(lag, window):
+        if (blocker is None and find_blocker is not None
+                and may_be_gil(lag, window, caught, self.frame_filter)):
             blocker = find_blocker()
         why = attribute(lag, window, caught, self.frame_filter, blocker)
         evidence = list(why.evidence)
