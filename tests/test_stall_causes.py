@@ -205,10 +205,13 @@ def _hogs(cpu: int, count: int) -> Iterator[None]:
 
 
 # A SCHED_FIFO process pinned to the loop's core takes it from every ordinary thread for
-# as long as it runs: 0.3 s bursts, 0.3 s apart, starve an idle loop on cue. It quits by
-# itself after 60 s, should the test die before killing it.
+# as long as it runs: 0.3 s bursts, 0.3 s apart, starve an idle loop on cue. The first
+# waits out the worker's 0.3 s warm-up (a stall before the loop's first beat has no
+# readings to attribute it by: it was `unknown`, 1 run in 3). It quits by itself after
+# 60 s, should the test die before killing it.
 _RT_BURSTS = """
 import time
+time.sleep(0.6)
 end = time.monotonic() + 60
 while time.monotonic() < end:
     burst = time.monotonic() + 0.3
@@ -234,7 +237,7 @@ def test_idle_loop_starved_of_cpu_is_starved_not_code() -> None:
     if shutil.which("taskset") is None:
         _need("taskset not installed (util-linux)")
     cpu = _cpu()
-    proc = _start("quiet", "--seconds", "5", prefix=("taskset", "-c", str(cpu)),
+    proc = _start("quiet", "--seconds", "6", prefix=("taskset", "-c", str(cpu)),
                   wait_go=True)
     assert proc.stdout is not None and proc.stdin is not None
     assert proc.stdout.readline().strip() == "ready"
@@ -244,7 +247,7 @@ def test_idle_loop_starved_of_cpu_is_starved_not_code() -> None:
         proc.communicate()
         _starved_at_nice_19(cpu)
         return
-    try:
+    try:  # the hog waits 0.6 s: go now, the loop warms up before the first burst
         proc.stdin.write("go\n")
         proc.stdin.flush()
         result = _finish(proc, timeout=90)
