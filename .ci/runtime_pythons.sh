@@ -40,13 +40,14 @@ for version in 3.12 3.13; do
   echo "-- Python $version ($py, venv $venv)"
   ci_venv "$py" "$venv" --force-reinstall --no-deps .
   ci_venv "$py" "$venv" \
-    ".[redis,postgres-binary,otel,monitor,pyspy,contracts,dashboards,aiohttp,httpx,gunicorn,pytest]" \
-    pytest-timeout opentelemetry-sdk jsonschema pyyaml fastapi uvicorn
+    ".[redis,postgres-binary,otel,monitor,pyspy,contracts,dashboards,aiohttp,httpx,gunicorn,uvicorn,pytest]" \
+    pytest-timeout opentelemetry-sdk jsonschema pyyaml fastapi pyflakes requests
   PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" \
     "$venv/bin/python" -m pytest -q -p no:cacheprovider "${TESTS[@]}" || status=1
-  # every docs code block, importing the package installed in the venv (not this checkout)
-  COREVO_DOCS_INSTALLED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" \
-    "$venv/bin/python" -m pytest -q -p no:cacheprovider tests/test_doctests.py -k doc_block \
+  # every docs Python block as a script, importing the package installed in the venv (not
+  # this checkout); the shell commands run once, under the main Python
+  COREVO_DOCS_INSTALLED=1 COREVO_DOCS_PYTHON_ONLY=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" \
+    "$venv/bin/python" -m pytest -q -p no:cacheprovider -m system tests/test_doc_pages.py \
     || status=1
 done
 exit $status

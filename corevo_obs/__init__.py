@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from .core.errors import ConfigError, CorevoObsError
     from .core.identity import worker_name
     from .core.marker import blocking
-    from .exposition import MetricsServer, enable_multiprocess, mark_process_dead
+    from .exposition import (MetricsServer, enable_multiprocess, exposition_registry,
+                             mark_process_dead)
     from .loop import LoopHealth, LoopHealthConfig, install_loop_health
     from .observer import MetricsObserver, Observer
     from .offload import OffloadAdapter
@@ -37,6 +38,7 @@ _API: Final = {
     "MetricsServer": "exposition",
     "enable_multiprocess": "exposition",
     "mark_process_dead": "exposition",
+    "exposition_registry": "exposition",
     "Observer": "observer",
     "MetricsObserver": "observer",
     "worker_name": "core.identity",
@@ -59,6 +61,7 @@ __all__ = [
     "blocking",
     "current_stages",
     "enable_multiprocess",
+    "exposition_registry",
     "external",
     "install_loop_health",
     "mark_process_dead",

@@ -1,0 +1,5 @@
+from shop.platform.api import submit
+
+
+def run() -> None:
+    submit()
