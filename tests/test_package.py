@@ -8,6 +8,7 @@ third-party module that no dependency or extra declares fails here, not on a use
 from __future__ import annotations
 
 import ast
+import os
 import re
 import subprocess
 import sys
@@ -49,7 +50,10 @@ def test_the_wheel_is_typed_licensed_and_versioned(wheel: zipfile.ZipFile) -> No
     assert "corevo_obs/py.typed" in names  # PEP 561: mypy reads our hints in user code
     dist_info, meta = _metadata(wheel)
     assert meta["Version"] == [PYPROJECT["project"]["version"]]
-    assert meta["License"] == ["Apache-2.0"]
+    assert meta["License-Expression"] == ["Apache-2.0"]  # PEP 639 (SPDX)
+    assert any(c.startswith("Programming Language :: Python :: 3.13")
+               for c in meta["Classifier"]), meta["Classifier"]
+    assert meta["Keywords"], "keywords help a search on the package index"
     licence = [n for n in names if n.startswith(dist_info) and "LICENSE" in n]
     assert licence, sorted(n for n in names if n.startswith(dist_info))
     assert "Apache License" in wheel.read(licence[0]).decode()
@@ -115,3 +119,30 @@ def test_extras_leave_the_applications_choices_open() -> None:
     assert "opentelemetry-sdk" not in _requirement_names(extras["otel"])  # the app's SDK
     assert not any("[" in r for r in extras["postgres"])  # psycopg's build is the app's
     assert "psycopg[binary]" in " ".join(extras["postgres-binary"])
+
+
+def test_the_sdist_can_run_its_own_tests(tmp_path: Path) -> None:
+    """`python -m build --sdist`'s archive holds the tests with their conftest, helpers and
+    data, and what they read from the tree; one fast test module runs from the unpacked
+    sdist against it."""
+    import tarfile
+
+    built = subprocess.run(
+        [sys.executable, "-c", "from setuptools import build_meta as b; import sys; "
+         "print(b.build_sdist(sys.argv[1]))", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    (archive,) = tmp_path.glob("*.tar.gz")
+    with tarfile.open(archive) as tar:
+        names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
+        tar.extractall(tmp_path / "unpacked", filter="data")
+    for needed in ("tests/conftest.py", "tests/helpers/fault_plan.py", "CHANGELOG.md",
+                   "alerts/corevo.rules.yml", "lint_rules/blocking_calls.toml",
+                   "tests/data/docs_project/deploy.py", "docs/get-started.md"):
+        assert needed in names, needed
+    assert not any("__pycache__" in n for n in names)
+    (top,) = (tmp_path / "unpacked").iterdir()
+    ran = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          "tests/test_catalog.py"], cwd=top, capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "PYTHONPATH": str(top)})
+    assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-2000:]
