@@ -14,7 +14,8 @@ import importlib
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    from .core.errors import ConfigError, CorevoObsError
+    from .core.errors import (BackendUnavailable, CatalogError, ConfigError, CorevoObsError,
+                              MetricsPortBusy)
     from .core.identity import worker_name
     from .core.marker import blocking
     from .exposition import (MetricsServer, enable_multiprocess, exposition_registry,
@@ -45,14 +46,20 @@ _API: Final = {
     "blocking": "core.marker",
     "CorevoObsError": "core.errors",
     "ConfigError": "core.errors",
+    "MetricsPortBusy": "core.errors",
+    "BackendUnavailable": "core.errors",
+    "CatalogError": "core.errors",
 }
 
 __all__ = [
+    "BackendUnavailable",
+    "CatalogError",
     "ConfigError",
     "CorevoObsError",
     "LoopHealth",
     "LoopHealthConfig",
     "MetricsObserver",
+    "MetricsPortBusy",
     "MetricsServer",
     "Observer",
     "OffloadAdapter",

@@ -31,6 +31,8 @@ GUARD_HELP: Final = "make calls to @blocking functions raise on an event loop's 
 BUDGET_HELP: Final = f"loop_probe budget in seconds (default {DEFAULT_BUDGET})"
 MODULES_HELP: Final = "modules imported before the guard whose @blocking functions it wraps"
 
+__all__ = ["LoopBlocked", "LoopProbe", "assert_loop_responsive"]  # and the loop_probe fixture
+
 
 class LoopBlocked(CorevoObsError, AssertionError):
     """The loop under a probe was blocked longer than the budget; carries the reports."""
@@ -99,9 +101,10 @@ class LoopProbe:
         return "\n".join([head, *(r.format() for r in self.reports)])
 
 
-def assert_loop_responsive(budget: float = DEFAULT_BUDGET, **options: Any) -> LoopProbe:
+def assert_loop_responsive(budget: float = DEFAULT_BUDGET, *, interval: float = 0.005,
+                           project_roots: Iterable[str] = ()) -> LoopProbe:
     """``async with assert_loop_responsive(0.1): ...`` outside pytest fixtures."""
-    return LoopProbe(budget, **options)
+    return LoopProbe(budget, interval=interval, project_roots=project_roots)
 
 
 def _seconds(raw: object, source: str) -> float:
@@ -166,7 +169,8 @@ def loop_probe(request: pytest.FixtureRequest) -> Callable[..., LoopProbe]:
     else:
         budget = _seconds(request.config.getini("corevo_loop_budget"), "ini corevo_loop_budget")
 
-    def probe(budget: float = budget, **options: Any) -> LoopProbe:
-        return LoopProbe(budget, **options)
+    def probe(budget: float = budget, *, interval: float = 0.005,
+              project_roots: Iterable[str] = ()) -> LoopProbe:
+        return assert_loop_responsive(budget, interval=interval, project_roots=project_roots)
 
     return probe
