@@ -14,12 +14,21 @@ import importlib
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    from .core.errors import (BackendUnavailable, CatalogError, ConfigError, CorevoObsError,
-                              MetricsPortBusy)
+    from .core.errors import (
+        BackendUnavailable,
+        CatalogError,
+        ConfigError,
+        CorevoObsError,
+        MetricsPortBusy,
+    )
     from .core.identity import worker_name
     from .core.marker import blocking
-    from .exposition import (MetricsServer, enable_multiprocess, exposition_registry,
-                             mark_process_dead)
+    from .exposition import (
+        MetricsServer,
+        enable_multiprocess,
+        exposition_registry,
+        mark_process_dead,
+    )
     from .loop import LoopHealth, LoopHealthConfig, install_loop_health
     from .observer import MetricsObserver, Observer
     from .offload import OffloadAdapter
