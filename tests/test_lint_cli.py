@@ -125,6 +125,22 @@ def test_bad_baseline_file_is_a_usage_error(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "bl.json: not a corevo-obs lint baseline" in proc.stderr
 
 
+@pytest.mark.parametrize("flag, name, text", [
+    ("--observed", "deep.json", "[" * 100_000 + "]" * 100_000),
+    ("--observed", "deep.json", '{"stalls": ' + "[" * 100_000 + "]" * 100_000 + "}"),
+    ("--baseline", "deep.json", "[" * 100_000 + "]" * 100_000),
+    ("--config", "deep.toml", "a = " + "[" * 5_000 + "]" * 5_000 + "\n"),
+], ids=["observed", "observed-report", "baseline", "config"])
+def test_deeply_nested_inputs_are_one_line_and_exit_2(tmp_path: Path, flag: str, name: str,
+                                                      text: str) -> None:
+    """Nesting someone else chose is bad input, not our RecursionError (exit 3)."""
+    tree(tmp_path, **{"app.py": CLEAN, name: text})
+    proc = lint(tmp_path, ".", flag, name)
+    assert proc.returncode == 2, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and name in proc.stderr
+    assert "internal error" not in proc.stderr
+
+
 def test_config_errors_name_their_source_all_at_once(tmp_path: Path) -> None:
     tree(tmp_path, **{"app.py": CLEAN, "pyproject.toml":
                       '[tool.corevo-obs.lint]\nblocking = "x"\nignore = ["E501"]\ncolour = 1\n'})

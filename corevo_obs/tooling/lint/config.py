@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ...core.errors import ConfigError
+from ...core.nesting import loads_toml
 
 TABLE = "[tool.corevo-obs.lint]"
 _CODE = re.compile(r"^COB\d{3}$")
@@ -204,7 +205,7 @@ def load_config(path: str | Path | None = None) -> LintConfig:
             raise ConfigError("config file not found", source=str(file))
         return LintConfig()
     try:
-        data = tomllib.loads(file.read_text(encoding="utf-8"))
+        data = loads_toml(file.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"cannot read: {exc}", source=str(file)) from None
     table = data.get("tool", {}).get("corevo-obs", {}).get("lint")
