@@ -173,6 +173,22 @@ def test_config_extends_the_catalog(tmp_path: Path) -> None:
     assert [(r["line"], r["code"]) for r in rows] == [(5, "COB111"), (6, "COB105")]
 
 
+@pytest.mark.parametrize("switches, reported", [
+    ("", []), ("bare-noqa = false\n", [6]), ("peer-noqa = false\n", [5]),
+    ("bare-noqa = false\npeer-noqa = false\n", [5, 6]),
+])
+def test_bare_and_peer_noqa_silence_unless_switched_off(tmp_path: Path, switches: str,
+                                                        reported: list[int]) -> None:
+    tree(tmp_path, **{
+        "pyproject.toml": "[tool.corevo-obs.lint]\n" + switches,
+        "app.py": ("import time\n\n\nasync def h():\n"
+                   "    time.sleep(1)  # noqa: ASYNC251\n"
+                   "    time.sleep(1)  # noqa\n"
+                   "    time.sleep(1)  # noqa: COB104\n")})
+    rows = json.loads(lint(tmp_path, "--format", "json", ".").stdout)
+    assert [r["line"] for r in rows] == reported
+
+
 def test_config_ignore_exclude_and_markers(tmp_path: Path) -> None:
     tree(tmp_path, **{
         "pyproject.toml": ('[tool.corevo-obs.lint]\nignore = ["COB104"]\n'

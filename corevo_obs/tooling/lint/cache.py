@@ -58,6 +58,7 @@ from typing import Any
 from .call_catalog import Catalog
 from .model import CallSite, Edge, FileResult, Finding, FuncFacts, Pending
 from .narrowing import OPS, Args, Atom, Guard, Kind, Value, instance
+from .noqa import NoqaPolicy
 
 FORMAT = 10
 ENV = "COREVO_LINT_CACHE_DIR"
@@ -107,9 +108,9 @@ def _canon(obj: object) -> object:
     return obj
 
 
-def fingerprint(catalog: Catalog, bare_noqa: bool) -> str:
+def fingerprint(catalog: Catalog, noqa: NoqaPolicy) -> str:
     """Everything besides a file's own bytes that its summary depends on."""
-    text = json.dumps([FORMAT, list(sys.version_info[:2]), own_sources(), bare_noqa,
+    text = json.dumps([FORMAT, list(sys.version_info[:2]), own_sources(), [noqa.bare, noqa.peers],
                        _canon(catalog)], default=repr)
     return digest(text.encode())
 

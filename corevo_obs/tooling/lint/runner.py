@@ -24,7 +24,7 @@ from .call_catalog import Catalog, load_catalog
 from .config import LintConfig
 from .hierarchy import Hierarchy
 from .model import READ, CallSite, FileResult, Finding, FuncFacts
-from .noqa import is_silenced
+from .noqa import NoqaPolicy
 from .observed import FrameIndex, Stall, blocking_facts
 from .returns import AMBIGUOUS, ReturnTypes, follow_reexport
 from .rules import message, meta
@@ -197,7 +197,7 @@ def _installed_owner(name: str, dirs: tuple[str, ...]) -> tuple[str, str] | None
 MAX_INSTALLED_FILES = 2_000  # installed modules one run reads at most
 
 
-_WORKER: tuple[Catalog, bool, LintCache | None] | None = None
+_WORKER: tuple[Catalog, NoqaPolicy, LintCache | None] | None = None
 
 
 _ROOTS: tuple[Path, ...] = ()
@@ -207,10 +207,10 @@ _MODULES: dict[str, tuple[str, bool]] = {}  # this run's module_name of each fil
 Scanned = tuple[FileResult, str, bytes | None]
 
 
-def _init_worker(catalog: Catalog, bare_noqa: bool, cache: LintCache | None,
+def _init_worker(catalog: Catalog, noqa: NoqaPolicy, cache: LintCache | None,
                  roots: tuple[Path, ...] = ()) -> None:
     global _WORKER, _ROOTS
-    _WORKER = (catalog, bare_noqa, cache)
+    _WORKER = (catalog, noqa, cache)
     _ROOTS = roots
 
 
@@ -237,7 +237,7 @@ def _scan_path(task: tuple[str, bool, bool]) -> Scanned:
     already missed), else scanned, with the line to store it by."""
     path, full, lookup = task
     assert _WORKER is not None
-    catalog, bare_noqa, cache = _WORKER
+    catalog, noqa, cache = _WORKER
     try:
         source = read_regular(path)  # a FIFO named a.py must not hang the run
     except OSError as exc:
@@ -258,7 +258,7 @@ def _scan_path(task: tuple[str, bool, bool]) -> Scanned:
     if hit is not None:
         return hit, "", None
     result = scan_source(path, module, source, catalog, is_package=is_package,
-                         bare_noqa=bare_noqa)
+                         noqa=noqa)
     if cache is None:
         return result, "", None
     result.content = content
@@ -288,7 +288,7 @@ def _drain(chunks: Sequence[list[Task]], ends: Any, send: Callable[[list[Scanned
 
 
 def _worker(chunks: Sequence[list[Task]], ends: Any, conn: Any,
-            args: tuple[Catalog, bool, LintCache | None, tuple[Path, ...]]) -> None:
+            args: tuple[Catalog, NoqaPolicy, LintCache | None, tuple[Path, ...]]) -> None:
     """A forked scan process: each chunk's results go back as soon as they are made (the
     pickling overlaps the next chunk's scan), then None."""
     _init_worker(*args)
@@ -327,13 +327,13 @@ class _Pool:
     keeps them for the run's one pack.
     """
 
-    def __init__(self, catalog: Catalog, bare_noqa: bool, jobs: int, files: int,
+    def __init__(self, catalog: Catalog, noqa: NoqaPolicy, jobs: int, files: int,
                  cache: LintCache | None = None, roots: tuple[Path, ...] = (),
                  known: dict[str, str] | None = None) -> None:
         self._jobs = jobs
         self._cache = cache
         self._known = known or {}
-        self._args = (catalog, bare_noqa, cache, roots)
+        self._args = (catalog, noqa, cache, roots)
         self._parallel = jobs > 1 and files >= PARALLEL_MIN_FILES
         _init_worker(*self._args)
 
@@ -419,14 +419,14 @@ def _owner_module(name: str, modules: dict[str, list[str]]) -> str | None:
     return None
 
 
-def _scan_tree(files: list[str], catalog: Catalog, bare_noqa: bool,
+def _scan_tree(files: list[str], catalog: Catalog, noqa: NoqaPolicy,
                jobs: int, cache: LintCache | None = None,
                roots: tuple[Path, ...] = (),
                hashed: dict[str, str] | None = None,
                installed: tuple[Path, ...] = ()) -> list[FileResult]:
     """Visit files with async code, then only the deferred modules a call chain reaches
     (and, with ``installed`` directories, the installed modules it reaches)."""
-    pool = _Pool(catalog, bare_noqa, jobs, len(files), cache, (*roots, *installed), hashed)
+    pool = _Pool(catalog, noqa, jobs, len(files), cache, (*roots, *installed), hashed)
     dirs = tuple(map(str, installed))
     external: set[str] = set()  # installed modules read (or queued) this run
     try:
@@ -548,9 +548,9 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
     roots = import_roots(config)
     installed = installed_dirs(config)
     _MODULES.clear()  # a file's package may differ from the last run's (__init__.py added)
-    _init_worker(catalog, config.bare_noqa, cache, (*roots, *installed))
+    _init_worker(catalog, config.noqa, cache, (*roots, *installed))
     if cache is not None:
-        cache.fingerprint = fingerprint(catalog, config.bare_noqa)
+        cache.fingerprint = fingerprint(catalog, config.noqa)
         cache.scope = json.dumps([str(r) for r in (*roots, *installed)])
         tree = _contents(files)
         # an installed package may change under an unchanged tree: no whole-run answer
@@ -572,7 +572,7 @@ def _lint_files(files: list[str], unreadable: list[tuple[str, str]], config: Lin
                 tree_key: str, installed: tuple[Path, ...] = ()) -> LintResult:
     """:func:`lint_paths` once the cache has no whole-tree answer: scan, then resolve."""
     try:
-        results = _scan_tree(files, catalog, config.bare_noqa, max(1, workers), cache, roots,
+        results = _scan_tree(files, catalog, config.noqa, max(1, workers), cache, roots,
                              tree, installed)
         if cache is not None:
             cache.flush()
@@ -615,7 +615,7 @@ def _lint_files(files: list[str], unreadable: list[tuple[str, str]], config: Lin
                 continue
             code, fields, confidence, via, source = hit
             if (not catalog.selection.enabled(code)
-                    or is_silenced(code, site.noqa, bare_noqa=config.bare_noqa)):
+                    or config.noqa.silences(code, site.noqa)):
                 continue
             out.findings.append(Finding(site.path, site.line, site.col, code,
                                         message(code, **fields), site.context, site.snippet,

@@ -34,7 +34,7 @@ from .imports import (
 from .model import FIRST_USE, READ, CallSite, Edge, FileResult, Finding, FuncFacts, Pending
 from .narrowing import OPAQUE, SELF, UNKNOWN, Args, Atom, Guard, Kind, Value, atoms
 from .newer import parse_with_newer
-from .noqa import is_silenced, noqa_codes
+from .noqa import DEFAULT_NOQA, NoqaPolicy, noqa_codes
 from .rules import catalogued, declared, message, meta
 from .rules.base import CONSTRUCTOR, LOOP_CALLBACK, PROTOCOL_CALLBACK
 
@@ -393,14 +393,14 @@ class FileScanner(ast.NodeVisitor):
     """Walks one module once; see the module docstring for what it collects."""
 
     def __init__(self, path: str, module: str, source: bytes, catalog: Catalog, *,
-                 is_package: bool = False, bare_noqa: bool = False) -> None:
+                 is_package: bool = False, noqa: NoqaPolicy = DEFAULT_NOQA) -> None:
         self.result = FileResult(path=path, module=module)
         self.catalog = catalog
         self.tracker = ImportTracker(module, is_package=is_package, factories=catalog.factories,
                                      offloads=catalog.offload, aliases=catalog.aliases,
                                      objects=catalog.objects)
         self.source = source
-        self.bare_noqa = bare_noqa
+        self.noqa = noqa
         self._lines: list[str] | None = None
         self._ctx: list[_Ctx] = []
         self._offloaded: set[int] = set()
@@ -460,7 +460,7 @@ class FileScanner(ast.NodeVisitor):
                 confidence: str = "high") -> None:
         """A finding; with ``unless`` it waits for the run to resolve those types."""
         if (not self.catalog.selection.enabled(code)
-                or is_silenced(code, self._noqa(node), bare_noqa=self.bare_noqa)):
+                or self.noqa.silences(code, self._noqa(node))):
             return
         text = message(code, call=call, func=ctx.display, **extra)
         finding = Finding(self.result.path, node.lineno, node.col_offset + 1, code, text,
@@ -1254,7 +1254,7 @@ def _no_cover_lines(source: bytes) -> frozenset[int]:
 
 
 def scan_source(path: str, module: str, source: bytes, catalog: Catalog, *,
-                is_package: bool = False, bare_noqa: bool = False) -> FileResult:
+                is_package: bool = False, noqa: NoqaPolicy = DEFAULT_NOQA) -> FileResult:
     """Scan one file's source; a file that cannot be parsed yields a COB900 finding."""
     try:
         tree = ast.parse(source, filename=path)
@@ -1273,7 +1273,7 @@ def scan_source(path: str, module: str, source: bytes, catalog: Catalog, *,
             return result
         tree = newer
     scanner = FileScanner(path, module, source, catalog, is_package=is_package,
-                          bare_noqa=bare_noqa)
+                          noqa=noqa)
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, DEEP_RECURSION))  # generated code nests deeply
     try:
