@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import copy
-import re
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -430,9 +429,6 @@ class FileScanner(ast.NodeVisitor):
         self._walrus = b":=" in source
         # a default SSL context per connection needs ssl=True or a wss:// URL spelled here
         self._tls_text = b"ssl" in source or b"wss://" in source
-        # lines whose block the project's authors exclude from coverage (``# pragma: no
-        # cover``): a defensive fallback that does not run, so its calls are not read
-        self._no_cover = _no_cover_lines(source) if b"no cover" in source else frozenset()
         self._decorated: set[str] = set()  # qualnames of decorated defs (maybe not functions)
         # a name can hold a descriptor only if the file spells a call that makes one
         # (``os.pipe``, ``x.fileno``; a name imported bare is missed: it stays flagged)
@@ -519,8 +515,6 @@ class FileScanner(ast.NodeVisitor):
                                  if b.kind == "import" and b.target}
 
     def _visit_def(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        if self._no_cover and node.lineno in self._no_cover:
-            return  # ``def f():  # pragma: no cover``: excluded as code that does not run
         for expr in [*node.decorator_list, *node.args.defaults,
                      *(d for d in node.args.kw_defaults if d is not None)]:
             self.visit(expr)
@@ -865,8 +859,7 @@ class FileScanner(ast.NodeVisitor):
         return name, typ
 
     def visit_If(self, node: ast.If) -> None:
-        if self._no_cover:
-            node = self._covered(node)
+        node = _live(node)
         self.visit(node.test)
         ctx = self._ctx[-1] if self._ctx else None
         guard = self._atoms(node.test, ctx) if ctx is not None and ctx.facts is not None else None
@@ -920,21 +913,6 @@ class FileScanner(ast.NodeVisitor):
         return node is not None and any(isinstance(n, ast.Global) and name in n.names
                                         for n in ast.walk(node))
 
-    def _covered(self, node: ast.If) -> ast.If:
-        """The if without the clause its ``# pragma: no cover`` excludes: the body when the
-        ``if`` line has it, the else when the ``else:`` line has it."""
-        body = [] if node.lineno in self._no_cover else node.body
-        orelse = node.orelse
-        if orelse and node.body:
-            end = node.body[-1].end_lineno or node.body[-1].lineno
-            if any(n in self._no_cover for n in range(end + 1, orelse[0].lineno)):
-                orelse = []
-        if body is node.body and orelse is node.orelse:
-            return node
-        covered = copy.copy(node)
-        covered.body, covered.orelse = body, orelse
-        return covered
-
     def _visit_block(self, stmts: list[ast.stmt]) -> None:
         """Statements in order; after ``if <test>: ... return`` the rest runs only when the
         test is false, so it is guarded by the negated test."""
@@ -942,10 +920,9 @@ class FileScanner(ast.NodeVisitor):
         pushed = 0
         narrowed: list[tuple[str, Any]] = []
         for i, stmt in enumerate(stmts):
-            if (self._no_cover and stmt.lineno in self._no_cover
-                    and not isinstance(stmt, ast.If)):  # an if's pragma: visit_If
-                continue
             self.visit(stmt)
+            if isinstance(stmt, ast.If) and _always_exits(stmt):
+                break  # ``if True: return``: the rest of the block cannot run
             exits = (isinstance(stmt, ast.If) and not stmt.orelse and stmt.body
                      and isinstance(stmt.body[-1], _EXITS))
             if not exits:
@@ -969,8 +946,6 @@ class FileScanner(ast.NodeVisitor):
     visit_AsyncFunctionDef = _visit_def
 
     def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
-        if self._no_cover and node.lineno in self._no_cover:
-            return  # ``except ...:  # pragma: no cover``: a fallback that does not run
         self.generic_visit(node)
 
     def visit_Lambda(self, node: ast.Lambda) -> None:
@@ -1243,14 +1218,29 @@ class FileScanner(ast.NodeVisitor):
         return self.result
 
 
-_NO_COVER = re.compile(rb"#\s*pragma:\s*no\s*cover")
+def _always_exits(node: ast.If) -> bool:
+    """A constant-true ``if`` whose body ends by leaving the block."""
+    live = _live(node)
+    return (live.body is node.body and bool(node.body) and not live.orelse
+            and isinstance(node.body[-1], _EXITS) and live is not node)
 
 
-def _no_cover_lines(source: bytes) -> frozenset[int]:
-    """Numbers of the lines marked ``# pragma: no cover`` (coverage.py excludes the
-    statement, or the clause it opens)."""
-    return frozenset(i for i, line in enumerate(source.splitlines(), 1)
-                     if b"no cover" in line and _NO_COVER.search(line))
+def _live(node: ast.If) -> ast.If:
+    """The if without the clause a constant test rules out (``if True: ... else: <dead>``,
+    ``if 0:``, ``if not False:``): a branch that cannot run holds no finding. Coverage
+    pragmas are not read: ``# pragma: no cover`` says what a test suite skips, not what
+    never runs."""
+    test, negated = node.test, False
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, negated = test.operand, not negated
+    if not isinstance(test, ast.Constant) or test.value is Ellipsis:
+        return node
+    live = copy.copy(node)
+    if bool(test.value) != negated:
+        live.orelse = []
+    else:
+        live.body = []
+    return live
 
 
 def scan_source(path: str, module: str, source: bytes, catalog: Catalog, *,
