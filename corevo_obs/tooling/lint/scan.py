@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from .call_catalog import Catalog
+from .file_modes import FILE_TYPE, quiet_close
 from .imports import (
     AMBIGUOUS,
     BINDS_NOTHING,
@@ -423,6 +424,7 @@ class FileScanner(ast.NodeVisitor):
         self._dispatch.update(handlers)
         self._written: set[str] = set()
         self._classes: list[dict[str, dict[str, int]]] = []  # attr -> method -> stores
+        self._class_nodes: list[ast.ClassDef] = []  # the classes being visited, innermost last
         self._properties: list[dict[str, tuple[str, ast.expr]]] = []
         self._consts: dict[str, object] = {}
         self._plain_defs: set[str] = set()
@@ -981,10 +983,12 @@ class FileScanner(ast.NodeVisitor):
                     for accessor in ("__getitem__", "get"):
                         self.result.returns[item_type(f"{info.qualname}.{accessor}", name)] = typ
         self._classes.append(_attribute_stores(node))
+        self._class_nodes.append(node)
         self._properties.append(_simple_properties(node))
         for stmt in node.body:
             self.visit(stmt)
         self._classes.pop()
+        self._class_nodes.pop()
         self._properties.pop()
         self.tracker.pop()
         self._constructor_site(node, info.qualname)
@@ -1035,6 +1039,20 @@ class FileScanner(ast.NodeVisitor):
     def visit_Await(self, node: ast.Await) -> None:
         self._awaited.add(id(node.value))
         self.generic_visit(node)
+
+    def _quiet_close(self, node: ast.Call, ref: Ref, ctx: _Ctx) -> bool:
+        """``fh.close()`` of a file opened read-only or never written (file_modes.py)."""
+        if (ref.attr != "close" or ref.type != FILE_TYPE
+                or not isinstance(node.func, ast.Attribute)):
+            return False
+        key = ast.unparse(node.func.value)
+        args = ctx.node.args.args if ctx.node is not None else []
+        if (isinstance(node.func.value, ast.Attribute) and self._class_nodes and args
+                and key.startswith(f"{args[0].arg}.")):
+            scope: ast.AST | None = self._class_nodes[-1]  # self.x: bound anywhere in the class
+        else:
+            scope = ctx.node
+        return scope is not None and quiet_close(scope, key, self.tracker.resolve)
 
     def _fds(self, ctx: _Ctx) -> dict[str, str]:
         """Names the function binds once to a descriptor (``fd = os.dup(x)``,
@@ -1177,7 +1195,7 @@ class FileScanner(ast.NodeVisitor):
         if hit is not None and catalogued.returns_at_once(
                 node, ref, self.catalog, self.tracker, ctx.seen,
                 [a for a in ctx.guard if a.param in ctx.stable_params()],
-                lambda: self._fds(ctx)):
+                lambda: self._fds(ctx)) or self._quiet_close(node, ref, ctx):
             return
         if hit is not None:
             code, display, extra = hit
