@@ -20,7 +20,7 @@ async def annotated(a: io.TextIOWrapper, b: BufferedReader, c: io.BufferedWriter
     c.flush()  # error: ASYNC232
     d.truncate(0)  # error: ASYNC232
     e.write("x")  # error: ASYNC232
-    f.close()  # error: ASYNC232
+    f.close()  # error: ASYNC232  # error: COB100 [medium] (anything to flush? a guess)
 
 
 async def built(p: str) -> None:

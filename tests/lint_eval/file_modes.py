@@ -18,11 +18,11 @@ class Sender:
 
     async def start(self) -> None:
         try:
-            self.file.read(4096)  # error: COB100
+            self.file.read(4096)  # error: COB100 [high]
         finally:
             self.file.close()
             self.log.write("sent\n")  # error: COB100
-            self.log.close()  # error: COB100
+            self.log.close()  # error: COB100 [high]
 
 
 async def touch(path: str) -> None:
@@ -46,18 +46,18 @@ async def compressed(path: str) -> None:
 async def write_and_close(path: str) -> None:
     fh = await asyncio.to_thread(open, path, mode="w")
     fh.write("x")  # error: COB100
-    fh.close()  # error: COB100
+    fh.close()  # error: COB100 [high]
 
 
 async def handed_on(path: str, sink: object) -> None:
     fh = await asyncio.to_thread(open, path, "wb")
     await asyncio.to_thread(sink.dump, fh)  # type: ignore[attr-defined]
-    fh.close()  # error: COB100
+    fh.close()  # error: COB100 [high]
 
 
 async def mode_from_a_parameter(path: str, mode: str) -> None:
     fh = await asyncio.to_thread(open, path, mode)
-    fh.close()  # error: COB100
+    fh.close()  # error: COB100 [medium]
 
 
 async def bound_twice(path: str, other: BinaryIO) -> None:

@@ -6,7 +6,8 @@ no finding (the rubric's "nothing to flush"). A receiver qualifies when every bi
 it in its scope (a name in the function, ``self.x`` anywhere in the class) is one of the
 open calls below with a constant mode, also through ``await asyncio.to_thread(open, ...)``
 or ``loop.run_in_executor(None, open, ...)``; anything else (a parameter, a second kind of
-binding, a mode that is not a constant) keeps the close a finding.
+binding, a mode that is not a constant) keeps the close a finding, at medium confidence:
+whether anything is left to flush is then a guess (docs/lint.md, "Confidence").
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ OPENERS: dict[str, tuple[int, str]] = {
     "lzma.open": (1, "rb"),
 }
 OFFLOADS = {"asyncio.to_thread": 0}  # call -> index of the callable; the rest are its args
-# uses of a file object that write nothing into it
+# uses of a file object that write nothing into it (``flush`` of an unwritten file is a no-op)
 _IDLE = frozenset({"close", "name", "closed", "mode", "fileno", "flush", "isatty",
                    "readable", "writable", "seekable", "encoding"})
 FILE_TYPE = "io.IOBase"  # the catalog's type of what the openers return
@@ -97,12 +98,20 @@ def _written(scope: ast.AST, key: str) -> bool:
     return False
 
 
-def quiet_close(scope: ast.AST, key: str, resolve: Resolve) -> bool:
-    """True when closing ``key`` in ``scope`` cannot wait: every binding opened it
-    read-only, or opened it for writing and nothing in the scope writes into it."""
+QUIET, WRITTEN, UNSURE = "quiet", "written", "unsure"
+FLUSHING = frozenset({"close", "flush"})  # wait only when something was written
+
+
+def flush_state(scope: ast.AST | None, key: str, resolve: Resolve) -> str:
+    """``QUIET`` when closing ``key`` in ``scope`` cannot wait: every binding opened it
+    read-only, or opened it for writing and nothing in the scope writes into it;
+    ``WRITTEN`` when every binding opened it with a known mode and it is written;
+    ``UNSURE`` otherwise (whether anything waits to be flushed is a guess)."""
+    if scope is None:
+        return UNSURE
     modes = [_opened_mode(v, resolve) if v is not None else None for v in _stores(scope, key)]
     if not modes or any(m is None for m in modes):
-        return False
+        return UNSURE
     if all(not set("wax+") & set(m) for m in modes if m is not None):
-        return True
-    return not _written(scope, key)
+        return QUIET
+    return WRITTEN if _written(scope, key) else QUIET

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from .call_catalog import Catalog
-from .file_modes import FILE_TYPE, quiet_close
+from .file_modes import FILE_TYPE, FLUSHING, QUIET, UNSURE, flush_state
 from .imports import (
     AMBIGUOUS,
     BINDS_NOTHING,
@@ -1040,11 +1040,12 @@ class FileScanner(ast.NodeVisitor):
         self._awaited.add(id(node.value))
         self.generic_visit(node)
 
-    def _quiet_close(self, node: ast.Call, ref: Ref, ctx: _Ctx) -> bool:
-        """``fh.close()`` of a file opened read-only or never written (file_modes.py)."""
-        if (ref.attr != "close" or ref.type != FILE_TYPE
+    def _flush_state(self, node: ast.Call, ref: Ref, ctx: _Ctx) -> str | None:
+        """For ``fh.close()`` / ``fh.flush()`` on a file object: whether it has anything
+        to flush (file_modes.py); None for every other call."""
+        if (ref.attr not in FLUSHING or ref.type != FILE_TYPE
                 or not isinstance(node.func, ast.Attribute)):
-            return False
+            return None
         key = ast.unparse(node.func.value)
         args = ctx.node.args.args if ctx.node is not None else []
         if (isinstance(node.func.value, ast.Attribute) and self._class_nodes and args
@@ -1052,7 +1053,7 @@ class FileScanner(ast.NodeVisitor):
             scope: ast.AST | None = self._class_nodes[-1]  # self.x: bound anywhere in the class
         else:
             scope = ctx.node
-        return scope is not None and quiet_close(scope, key, self.tracker.resolve)
+        return flush_state(scope, key, self.tracker.resolve)
 
     def _fds(self, ctx: _Ctx) -> dict[str, str]:
         """Names the function binds once to a descriptor (``fd = os.dup(x)``,
@@ -1195,7 +1196,10 @@ class FileScanner(ast.NodeVisitor):
         if hit is not None and catalogued.returns_at_once(
                 node, ref, self.catalog, self.tracker, ctx.seen,
                 [a for a in ctx.guard if a.param in ctx.stable_params()],
-                lambda: self._fds(ctx)) or self._quiet_close(node, ref, ctx):
+                lambda: self._fds(ctx)):
+            return
+        flushing = self._flush_state(node, ref, ctx) if hit is not None else None
+        if flushing == QUIET:
             return
         if hit is not None:
             code, display, extra = hit
@@ -1203,7 +1207,7 @@ class FileScanner(ast.NodeVisitor):
                 self._report(code, node, ctx, display, extra,
                              catalogued.deferred_buffers(node, ref, self.catalog, self.tracker),
                              "medium" if guessed or ref.name in self.catalog.first_use
-                             or ctx.once else "high")
+                             or ctx.once or flushing == UNSURE else "high")
             elif ctx.facts is not None and ctx.facts.blocking is None:
                 unless = catalogued.deferred_buffers(node, ref, self.catalog, self.tracker)
                 if unless:
