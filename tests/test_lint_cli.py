@@ -358,6 +358,19 @@ def test_bad_flag_values_exit_2_in_one_line(tmp_path: Path, argv: list[str]) -> 
     assert proc.stdout == ""
 
 
+def test_a_package_under_src_with_no_configuration(tmp_path: Path) -> None:
+    """ruff's default ``src = [".", "src"]``: ``src/pkg`` is ``pkg``, linted from the
+    project directory or from its parent (the project named on the command line)."""
+    proj = tmp_path / "proj"
+    tree(proj, **{"src/pkg/__init__.py": "",
+                  "src/pkg/helpers.py": "import time\n\ndef slow():\n    time.sleep(1)\n",
+                  "src/pkg/app.py": "from pkg.helpers import slow\n\nasync def h():\n"
+                                      "    slow()\n"})
+    for cwd, where in ((proj, "."), (tmp_path, "proj")):
+        rows = json.loads(lint(cwd, "--format", "json", "--no-cache", where).stdout)
+        assert [(Path(r["path"]).name, r["code"]) for r in rows] == [("app.py", "COB110")]
+
+
 def test_namespace_packages_and_configured_src_roots(tmp_path: Path) -> None:
     """``src/nsp`` has no ``__init__.py`` (PEP 420) and ``plugins/`` is only on sys.path at
     run time: both chains resolve once the roots are known (src is a default root,

@@ -131,18 +131,25 @@ def _dotted_package(directory: str, roots: tuple[str, ...]) -> str:
 @functools.lru_cache(maxsize=1 << 16)
 def _namespace(directory: str, roots: tuple[str, ...]) -> str:
     """``a.b`` for ``directory`` = ``root/a/b`` under the deepest import root, else ''."""
-    holding = [r for r in roots if directory.startswith(r + os.sep)]
+    holding = [r for r in roots if directory == r or directory.startswith(r + os.sep)]
     if not holding:
         return ""
-    parts = directory[len(max(holding, key=len)) + 1:].split(os.sep)
+    rest = directory[len(max(holding, key=len)) + 1:]  # '' when the package sits in a root
+    parts = rest.split(os.sep) if rest else []
     return ".".join(parts) if all(x.isidentifier() for x in parts) else ""
 
 
-def import_roots(config: LintConfig) -> tuple[Path, ...]:
+def import_roots(config: LintConfig, paths: Sequence[str] = ()) -> tuple[Path, ...]:
     """Where imports start: the config's ``src`` directories, else the project directory
-    and its ``src/`` (ruff's default), relative to the config file (or the current one)."""
+    and its ``src/`` (ruff's default), relative to the config file (or the current one).
+    Without a config file, a directory named on the command line is a project directory
+    too (``corevo-obs lint proj`` from proj's parent reads ``proj/src/pkg`` as ``pkg``)."""
     base = Path(config.root or os.getcwd()).resolve()
-    return tuple(base / d for d in (config.src or (".", "src")))
+    if config.src:
+        return tuple(base / d for d in config.src)
+    dirs = [base] if config.root else [base, *(Path(p).resolve() for p in paths
+                                               if p != "-" and os.path.isdir(p))]
+    return tuple(dict.fromkeys(d / sub for d in dirs for sub in (".", "src")))
 
 
 def installed_dirs(config: LintConfig) -> tuple[Path, ...]:
@@ -545,7 +552,7 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
     workers = min(jobs, max_jobs()) if jobs is not None else max_jobs()
     tree: dict[str, str] | None = None
     tree_key = ""
-    roots = import_roots(config)
+    roots = import_roots(config, paths)
     installed = installed_dirs(config)
     _MODULES.clear()  # a file's package may differ from the last run's (__init__.py added)
     _init_worker(catalog, config.noqa, cache, (*roots, *installed))
