@@ -142,14 +142,14 @@ def _namespace(directory: str, roots: tuple[str, ...]) -> str:
 def import_roots(config: LintConfig, paths: Sequence[str] = ()) -> tuple[Path, ...]:
     """Where imports start: the config's ``src`` directories, else the project directory
     and its ``src/`` (ruff's default), relative to the config file (or the current one).
-    Without a config file, a directory named on the command line is a project directory
+    Without a config file, the ``src/`` of a directory named on the command line is one
     too (``corevo-obs lint proj`` from proj's parent reads ``proj/src/pkg`` as ``pkg``)."""
     base = Path(config.root or os.getcwd()).resolve()
     if config.src:
         return tuple(base / d for d in config.src)
-    dirs = [base] if config.root else [base, *(Path(p).resolve() for p in paths
-                                               if p != "-" and os.path.isdir(p))]
-    return tuple(dict.fromkeys(d / sub for d in dirs for sub in (".", "src")))
+    named = [] if config.root else [Path(p).resolve() / "src" for p in paths
+                                    if p != "-" and os.path.isdir(os.path.join(p, "src"))]
+    return tuple(dict.fromkeys([base, base / "src", *named]))
 
 
 def installed_dirs(config: LintConfig) -> tuple[Path, ...]:

@@ -398,7 +398,8 @@ class FileScanner(ast.NodeVisitor):
         self.catalog = catalog
         self.tracker = ImportTracker(module, is_package=is_package, factories=catalog.factories,
                                      offloads=catalog.offload, aliases=catalog.aliases,
-                                     objects=catalog.objects)
+                                     objects=catalog.objects, attributes=catalog.attributes,
+                                     elements=catalog.elements)
         self.source = source
         self.noqa = noqa
         self._lines: list[str] | None = None
@@ -415,6 +416,9 @@ class FileScanner(ast.NodeVisitor):
             ast.AugAssign: self.visit_AugAssign, ast.Return: self.visit_Return,
             ast.Yield: self._visit_yield, ast.YieldFrom: self._visit_yield,
             ast.Attribute: self.visit_Attribute, ast.ExceptHandler: self.visit_ExceptHandler,
+            ast.ListComp: self._visit_comprehension, ast.SetComp: self._visit_comprehension,
+            ast.GeneratorExp: self._visit_comprehension,
+            ast.DictComp: self._visit_comprehension,
         }
         # every node type: its handler, the generic walk, or None for a leaf (not entered)
         # (a cycle through ``self``: ``scan_source`` breaks it when done, so a finished
@@ -949,6 +953,25 @@ class FileScanner(ast.NodeVisitor):
 
     def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
         self.generic_visit(node)
+
+    def _visit_comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp
+                             | ast.DictComp) -> None:
+        """``[p.read_text() for p in root.glob("*")]``: the variable has the type of the
+        items (``ImportTracker.element_type``) while the comprehension is walked."""
+        narrowed: list[tuple[str, Any]] = []
+        for gen in node.generators:
+            self.visit(gen.iter)
+            typ = (self.tracker.element_type(gen.iter)
+                   if isinstance(gen.target, ast.Name) else None)
+            if typ is not None:
+                assert isinstance(gen.target, ast.Name)
+                narrowed.append((gen.target.id, self.tracker.narrow(gen.target.id, typ)))
+            for cond in gen.ifs:
+                self.visit(cond)
+        for part in ((node.key, node.value) if isinstance(node, ast.DictComp) else (node.elt,)):
+            self.visit(part)
+        for name, old in reversed(narrowed):
+            self.tracker.widen(name, old)
 
     def visit_Lambda(self, node: ast.Lambda) -> None:
         for expr in [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]:
