@@ -429,6 +429,8 @@ class FileScanner(ast.NodeVisitor):
         self._written: set[str] = set()
         self._classes: list[dict[str, dict[str, int]]] = []  # attr -> method -> stores
         self._class_nodes: list[ast.ClassDef] = []  # the classes being visited, innermost last
+        self._main_names: frozenset[str] | None = None  # see _main_built
+        self._module_node: ast.Module | None = None
         self._properties: list[dict[str, tuple[str, ast.expr]]] = []
         self._consts: dict[str, object] = {}
         self._plain_defs: set[str] = set()
@@ -507,6 +509,7 @@ class FileScanner(ast.NodeVisitor):
 
     # -- scopes ----------------------------------------------------------------------
     def visit_Module(self, node: ast.Module) -> None:
+        self._module_node = node
         self.tracker.push_module(node.body)
         self._urllib3 = any(b.kind == "import" and (b.target or "").partition(".")[0] == "urllib3"
                             for b in self.tracker.stack[-1].bindings.values())
@@ -1024,6 +1027,8 @@ class FileScanner(ast.NodeVisitor):
             return
         if not any(isinstance(stmt, ast.AsyncFunctionDef) for stmt in node.body):
             return
+        if node.name in self._main_built():
+            return  # a script's class, built by its sync ``__main__`` code: not an async API
         for init in node.body:  # a dataclass's or attrs class's hook runs in its __init__
             if isinstance(init, ast.FunctionDef) and init.name in CONSTRUCTORS:
                 callee = f"{qualname}.{init.name}"
@@ -1031,6 +1036,29 @@ class FileScanner(ast.NodeVisitor):
                     callee, self.result.path, init.lineno, init.col_offset + 1,
                     f"{node.name}(...) {CONSTRUCTOR}", callee, self.line(init.lineno).strip(),
                     noqa_codes(self.line(init.lineno)), low=True))
+
+    def _main_built(self) -> frozenset[str]:
+        """Names this file calls in its ``if __name__ == "__main__":`` block, or in the sync
+        module functions that block calls (``main()``), when no coroutine of the file calls
+        them too: the classes a script builds in sync code before any loop runs."""
+        if self._main_names is not None:
+            return self._main_names
+        self._main_names = frozenset()
+        module = self._module_node
+        if module is None or b"__main__" not in self.source:
+            return self._main_names
+        blocks = [st for st in module.body if isinstance(st, ast.If) and _is_main_test(st.test)]
+        if not blocks:
+            return self._main_names
+        sync = {st.name: st for st in module.body if isinstance(st, ast.FunctionDef)}
+        called = {n for b in blocks for n in _called_names(b)}
+        built = set(called)
+        for name in called & set(sync):
+            built |= _called_names(sync[name])
+        on_loop = {n for st in ast.walk(module) if isinstance(st, ast.AsyncFunctionDef)
+                   for n in _called_names(st)}
+        self._main_names = frozenset(built - on_loop)
+        return self._main_names
 
     # -- calls -----------------------------------------------------------------------
     def _offload_index(self, node: ast.Call, ref: Ref | None) -> int | None:
@@ -1261,6 +1289,21 @@ class FileScanner(ast.NodeVisitor):
             del self.result.funcs[qualname]
         self.result.written = frozenset(self._written)
         return self.result
+
+
+def _called_names(node: ast.AST) -> set[str]:
+    """The plain names called anywhere in ``node`` (``Daemon()``, ``main()``)."""
+    return {n.func.id for n in ast.walk(node)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+
+
+def _is_main_test(test: ast.expr) -> bool:
+    """``__name__ == "__main__"`` (either way round)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = {ast.unparse(test.left), ast.unparse(test.comparators[0])}
+    return sides in ({"__name__", "'__main__'"}, {"__name__", '"__main__"'})
 
 
 def _always_exits(node: ast.If) -> bool:
