@@ -60,7 +60,7 @@ from .model import CallSite, Edge, FileResult, Finding, FuncFacts, Pending
 from .narrowing import OPS, Args, Atom, Guard, Kind, Value, instance
 from .noqa import NoqaPolicy
 
-FORMAT = 10
+FORMAT = 11
 ENV = "COREVO_LINT_CACHE_DIR"
 DEFAULT_PARTS = (".corevo-cache", "lint")  # under the project root
 MAX_ENTRY = 16 << 20
@@ -256,14 +256,14 @@ def _enc_facts(qualname: str, f: FuncFacts) -> list[object]:
             [[k, _enc_value(v)] for k, v in f.defaults.items()], f.varkw,
             [[k, _enc_guard(g)] for k, g in f.rebinds.items()],
             [[k, _enc_value(v)] for k, v in f.inits.items()],
-            [[i, list(types)] for i, types in f.unless.items()], f.getter]
+            [[i, list(types)] for i, types in f.unless.items()], f.getter, f.abstract]
 
 
 def _dec_facts(x: object, path: str) -> tuple[str, FuncFacts]:
     (qualname, name, line, marked, blocks, edges, params, names, defaults, varkw,
-     rebinds, inits, unless, getter) = _list(x, 14)
+     rebinds, inits, unless, getter, abstract) = _list(x, 15)
     _check(type(marked) is bool and type(varkw) is bool and type(getter) is bool)
-    facts = FuncFacts(_str(name), path, _int(line), marked, getter)
+    facts = FuncFacts(_str(name), path, _int(line), marked, getter, abstract=_bool(abstract))
     for item in _list(blocks):
         call, guard = _list(item, 2)
         facts.blocks.append((_str(call), _dec_guard(guard)))

@@ -9,6 +9,7 @@ import functools
 import gc
 import json
 import os
+import re
 import stat
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -456,6 +457,7 @@ def _scan_tree(files: list[str], catalog: Catalog, noqa: NoqaPolicy,
         frontier += [t for r in done for p in r.pending for t in p.unless]
         seen: set[str] = set()
         hops: dict[str, int] = {}  # re-export steps taken to reach a name
+        abstract: set[str] = set()  # abstract methods reached: their subclasses are read
         while frontier:
             wanted: dict[str, None] = {}
             pending: list[str] = []
@@ -471,6 +473,11 @@ def _scan_tree(files: list[str], catalog: Catalog, noqa: NoqaPolicy,
                 facts = known.get(name) or known.get(f"{name}.__init__")
                 if facts is not None:
                     seen.add(name)
+                    if facts.abstract and name not in abstract:
+                        abstract.add(name)
+                        subs = _subclass_modules(name, deferred)
+                        wanted.update(dict.fromkeys(subs))
+                        pending.extend(f"{m}.*" for m in subs)
                     frontier.extend(facts.callees)
                     frontier.extend(t for types_ in facts.unless.values() for t in types_)
                     continue
@@ -501,6 +508,9 @@ def _scan_tree(files: list[str], catalog: Catalog, noqa: NoqaPolicy,
             more = pool.scan(paths, full=True)
             done.extend(more)
             known.update((q, f) for r in more for q, f in r.funcs.items())
+            # a module read for its subclasses: their methods lead on like any other's
+            pending = [*(n for n in pending if not n.endswith(".*")),
+                       *(q for r in more if f"{r.module}.*" in pending for q in r.funcs)]
             reexports.update((k, v) for r in more for k, v in r.reexports.items())
             hierarchy.add(more)
             types.add((q, t) for r in more for q, t in r.returns.items())
@@ -509,6 +519,29 @@ def _scan_tree(files: list[str], catalog: Catalog, noqa: NoqaPolicy,
         return done
     finally:
         pool.close()
+
+
+def _subclass_modules(method: str, deferred: dict[str, list[str]]) -> list[str]:
+    """The deferred modules of the abstract method's own top-level package (or folder)
+    whose source names its class as a base (``class SerialDevice(Device):``): the
+    implementations a call of it may run. Read only when a chain reaches one."""
+    owner = method.rpartition(".")[0]
+    module, _, short = owner.rpartition(".")
+    top = module.partition(".")[0]
+    pattern = re.compile(rb"class\s+\w+\s*\([^)]*\b" + re.escape(short.encode()) + rb"\b")
+    found = []
+    for name, paths in deferred.items():
+        if name != top and not name.startswith(top + "."):
+            continue
+        for path in paths:
+            try:
+                source = read_regular(path)
+            except OSError:
+                continue
+            if short.encode() in source and pattern.search(source):
+                found.append(name)
+                break
+    return found
 
 
 def _protocol_callbacks(r: FileResult, hierarchy: Hierarchy,

@@ -544,7 +544,8 @@ class FileScanner(ast.NodeVisitor):
         else:
             facts = FuncFacts(display, self.result.path, node.lineno,
                               marked=declared.is_marked(node, self.tracker, self.catalog),
-                              getter=self.tracker.is_property(node))
+                              getter=self.tracker.is_property(node),
+                              abstract=bool(self._class_nodes) and _is_abstract(node))
             self._signature(node, facts)
             if protocol is None:  # maybe a callback: the run looks for a protocol base
                 self.result.callbacks.append(CallSite(
@@ -1289,6 +1290,17 @@ class FileScanner(ast.NodeVisitor):
             del self.result.funcs[qualname]
         self.result.written = frozenset(self._written)
         return self.result
+
+
+def _is_abstract(node: ast.FunctionDef) -> bool:
+    """A method left to subclasses: ``@abstractmethod``, or a body (past its docstring)
+    that only raises ``NotImplementedError``."""
+    if any(ast.unparse(d).rpartition(".")[2] == "abstractmethod" for d in node.decorator_list):
+        return True
+    body = node.body[1:] if (node.body and isinstance(node.body[0], ast.Expr)
+                             and isinstance(node.body[0].value, ast.Constant)) else node.body
+    return (len(body) == 1 and isinstance(body[0], ast.Raise) and body[0].exc is not None
+            and ast.unparse(body[0].exc).partition("(")[0] == "NotImplementedError")
 
 
 def _called_names(node: ast.AST) -> set[str]:
