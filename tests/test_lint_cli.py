@@ -125,6 +125,22 @@ def test_bad_baseline_file_is_a_usage_error(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "bl.json: not a corevo-obs lint baseline" in proc.stderr
 
 
+@pytest.mark.parametrize("flag, name, text", [
+    ("--observed", "deep.json", "[" * 100_000 + "]" * 100_000),
+    ("--observed", "deep.json", '{"stalls": ' + "[" * 100_000 + "]" * 100_000 + "}"),
+    ("--baseline", "deep.json", "[" * 100_000 + "]" * 100_000),
+    ("--config", "deep.toml", "a = " + "[" * 5_000 + "]" * 5_000 + "\n"),
+], ids=["observed", "observed-report", "baseline", "config"])
+def test_deeply_nested_inputs_are_one_line_and_exit_2(tmp_path: Path, flag: str, name: str,
+                                                      text: str) -> None:
+    """Nesting someone else chose is bad input, not our RecursionError (exit 3)."""
+    tree(tmp_path, **{"app.py": CLEAN, name: text})
+    proc = lint(tmp_path, ".", flag, name)
+    assert proc.returncode == 2, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and name in proc.stderr
+    assert "internal error" not in proc.stderr
+
+
 def test_config_errors_name_their_source_all_at_once(tmp_path: Path) -> None:
     tree(tmp_path, **{"app.py": CLEAN, "pyproject.toml":
                       '[tool.corevo-obs.lint]\nblocking = "x"\nignore = ["E501"]\ncolour = 1\n'})
@@ -155,6 +171,22 @@ def test_config_extends_the_catalog(tmp_path: Path) -> None:
     })
     rows = json.loads(lint(tmp_path, "--format", "json", ".").stdout)
     assert [(r["line"], r["code"]) for r in rows] == [(5, "COB111"), (6, "COB105")]
+
+
+@pytest.mark.parametrize("switches, reported", [
+    ("", []), ("bare-noqa = false\n", [6]), ("peer-noqa = false\n", [5]),
+    ("bare-noqa = false\npeer-noqa = false\n", [5, 6]),
+])
+def test_bare_and_peer_noqa_silence_unless_switched_off(tmp_path: Path, switches: str,
+                                                        reported: list[int]) -> None:
+    tree(tmp_path, **{
+        "pyproject.toml": "[tool.corevo-obs.lint]\n" + switches,
+        "app.py": ("import time\n\n\nasync def h():\n"
+                   "    time.sleep(1)  # noqa: ASYNC251\n"
+                   "    time.sleep(1)  # noqa\n"
+                   "    time.sleep(1)  # noqa: COB104\n")})
+    rows = json.loads(lint(tmp_path, "--format", "json", ".").stdout)
+    assert [r["line"] for r in rows] == reported
 
 
 def test_config_ignore_exclude_and_markers(tmp_path: Path) -> None:
@@ -324,6 +356,19 @@ def test_bad_flag_values_exit_2_in_one_line(tmp_path: Path, argv: list[str]) -> 
     errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("corevo-obs: error:")]
     assert len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert proc.stdout == ""
+
+
+def test_a_package_under_src_with_no_configuration(tmp_path: Path) -> None:
+    """ruff's default ``src = [".", "src"]``: ``src/pkg`` is ``pkg``, linted from the
+    project directory or from its parent (the project named on the command line)."""
+    proj = tmp_path / "proj"
+    tree(proj, **{"src/pkg/__init__.py": "",
+                  "src/pkg/helpers.py": "import time\n\ndef slow():\n    time.sleep(1)\n",
+                  "src/pkg/app.py": "from pkg.helpers import slow\n\nasync def h():\n"
+                                      "    slow()\n"})
+    for cwd, where in ((proj, "."), (tmp_path, "proj")):
+        rows = json.loads(lint(cwd, "--format", "json", "--no-cache", where).stdout)
+        assert [(Path(r["path"]).name, r["code"]) for r in rows] == [("app.py", "COB110")]
 
 
 def test_namespace_packages_and_configured_src_roots(tmp_path: Path) -> None:

@@ -17,6 +17,8 @@ from corevo_obs.tooling.lint.rules import RULES
 
 EVAL = Path(__file__).parent / "lint_eval"
 EXPECT = re.compile(r"#\s*error:\s*((?:ASYNC|COB)\d{3})")
+# ``# error: COB100 [medium]``: the finding must also carry that confidence
+TIERED = re.compile(r"#\s*error:\s*(COB\d{3})\s*\[(high|medium|low)\]")
 PEER_OF = {peer: code for code, rule in RULES.items() for peer in rule.peers}
 # the offload spelled by a project's own config (the configurable method-name offload)
 CONFIG = LintConfig(offload_methods={"submit_blocking": 0})
@@ -31,6 +33,16 @@ def labels() -> dict[Line, set[str]]:
         for lineno, text in enumerate(path.read_text().splitlines(), 1):
             for code in EXPECT.findall(text):
                 out.setdefault((where(path), lineno), set()).add(code)
+    return out
+
+
+def tiers() -> dict[tuple[str, int, str], str]:
+    """(file, line, code) -> the confidence marked for it."""
+    out: dict[tuple[str, int, str], str] = {}
+    for path in sorted(EVAL.rglob("*.py")):
+        for lineno, text in enumerate(path.read_text().splitlines(), 1):
+            for code, tier in TIERED.findall(text):
+                out[(where(path), lineno, code)] = tier
     return out
 
 
@@ -70,6 +82,10 @@ def test_lint_meets_every_marker_and_nothing_else() -> None:
           f"({len(labels())} labelled lines)")
     assert missed == [], "missed"
     assert false == [], "false positives"
+    sure = {(where(f.path), f.line, f.code): f.confidence for f in result.findings}
+    marked = tiers()
+    assert marked, "no confidence marked in tests/lint_eval"
+    assert {k: sure.get(k) for k in marked} == marked, "confidence"
 
 
 @pytest.mark.skipif(importlib.util.find_spec("flake8_async") is None,

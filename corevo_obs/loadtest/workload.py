@@ -19,6 +19,7 @@ from typing import Any, Final, Literal
 
 from ..core.errors import ConfigError
 from ..core.fileio import read_regular
+from ..core.nesting import loads_toml
 
 MixKind = Literal["short", "upload", "stream", "websocket", "background"]
 MIX_KINDS: Final[tuple[str, ...]] = ("short", "upload", "stream", "websocket", "background")
@@ -140,11 +141,9 @@ def load_workload(path: str | Path) -> Workload:
     except OSError as exc:
         raise WorkloadError(exc.strerror or str(exc), source=where) from None
     try:
-        doc = tomllib.loads(raw.decode("utf-8"))
+        doc = loads_toml(raw.decode("utf-8"))  # thousands of [[[... deep: one line too
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise WorkloadError(f"not valid TOML: {exc}", source=where) from None
-    except RecursionError:  # tomllib recurses per nesting level: thousands of [[[...
-        raise WorkloadError("not valid TOML: nested too deeply", source=where) from None
     return parse_workload(doc, where)
 
 

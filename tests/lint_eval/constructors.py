@@ -62,3 +62,49 @@ class Printer:
 
     async def status(self) -> str:
         return self.host
+
+
+class Daemon:
+    """A script's class: its __main__ block builds it in sync code before any loop runs,
+    so its constructor is no async API's (the false twin of Client above)."""
+
+    def __init__(self) -> None:
+        self.ssl = ssl.create_default_context()
+
+    async def serve(self) -> None:
+        return None
+
+
+class Reader:
+    """Built by a sync main() that the __main__ block calls: a script's class too."""
+
+    def __init__(self) -> None:
+        self.ssl = ssl.create_default_context()
+
+    async def read(self) -> None:
+        return None
+
+
+class Shared:
+    """Built in __main__ and by a coroutine: the coroutine's call is a site of its own, and
+    the guess stands."""
+
+    def __init__(self) -> None:  # error: COB110 [low]
+        self.ssl = ssl.create_default_context()
+
+    async def run(self) -> None:
+        return None
+
+
+async def spawn() -> None:
+    await Shared().run()  # error: COB110 [medium]
+
+
+def main() -> None:
+    Reader()
+
+
+if __name__ == "__main__":
+    Daemon()
+    Shared()
+    main()

@@ -58,3 +58,48 @@ async def read_meter(vendor: int, product: int) -> bytes:
 
 def describe(dev: usb.core.Device) -> str:
     return usb.util.get_string(dev, dev.iProduct)
+
+
+# pyserial and other hardware I/O: listing the ports reads every device's sysfs entries,
+# a port's reads wait for bytes; the same calls offloaded stay clean
+import asyncio
+
+import serial
+import serial.tools.list_ports
+import smbus2
+import spidev
+from serial.tools import list_ports
+
+
+async def find_adapter() -> str | None:
+    for port in serial.tools.list_ports.comports():  # error: COB100
+        if port.vid == 0x0403:
+            return port.device
+    return None
+
+
+async def find_adapter_offloaded() -> list[str]:
+    ports = await asyncio.to_thread(list_ports.comports)
+    return [p.device for p in ports]
+
+
+async def poll_port(port: serial.Serial) -> bytes:
+    port.reset_input_buffer()  # error: COB100
+    return port.read_all() or b""  # error: COB100
+
+
+async def read_sensor(bus_id: int) -> int:
+    bus = smbus2.SMBus(bus_id)  # error: COB100
+    return bus.read_byte_data(0x48, 0)  # error: COB100
+
+
+async def spi_frame(dev: spidev.SpiDev) -> list[int]:
+    return dev.xfer2([0x01, 0x80, 0])  # error: COB100
+
+
+def read_sensor_sync(bus: smbus2.SMBus) -> int:
+    return bus.read_byte_data(0x48, 0)
+
+
+async def read_sensor_offloaded(bus: smbus2.SMBus) -> int:
+    return await asyncio.to_thread(read_sensor_sync, bus)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ...core.errors import ConfigError
 from ...core.fileio import read_regular, write_files
+from ...core.nesting import loads_json
 from .model import Finding
 
 VERSION = 1
@@ -29,7 +30,7 @@ def _key(f: Finding) -> Key:
 def load_baseline(path: str | Path) -> Counter[Key]:
     file = Path(path)
     try:
-        data = json.loads(read_regular(file).decode("utf-8"))
+        data = loads_json(read_regular(file).decode("utf-8"))
         if data.get("version") != VERSION:
             raise ValueError(f"unsupported version {data.get('version')!r}")
         return Counter({(e["path"], e["code"], e["context"], e["snippet"]): int(e["count"])

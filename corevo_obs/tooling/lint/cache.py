@@ -58,8 +58,9 @@ from typing import Any
 from .call_catalog import Catalog
 from .model import CallSite, Edge, FileResult, Finding, FuncFacts, Pending
 from .narrowing import OPS, Args, Atom, Guard, Kind, Value, instance
+from .noqa import NoqaPolicy
 
-FORMAT = 10
+FORMAT = 11
 ENV = "COREVO_LINT_CACHE_DIR"
 DEFAULT_PARTS = (".corevo-cache", "lint")  # under the project root
 MAX_ENTRY = 16 << 20
@@ -107,9 +108,9 @@ def _canon(obj: object) -> object:
     return obj
 
 
-def fingerprint(catalog: Catalog, bare_noqa: bool) -> str:
+def fingerprint(catalog: Catalog, noqa: NoqaPolicy) -> str:
     """Everything besides a file's own bytes that its summary depends on."""
-    text = json.dumps([FORMAT, list(sys.version_info[:2]), own_sources(), bare_noqa,
+    text = json.dumps([FORMAT, list(sys.version_info[:2]), own_sources(), [noqa.bare, noqa.peers],
                        _canon(catalog)], default=repr)
     return digest(text.encode())
 
@@ -255,14 +256,14 @@ def _enc_facts(qualname: str, f: FuncFacts) -> list[object]:
             [[k, _enc_value(v)] for k, v in f.defaults.items()], f.varkw,
             [[k, _enc_guard(g)] for k, g in f.rebinds.items()],
             [[k, _enc_value(v)] for k, v in f.inits.items()],
-            [[i, list(types)] for i, types in f.unless.items()], f.getter]
+            [[i, list(types)] for i, types in f.unless.items()], f.getter, f.abstract]
 
 
 def _dec_facts(x: object, path: str) -> tuple[str, FuncFacts]:
     (qualname, name, line, marked, blocks, edges, params, names, defaults, varkw,
-     rebinds, inits, unless, getter) = _list(x, 14)
+     rebinds, inits, unless, getter, abstract) = _list(x, 15)
     _check(type(marked) is bool and type(varkw) is bool and type(getter) is bool)
-    facts = FuncFacts(_str(name), path, _int(line), marked, getter)
+    facts = FuncFacts(_str(name), path, _int(line), marked, getter, abstract=_bool(abstract))
     for item in _list(blocks):
         call, guard = _list(item, 2)
         facts.blocks.append((_str(call), _dec_guard(guard)))

@@ -81,6 +81,10 @@ class Catalog:
     # -> (spots of the ssl argument, spots of the URL argument); see [default-tls]
     default_tls: dict[str, TlsSpots] = field(default_factory=dict)
     default_tls_methods: dict[str, TlsSpots] = field(default_factory=dict)
+    # "T.attr" -> the type of that attribute (``path.parent``: a path), and "T.method" ->
+    # the type of the items it returns (``path.glob("*")``: paths)
+    attributes: dict[str, str] = field(default_factory=dict)
+    elements: dict[str, str] = field(default_factory=dict)
 
     @functools.cached_property
     def after_methods(self) -> frozenset[str]:
@@ -126,6 +130,8 @@ class Catalog:
             awaited_blocking=self.awaited_blocking,
             default_tls=self.default_tls,
             default_tls_methods=self.default_tls_methods,
+            attributes=self.attributes,
+            elements=self.elements,
             aliases=self.aliases,
             after=self.after,
             in_memory_args=self.in_memory_args,
@@ -212,6 +218,10 @@ def _parse(data: dict[str, Any], source: str) -> Catalog:
         distinctive = {m: f"{t}.{m}" for t, spec in data.get("objects", {}).items()
                        if spec.get("distinctive") and isinstance(spec["methods"], list)
                        for m in spec["methods"]}
+        attributes = {f"{t}.{a}": t for t, spec in data.get("objects", {}).items()
+                      for a in spec.get("attributes", ())}
+        elements = {f"{t}.{m}": t for t, spec in data.get("objects", {}).items()
+                    for m in spec.get("iterates", ())}
         lazy = {f for t, spec in data.get("objects", {}).items() if spec.get("lazy")
                 for f in spec.get("factories", ())} & set(calls)
     except (KeyError, TypeError, ValueError) as exc:
@@ -235,7 +245,8 @@ def _parse(data: dict[str, Any], source: str) -> Catalog:
                    disarming_keywords=disarming_keywords, loop_callbacks=loop_callbacks,
                    protocol_types=protocol_types, protocol_methods=protocol_methods,
                    awaited_blocking=awaited_blocking, default_tls=default_tls,
-                   default_tls_methods=default_tls_methods)
+                   default_tls_methods=default_tls_methods, attributes=attributes,
+                   elements=elements)
 
 
 def load_catalog(config: LintConfig | None = None) -> Catalog:

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ...core.errors import ConfigError
+from ...core.nesting import loads_toml
+from .noqa import NoqaPolicy
 
 TABLE = "[tool.corevo-obs.lint]"
 _CODE = re.compile(r"^COB\d{3}$")
@@ -36,6 +38,8 @@ class LintConfig:
         extend-calls = { COB105 = ["duckdb.connect"] }
         select = ["COB1"]                             # code prefixes reported (default: all)
         ignore = ["COB100"]
+        bare-noqa = false                             # only `# noqa: CODE` (default: true)
+        peer-noqa = false                             # `# noqa: ASYNC230` does not count
         exclude = ["migrations/*"]
         baseline = "lint-baseline.json"
         min-confidence = "low"                        # low / medium (default) / high
@@ -53,7 +57,8 @@ class LintConfig:
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
-    bare_noqa: bool = False
+    bare_noqa: bool = True  # a noqa comment naming no code silences every code (noqa.py)
+    peer_noqa: bool = True  # a peer's code (ASYNC230) silences the COB rule covering it
     baseline: str | None = None
     min_confidence: str = "medium"  # findings less sure than this are not reported
     src: tuple[str, ...] = ()  # import roots (like ruff's ``src``), relative to ``root``
@@ -63,6 +68,10 @@ class LintConfig:
     installed: tuple[str, ...] = ()
     source: str = "defaults"
     root: str = ""  # the config file's directory ('' = the current directory)
+
+    @property
+    def noqa(self) -> NoqaPolicy:
+        return NoqaPolicy(bare=self.bare_noqa, peers=self.peer_noqa)
 
 
 class FieldError(ValueError):
@@ -164,6 +173,7 @@ FIELDS: dict[str, tuple[str, Field]] = {  # key -> (LintConfig attribute, field)
     "ignore": ("ignore", CODES),
     "exclude": ("exclude", StringsField(re.compile(".*"), expected="a list of glob patterns")),
     "bare-noqa": ("bare_noqa", BoolField()),
+    "peer-noqa": ("peer_noqa", BoolField()),
     "baseline": ("baseline", PathField()),
     "min-confidence": ("min_confidence", ChoiceField(("low", "medium", "high"))),
     "src": ("src", StringsField(re.compile(r"^[^\x00]+$"), "directory",
@@ -204,7 +214,7 @@ def load_config(path: str | Path | None = None) -> LintConfig:
             raise ConfigError("config file not found", source=str(file))
         return LintConfig()
     try:
-        data = tomllib.loads(file.read_text(encoding="utf-8"))
+        data = loads_toml(file.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"cannot read: {exc}", source=str(file)) from None
     table = data.get("tool", {}).get("corevo-obs", {}).get("lint")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import os
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -18,6 +19,25 @@ from typing import NamedTuple, cast
 
 BUILTINS = frozenset(dir(builtins))
 AMBIGUOUS = "?"
+# "X[]": a container of X (``Tuple[X, ...]``, ``list[X]``): iterating it gives an X
+ELEMENTS = "[]"
+# "X|builtins.str": X or a builtin scalar (``str | Path | None``): a method the scalars
+# lack can only be X's (the scalars would raise AttributeError)
+UNION = "|"
+_SCALARS: dict[str, type] = {"builtins.str": str, "builtins.bytes": bytes, "builtins.int": int,
+                             "builtins.float": float, "builtins.bool": bool,
+                             "os.PathLike": os.PathLike}
+_CONTAINERS = frozenset({
+    "builtins.list", "builtins.tuple", "builtins.set", "builtins.frozenset",
+    *(f"typing.{n}" for n in ("List", "Tuple", "Set", "FrozenSet", "Sequence",
+                              "MutableSequence", "Iterable", "Iterator", "Collection",
+                              "AbstractSet", "Deque")),
+    *(f"collections.abc.{n}" for n in ("Sequence", "MutableSequence", "Iterable", "Iterator",
+                                       "Collection", "Set")),
+    "collections.deque"})
+# calls that hand back the items of their first argument (``sorted(p.glob("*"))``)
+_PASS_ITEMS = frozenset({"builtins.sorted", "builtins.list", "builtins.tuple", "builtins.set",
+                         "builtins.reversed", "builtins.frozenset"})
 # the deferred name of what reading a property gives: ``pkg.Reader.fh#get`` (``returns.py``
 # resolves it like a call's result; a plain attribute never gets one, so stays unknown)
 GETTER = "#get"
@@ -217,7 +237,8 @@ class ImportTracker:
     def __init__(self, module: str, *, is_package: bool, factories: dict[str, str],
                  offloads: dict[str, int] | None = None,
                  aliases: dict[str, str] | None = None,
-                 objects: Iterable[str] = ()) -> None:
+                 objects: Iterable[str] = (), attributes: dict[str, str] | None = None,
+                 elements: dict[str, str] | None = None) -> None:
         self.module = module
         self.objects = frozenset(objects)  # catalog types: their methods' results are not
         # deferred (``value_type``), the catalog's factories say what they return
@@ -225,6 +246,8 @@ class ImportTracker:
         self.factories = factories
         self.offloads = offloads or {}
         self.aliases = aliases or {}  # annotation type -> tracked type (io.TextIOWrapper)
+        self.attributes = attributes or {}  # "pathlib.Path.parent" -> the attribute's type
+        self.elements = elements or {}  # "pathlib.Path.glob" -> the type of its items
         self.stack: list[Scope] = []
         self.classes: dict[str, ClassInfo] = {}
         self.returns: dict[str, ast.expr] = {}  # function qualname -> return annotation
@@ -386,7 +409,7 @@ class ImportTracker:
                         qualname = f"{base}.{alias.name}" if base else alias.name
                         scope.bind(alias.asname or alias.name, Binding("import", qualname))
                         scope.nonvar.add(alias.asname or alias.name)
-            elif (isinstance(stmt, ast.Assign) and scope.kind == "module"
+            elif (isinstance(stmt, ast.Assign) and scope.kind != "class"
                   and isinstance(stmt.value, ast.Constant) and stmt.value.value is None
                   and all(isinstance(lhs, ast.Name) for lhs in stmt.targets)):
                 for lhs in stmt.targets:
@@ -405,7 +428,7 @@ class ImportTracker:
             elif isinstance(stmt, ast.AugAssign):
                 self._bind_target(stmt.target, scope, AMBIGUOUS)
             elif isinstance(stmt, ast.For | ast.AsyncFor):
-                self._bind_target(stmt.target, scope, None)
+                self._bind_target(stmt.target, scope, self.element_type(stmt.iter))
             elif isinstance(stmt, ast.With | ast.AsyncWith):
                 for item in stmt.items:
                     if item.optional_vars is not None:
@@ -553,9 +576,12 @@ class ImportTracker:
     def _annotation_type(self, ann: ast.expr | None) -> str | None:
         """The type an annotation names: ``X``, ``"X"``, ``Optional[X]``, ``X | None``,
         ``None | X``, ``Union[X, None]`` (a union of two real types is no one type)."""
-        ann = self._strip_optional(ann)
-        if ann is None:
-            return None
+        stripped = self._strip_optional(ann)
+        if stripped is None:
+            return self._union_type(ann)
+        ann = stripped
+        if isinstance(ann, ast.Subscript):
+            return self._container_type(ann)
         ref = self.resolve(ann)
         if ref is None or ref.kind not in ("import", "class"):
             return None
@@ -588,6 +614,8 @@ class ImportTracker:
             if generic in ("typing.Union", "typing_extensions.Union"):
                 members = (list(ann.slice.elts) if isinstance(ann.slice, ast.Tuple)
                            else [ann.slice])
+            elif generic in _CONTAINERS:
+                return ann  # its items' type: _container_type
             else:
                 return None
         if members is None:
@@ -595,6 +623,88 @@ class ImportTracker:
         real = [m for m in members
                 if not (isinstance(m, ast.Constant) and m.value is None)]
         return self._strip_optional(real[0], depth + 1) if len(real) == 1 else None
+
+    def _members(self, ann: ast.expr, depth: int = 0) -> list[ast.expr] | None:
+        """The members of a union annotation (``A | B | None``, ``Union[A, B]``,
+        ``Optional[A | B]``), flattened; None for anything else."""
+        if depth > 4:
+            return None
+        if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
+            try:
+                return self._members(ast.parse(ann.value.strip(), mode="eval").body, depth + 1)
+            except SyntaxError:
+                return None
+        if isinstance(ann, ast.BinOp) and isinstance(ann.op, ast.BitOr):
+            parts = [ann.left, ann.right]
+        elif isinstance(ann, ast.Subscript) and isinstance(ann.value, ast.Name | ast.Attribute):
+            ref = self.resolve(ann.value)
+            name = ref.name if ref is not None else f"typing.{ast.unparse(ann.value)}"
+            if name.rpartition(".")[2] not in ("Union", "Optional"):
+                return None
+            parts = list(ann.slice.elts) if isinstance(ann.slice, ast.Tuple) else [ann.slice]
+        else:
+            return [ann]
+        out: list[ast.expr] = []
+        for part in parts:
+            inner = self._members(part, depth + 1)
+            if inner is None:
+                return None
+            out.extend(inner)
+        return out
+
+    def _union_type(self, ann: ast.expr | None) -> str | None:
+        """``str | Path | None``: one real type beside builtin scalars and None (UNION)."""
+        members = self._members(ann) if ann is not None else None
+        if not members or len(members) > 8:
+            return None
+        real: list[str] = []
+        scalars: list[str] = []
+        for m in members:
+            if isinstance(m, ast.Constant) and m.value is None:
+                continue
+            ref = self.resolve(m)
+            name = ref.name if ref is not None else ""
+            if name in _SCALARS:
+                scalars.append(name)
+                continue
+            typ = self._annotation_type(m) if not isinstance(m, ast.BinOp) else None
+            if typ is None or UNION in typ:
+                return None
+            real.append(typ)
+        if len(set(real)) != 1:
+            return None
+        return UNION.join([real[0], *sorted(set(scalars))]) if scalars else real[0]
+
+    def _container_type(self, ann: ast.Subscript) -> str | None:
+        """``Tuple[X, ...]``, ``tuple[X, X]``, ``list[X]``, ``Sequence[X]``: "X[]"."""
+        items = list(ann.slice.elts) if isinstance(ann.slice, ast.Tuple) else [ann.slice]
+        if len(items) == 2 and isinstance(items[1], ast.Constant) and items[1].value is ...:
+            items = items[:1]
+        if not items or len({ast.unparse(i) for i in items}) != 1:
+            return None
+        inner = self._annotation_type(items[0])
+        if inner is None or inner == AMBIGUOUS or UNION in inner or inner.endswith(ELEMENTS):
+            return None
+        return inner + ELEMENTS
+
+    def element_type(self, node: ast.expr) -> str | None:
+        """The type of the items ``for x in node`` binds: ``p.glob("*")`` (the catalog's
+        ``iterates``), ``sorted(...)`` of such a call, a name or attribute typed as a
+        container of X (``Tuple[X, ...]``)."""
+        if isinstance(node, ast.Call):
+            ref = self.resolve(node.func)
+            if ref is None:
+                return None
+            if ref.kind == "method" and ref.type:
+                return self.elements.get(f"{ref.type}.{ref.attr}")
+            if ref.name in _PASS_ITEMS and len(node.args) == 1:
+                return self.element_type(node.args[0])
+            return None
+        if isinstance(node, ast.Name | ast.Attribute):
+            ref = self.resolve(node)
+            typ = ref.type if ref is not None and ref.kind == "instance" else None
+            return typ[:-len(ELEMENTS)] if typ and typ.endswith(ELEMENTS) else None
+        return None
 
     def value_type(self, node: ast.expr) -> str | None:
         """The type of an expression's value, when a known factory built it."""
@@ -632,6 +742,11 @@ class ImportTracker:
             return None
         if isinstance(node, ast.Subscript):  # a TypedDict's field: ``ctx["client"]``
             field = node.slice
+            if not isinstance(field, ast.Slice):  # tools[0] of a Tuple[Tool, ...]
+                whole = self.resolve(node.value)
+                typ = whole.type if whole is not None and whole.kind == "instance" else None
+                if typ and typ.endswith(ELEMENTS):
+                    return typ[:-len(ELEMENTS)]
             if not (isinstance(field, ast.Constant) and isinstance(field.value, str)
                     and field.value.isidentifier()):
                 return None
@@ -706,7 +821,18 @@ class ImportTracker:
                 getter = f"{base.type}.{base.attr}{GETTER}"
                 return Ref(f"{getter}.{node.attr}", "method", type=getter, attr=node.attr)
             if base.kind == "instance":
-                return Ref(f"{base.type}.{node.attr}", "method", type=base.type, attr=node.attr)
+                typ = base.type or ""
+                if UNION in typ:  # str | Path: a method no scalar has is the real type's
+                    typ, *scalars = typ.split(UNION)
+                    if any(hasattr(_SCALARS.get(x, object), node.attr) for x in scalars):
+                        return None
+                elif typ.endswith(ELEMENTS):
+                    return None  # a container's own methods: not modelled
+                key = f"{typ}.{node.attr}"
+                made = self.attributes.get(key)
+                if made is not None:  # path.parent: a path
+                    return Ref(made, "instance", type=made)
+                return Ref(key, "method", type=typ, attr=node.attr)
             if base.kind == "builtin":
                 return None
             return Ref(f"{base.name}.{node.attr}", base.kind)

@@ -54,6 +54,7 @@ class FuncFacts:
     line: int
     marked: bool = False  # decorated with @blocking
     getter: bool = False  # a property's getter: reading the attribute calls it
+    abstract: bool = False  # @abstractmethod, or a body that only raises NotImplementedError
     blocks: list[tuple[str, Guard]] = field(default_factory=list)  # e.g. ("open()", ())
     edges: list[Edge] = field(default_factory=list)
     params: tuple[str, ...] = ()  # positional parameters, without self / cls

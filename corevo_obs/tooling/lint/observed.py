@@ -20,7 +20,6 @@ The tooling may not import the runtime (lint-imports), so the formats are read h
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from typing import Any
 
 from ...core.errors import ConfigError
 from ...core.fileio import read_regular
+from ...core.nesting import loads_json
 
 _HEADLINE = re.compile(r"stalled (?P<duration>[0-9.]+)s at (?P<where>\S+:\d+:[\w<>.]+)")
 _FRAME = re.compile(r"^\s+(?P<file>\S.*?):(?P<line>\d+):(?P<function>[\w<>.]+)\s*$")
@@ -87,7 +87,7 @@ def load_stalls(paths: Sequence[str]) -> list[Stall]:
 
 def _parse(text: str, path: str) -> Iterator[Stall]:
     try:
-        whole = json.loads(text)
+        whole = loads_json(text)
     except ValueError:
         whole = None
     if isinstance(whole, dict) and isinstance(whole.get("stalls"), list):  # load-test report
@@ -100,7 +100,7 @@ def _parse(text: str, path: str) -> Iterator[Stall]:
     for n, line in enumerate(text.splitlines(), 1):
         if line.lstrip().startswith("{"):
             try:
-                item = json.loads(line)
+                item = loads_json(line)
             except ValueError:
                 item = None
             stall = _from_json(item, f"{path}:{n}") if isinstance(item, dict) else None

@@ -9,6 +9,7 @@ import functools
 import gc
 import json
 import os
+import re
 import stat
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -24,7 +25,7 @@ from .call_catalog import Catalog, load_catalog
 from .config import LintConfig
 from .hierarchy import Hierarchy
 from .model import READ, CallSite, FileResult, Finding, FuncFacts
-from .noqa import is_silenced
+from .noqa import NoqaPolicy
 from .observed import FrameIndex, Stall, blocking_facts
 from .returns import AMBIGUOUS, ReturnTypes, follow_reexport
 from .rules import message, meta
@@ -131,18 +132,25 @@ def _dotted_package(directory: str, roots: tuple[str, ...]) -> str:
 @functools.lru_cache(maxsize=1 << 16)
 def _namespace(directory: str, roots: tuple[str, ...]) -> str:
     """``a.b`` for ``directory`` = ``root/a/b`` under the deepest import root, else ''."""
-    holding = [r for r in roots if directory.startswith(r + os.sep)]
+    holding = [r for r in roots if directory == r or directory.startswith(r + os.sep)]
     if not holding:
         return ""
-    parts = directory[len(max(holding, key=len)) + 1:].split(os.sep)
+    rest = directory[len(max(holding, key=len)) + 1:]  # '' when the package sits in a root
+    parts = rest.split(os.sep) if rest else []
     return ".".join(parts) if all(x.isidentifier() for x in parts) else ""
 
 
-def import_roots(config: LintConfig) -> tuple[Path, ...]:
+def import_roots(config: LintConfig, paths: Sequence[str] = ()) -> tuple[Path, ...]:
     """Where imports start: the config's ``src`` directories, else the project directory
-    and its ``src/`` (ruff's default), relative to the config file (or the current one)."""
+    and its ``src/`` (ruff's default), relative to the config file (or the current one).
+    Without a config file, the ``src/`` of a directory named on the command line is one
+    too (``corevo-obs lint proj`` from proj's parent reads ``proj/src/pkg`` as ``pkg``)."""
     base = Path(config.root or os.getcwd()).resolve()
-    return tuple(base / d for d in (config.src or (".", "src")))
+    if config.src:
+        return tuple(base / d for d in config.src)
+    named = [] if config.root else [Path(p).resolve() / "src" for p in paths
+                                    if p != "-" and os.path.isdir(os.path.join(p, "src"))]
+    return tuple(dict.fromkeys([base, base / "src", *named]))
 
 
 def installed_dirs(config: LintConfig) -> tuple[Path, ...]:
@@ -197,7 +205,7 @@ def _installed_owner(name: str, dirs: tuple[str, ...]) -> tuple[str, str] | None
 MAX_INSTALLED_FILES = 2_000  # installed modules one run reads at most
 
 
-_WORKER: tuple[Catalog, bool, LintCache | None] | None = None
+_WORKER: tuple[Catalog, NoqaPolicy, LintCache | None] | None = None
 
 
 _ROOTS: tuple[Path, ...] = ()
@@ -207,10 +215,10 @@ _MODULES: dict[str, tuple[str, bool]] = {}  # this run's module_name of each fil
 Scanned = tuple[FileResult, str, bytes | None]
 
 
-def _init_worker(catalog: Catalog, bare_noqa: bool, cache: LintCache | None,
+def _init_worker(catalog: Catalog, noqa: NoqaPolicy, cache: LintCache | None,
                  roots: tuple[Path, ...] = ()) -> None:
     global _WORKER, _ROOTS
-    _WORKER = (catalog, bare_noqa, cache)
+    _WORKER = (catalog, noqa, cache)
     _ROOTS = roots
 
 
@@ -237,7 +245,7 @@ def _scan_path(task: tuple[str, bool, bool]) -> Scanned:
     already missed), else scanned, with the line to store it by."""
     path, full, lookup = task
     assert _WORKER is not None
-    catalog, bare_noqa, cache = _WORKER
+    catalog, noqa, cache = _WORKER
     try:
         source = read_regular(path)  # a FIFO named a.py must not hang the run
     except OSError as exc:
@@ -258,7 +266,7 @@ def _scan_path(task: tuple[str, bool, bool]) -> Scanned:
     if hit is not None:
         return hit, "", None
     result = scan_source(path, module, source, catalog, is_package=is_package,
-                         bare_noqa=bare_noqa)
+                         noqa=noqa)
     if cache is None:
         return result, "", None
     result.content = content
@@ -288,7 +296,7 @@ def _drain(chunks: Sequence[list[Task]], ends: Any, send: Callable[[list[Scanned
 
 
 def _worker(chunks: Sequence[list[Task]], ends: Any, conn: Any,
-            args: tuple[Catalog, bool, LintCache | None, tuple[Path, ...]]) -> None:
+            args: tuple[Catalog, NoqaPolicy, LintCache | None, tuple[Path, ...]]) -> None:
     """A forked scan process: each chunk's results go back as soon as they are made (the
     pickling overlaps the next chunk's scan), then None."""
     _init_worker(*args)
@@ -327,13 +335,13 @@ class _Pool:
     keeps them for the run's one pack.
     """
 
-    def __init__(self, catalog: Catalog, bare_noqa: bool, jobs: int, files: int,
+    def __init__(self, catalog: Catalog, noqa: NoqaPolicy, jobs: int, files: int,
                  cache: LintCache | None = None, roots: tuple[Path, ...] = (),
                  known: dict[str, str] | None = None) -> None:
         self._jobs = jobs
         self._cache = cache
         self._known = known or {}
-        self._args = (catalog, bare_noqa, cache, roots)
+        self._args = (catalog, noqa, cache, roots)
         self._parallel = jobs > 1 and files >= PARALLEL_MIN_FILES
         _init_worker(*self._args)
 
@@ -419,14 +427,14 @@ def _owner_module(name: str, modules: dict[str, list[str]]) -> str | None:
     return None
 
 
-def _scan_tree(files: list[str], catalog: Catalog, bare_noqa: bool,
+def _scan_tree(files: list[str], catalog: Catalog, noqa: NoqaPolicy,
                jobs: int, cache: LintCache | None = None,
                roots: tuple[Path, ...] = (),
                hashed: dict[str, str] | None = None,
                installed: tuple[Path, ...] = ()) -> list[FileResult]:
     """Visit files with async code, then only the deferred modules a call chain reaches
     (and, with ``installed`` directories, the installed modules it reaches)."""
-    pool = _Pool(catalog, bare_noqa, jobs, len(files), cache, (*roots, *installed), hashed)
+    pool = _Pool(catalog, noqa, jobs, len(files), cache, (*roots, *installed), hashed)
     dirs = tuple(map(str, installed))
     external: set[str] = set()  # installed modules read (or queued) this run
     try:
@@ -449,6 +457,7 @@ def _scan_tree(files: list[str], catalog: Catalog, bare_noqa: bool,
         frontier += [t for r in done for p in r.pending for t in p.unless]
         seen: set[str] = set()
         hops: dict[str, int] = {}  # re-export steps taken to reach a name
+        abstract: set[str] = set()  # abstract methods reached: their subclasses are read
         while frontier:
             wanted: dict[str, None] = {}
             pending: list[str] = []
@@ -464,6 +473,11 @@ def _scan_tree(files: list[str], catalog: Catalog, bare_noqa: bool,
                 facts = known.get(name) or known.get(f"{name}.__init__")
                 if facts is not None:
                     seen.add(name)
+                    if facts.abstract and name not in abstract:
+                        abstract.add(name)
+                        subs = _subclass_modules(name, deferred)
+                        wanted.update(dict.fromkeys(subs))
+                        pending.extend(f"{m}.*" for m in subs)
                     frontier.extend(facts.callees)
                     frontier.extend(t for types_ in facts.unless.values() for t in types_)
                     continue
@@ -494,6 +508,9 @@ def _scan_tree(files: list[str], catalog: Catalog, bare_noqa: bool,
             more = pool.scan(paths, full=True)
             done.extend(more)
             known.update((q, f) for r in more for q, f in r.funcs.items())
+            # a module read for its subclasses: their methods lead on like any other's
+            pending = [*(n for n in pending if not n.endswith(".*")),
+                       *(q for r in more if f"{r.module}.*" in pending for q in r.funcs)]
             reexports.update((k, v) for r in more for k, v in r.reexports.items())
             hierarchy.add(more)
             types.add((q, t) for r in more for q, t in r.returns.items())
@@ -502,6 +519,29 @@ def _scan_tree(files: list[str], catalog: Catalog, bare_noqa: bool,
         return done
     finally:
         pool.close()
+
+
+def _subclass_modules(method: str, deferred: dict[str, list[str]]) -> list[str]:
+    """The deferred modules of the abstract method's own top-level package (or folder)
+    whose source names its class as a base (``class SerialDevice(Device):``): the
+    implementations a call of it may run. Read only when a chain reaches one."""
+    owner = method.rpartition(".")[0]
+    module, _, short = owner.rpartition(".")
+    top = module.partition(".")[0]
+    pattern = re.compile(rb"class\s+\w+\s*\([^)]*\b" + re.escape(short.encode()) + rb"\b")
+    found = []
+    for name, paths in deferred.items():
+        if name != top and not name.startswith(top + "."):
+            continue
+        for path in paths:
+            try:
+                source = read_regular(path)
+            except OSError:
+                continue
+            if short.encode() in source and pattern.search(source):
+                found.append(name)
+                break
+    return found
 
 
 def _protocol_callbacks(r: FileResult, hierarchy: Hierarchy,
@@ -545,12 +585,12 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
     workers = min(jobs, max_jobs()) if jobs is not None else max_jobs()
     tree: dict[str, str] | None = None
     tree_key = ""
-    roots = import_roots(config)
+    roots = import_roots(config, paths)
     installed = installed_dirs(config)
     _MODULES.clear()  # a file's package may differ from the last run's (__init__.py added)
-    _init_worker(catalog, config.bare_noqa, cache, (*roots, *installed))
+    _init_worker(catalog, config.noqa, cache, (*roots, *installed))
     if cache is not None:
-        cache.fingerprint = fingerprint(catalog, config.bare_noqa)
+        cache.fingerprint = fingerprint(catalog, config.noqa)
         cache.scope = json.dumps([str(r) for r in (*roots, *installed)])
         tree = _contents(files)
         # an installed package may change under an unchanged tree: no whole-run answer
@@ -572,7 +612,7 @@ def _lint_files(files: list[str], unreadable: list[tuple[str, str]], config: Lin
                 tree_key: str, installed: tuple[Path, ...] = ()) -> LintResult:
     """:func:`lint_paths` once the cache has no whole-tree answer: scan, then resolve."""
     try:
-        results = _scan_tree(files, catalog, config.bare_noqa, max(1, workers), cache, roots,
+        results = _scan_tree(files, catalog, config.noqa, max(1, workers), cache, roots,
                              tree, installed)
         if cache is not None:
             cache.flush()
@@ -615,7 +655,7 @@ def _lint_files(files: list[str], unreadable: list[tuple[str, str]], config: Lin
                 continue
             code, fields, confidence, via, source = hit
             if (not catalog.selection.enabled(code)
-                    or is_silenced(code, site.noqa, bare_noqa=config.bare_noqa)):
+                    or config.noqa.silences(code, site.noqa)):
                 continue
             out.findings.append(Finding(site.path, site.line, site.col, code,
                                         message(code, **fields), site.context, site.snippet,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import copy
-import re
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from .call_catalog import Catalog
+from .file_modes import FILE_TYPE, FLUSHING, QUIET, UNSURE, flush_state
 from .imports import (
     AMBIGUOUS,
     BINDS_NOTHING,
@@ -34,7 +34,7 @@ from .imports import (
 from .model import FIRST_USE, READ, CallSite, Edge, FileResult, Finding, FuncFacts, Pending
 from .narrowing import OPAQUE, SELF, UNKNOWN, Args, Atom, Guard, Kind, Value, atoms
 from .newer import parse_with_newer
-from .noqa import is_silenced, noqa_codes
+from .noqa import DEFAULT_NOQA, NoqaPolicy, noqa_codes
 from .rules import catalogued, declared, message, meta
 from .rules.base import CONSTRUCTOR, LOOP_CALLBACK, PROTOCOL_CALLBACK
 
@@ -393,14 +393,15 @@ class FileScanner(ast.NodeVisitor):
     """Walks one module once; see the module docstring for what it collects."""
 
     def __init__(self, path: str, module: str, source: bytes, catalog: Catalog, *,
-                 is_package: bool = False, bare_noqa: bool = False) -> None:
+                 is_package: bool = False, noqa: NoqaPolicy = DEFAULT_NOQA) -> None:
         self.result = FileResult(path=path, module=module)
         self.catalog = catalog
         self.tracker = ImportTracker(module, is_package=is_package, factories=catalog.factories,
                                      offloads=catalog.offload, aliases=catalog.aliases,
-                                     objects=catalog.objects)
+                                     objects=catalog.objects, attributes=catalog.attributes,
+                                     elements=catalog.elements)
         self.source = source
-        self.bare_noqa = bare_noqa
+        self.noqa = noqa
         self._lines: list[str] | None = None
         self._ctx: list[_Ctx] = []
         self._offloaded: set[int] = set()
@@ -415,6 +416,9 @@ class FileScanner(ast.NodeVisitor):
             ast.AugAssign: self.visit_AugAssign, ast.Return: self.visit_Return,
             ast.Yield: self._visit_yield, ast.YieldFrom: self._visit_yield,
             ast.Attribute: self.visit_Attribute, ast.ExceptHandler: self.visit_ExceptHandler,
+            ast.ListComp: self._visit_comprehension, ast.SetComp: self._visit_comprehension,
+            ast.GeneratorExp: self._visit_comprehension,
+            ast.DictComp: self._visit_comprehension,
         }
         # every node type: its handler, the generic walk, or None for a leaf (not entered)
         # (a cycle through ``self``: ``scan_source`` breaks it when done, so a finished
@@ -424,15 +428,15 @@ class FileScanner(ast.NodeVisitor):
         self._dispatch.update(handlers)
         self._written: set[str] = set()
         self._classes: list[dict[str, dict[str, int]]] = []  # attr -> method -> stores
+        self._class_nodes: list[ast.ClassDef] = []  # the classes being visited, innermost last
+        self._main_names: frozenset[str] | None = None  # see _main_built
+        self._module_node: ast.Module | None = None
         self._properties: list[dict[str, tuple[str, ast.expr]]] = []
         self._consts: dict[str, object] = {}
         self._plain_defs: set[str] = set()
         self._walrus = b":=" in source
         # a default SSL context per connection needs ssl=True or a wss:// URL spelled here
         self._tls_text = b"ssl" in source or b"wss://" in source
-        # lines whose block the project's authors exclude from coverage (``# pragma: no
-        # cover``): a defensive fallback that does not run, so its calls are not read
-        self._no_cover = _no_cover_lines(source) if b"no cover" in source else frozenset()
         self._decorated: set[str] = set()  # qualnames of decorated defs (maybe not functions)
         # a name can hold a descriptor only if the file spells a call that makes one
         # (``os.pipe``, ``x.fileno``; a name imported bare is missed: it stays flagged)
@@ -460,7 +464,7 @@ class FileScanner(ast.NodeVisitor):
                 confidence: str = "high") -> None:
         """A finding; with ``unless`` it waits for the run to resolve those types."""
         if (not self.catalog.selection.enabled(code)
-                or is_silenced(code, self._noqa(node), bare_noqa=self.bare_noqa)):
+                or self.noqa.silences(code, self._noqa(node))):
             return
         text = message(code, call=call, func=ctx.display, **extra)
         finding = Finding(self.result.path, node.lineno, node.col_offset + 1, code, text,
@@ -505,6 +509,7 @@ class FileScanner(ast.NodeVisitor):
 
     # -- scopes ----------------------------------------------------------------------
     def visit_Module(self, node: ast.Module) -> None:
+        self._module_node = node
         self.tracker.push_module(node.body)
         self._urllib3 = any(b.kind == "import" and (b.target or "").partition(".")[0] == "urllib3"
                             for b in self.tracker.stack[-1].bindings.values())
@@ -519,8 +524,6 @@ class FileScanner(ast.NodeVisitor):
                                  if b.kind == "import" and b.target}
 
     def _visit_def(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        if self._no_cover and node.lineno in self._no_cover:
-            return  # ``def f():  # pragma: no cover``: excluded as code that does not run
         for expr in [*node.decorator_list, *node.args.defaults,
                      *(d for d in node.args.kw_defaults if d is not None)]:
             self.visit(expr)
@@ -541,7 +544,8 @@ class FileScanner(ast.NodeVisitor):
         else:
             facts = FuncFacts(display, self.result.path, node.lineno,
                               marked=declared.is_marked(node, self.tracker, self.catalog),
-                              getter=self.tracker.is_property(node))
+                              getter=self.tracker.is_property(node),
+                              abstract=bool(self._class_nodes) and _is_abstract(node))
             self._signature(node, facts)
             if protocol is None:  # maybe a callback: the run looks for a protocol base
                 self.result.callbacks.append(CallSite(
@@ -865,8 +869,7 @@ class FileScanner(ast.NodeVisitor):
         return name, typ
 
     def visit_If(self, node: ast.If) -> None:
-        if self._no_cover:
-            node = self._covered(node)
+        node = _live(node)
         self.visit(node.test)
         ctx = self._ctx[-1] if self._ctx else None
         guard = self._atoms(node.test, ctx) if ctx is not None and ctx.facts is not None else None
@@ -920,21 +923,6 @@ class FileScanner(ast.NodeVisitor):
         return node is not None and any(isinstance(n, ast.Global) and name in n.names
                                         for n in ast.walk(node))
 
-    def _covered(self, node: ast.If) -> ast.If:
-        """The if without the clause its ``# pragma: no cover`` excludes: the body when the
-        ``if`` line has it, the else when the ``else:`` line has it."""
-        body = [] if node.lineno in self._no_cover else node.body
-        orelse = node.orelse
-        if orelse and node.body:
-            end = node.body[-1].end_lineno or node.body[-1].lineno
-            if any(n in self._no_cover for n in range(end + 1, orelse[0].lineno)):
-                orelse = []
-        if body is node.body and orelse is node.orelse:
-            return node
-        covered = copy.copy(node)
-        covered.body, covered.orelse = body, orelse
-        return covered
-
     def _visit_block(self, stmts: list[ast.stmt]) -> None:
         """Statements in order; after ``if <test>: ... return`` the rest runs only when the
         test is false, so it is guarded by the negated test."""
@@ -942,10 +930,9 @@ class FileScanner(ast.NodeVisitor):
         pushed = 0
         narrowed: list[tuple[str, Any]] = []
         for i, stmt in enumerate(stmts):
-            if (self._no_cover and stmt.lineno in self._no_cover
-                    and not isinstance(stmt, ast.If)):  # an if's pragma: visit_If
-                continue
             self.visit(stmt)
+            if isinstance(stmt, ast.If) and _always_exits(stmt):
+                break  # ``if True: return``: the rest of the block cannot run
             exits = (isinstance(stmt, ast.If) and not stmt.orelse and stmt.body
                      and isinstance(stmt.body[-1], _EXITS))
             if not exits:
@@ -969,9 +956,26 @@ class FileScanner(ast.NodeVisitor):
     visit_AsyncFunctionDef = _visit_def
 
     def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
-        if self._no_cover and node.lineno in self._no_cover:
-            return  # ``except ...:  # pragma: no cover``: a fallback that does not run
         self.generic_visit(node)
+
+    def _visit_comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp
+                             | ast.DictComp) -> None:
+        """``[p.read_text() for p in root.glob("*")]``: the variable has the type of the
+        items (``ImportTracker.element_type``) while the comprehension is walked."""
+        narrowed: list[tuple[str, Any]] = []
+        for gen in node.generators:
+            self.visit(gen.iter)
+            typ = (self.tracker.element_type(gen.iter)
+                   if isinstance(gen.target, ast.Name) else None)
+            if typ is not None:
+                assert isinstance(gen.target, ast.Name)
+                narrowed.append((gen.target.id, self.tracker.narrow(gen.target.id, typ)))
+            for cond in gen.ifs:
+                self.visit(cond)
+        for part in ((node.key, node.value) if isinstance(node, ast.DictComp) else (node.elt,)):
+            self.visit(part)
+        for name, old in reversed(narrowed):
+            self.tracker.widen(name, old)
 
     def visit_Lambda(self, node: ast.Lambda) -> None:
         for expr in [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]:
@@ -1006,10 +1010,12 @@ class FileScanner(ast.NodeVisitor):
                     for accessor in ("__getitem__", "get"):
                         self.result.returns[item_type(f"{info.qualname}.{accessor}", name)] = typ
         self._classes.append(_attribute_stores(node))
+        self._class_nodes.append(node)
         self._properties.append(_simple_properties(node))
         for stmt in node.body:
             self.visit(stmt)
         self._classes.pop()
+        self._class_nodes.pop()
         self._properties.pop()
         self.tracker.pop()
         self._constructor_site(node, info.qualname)
@@ -1022,6 +1028,8 @@ class FileScanner(ast.NodeVisitor):
             return
         if not any(isinstance(stmt, ast.AsyncFunctionDef) for stmt in node.body):
             return
+        if node.name in self._main_built():
+            return  # a script's class, built by its sync ``__main__`` code: not an async API
         for init in node.body:  # a dataclass's or attrs class's hook runs in its __init__
             if isinstance(init, ast.FunctionDef) and init.name in CONSTRUCTORS:
                 callee = f"{qualname}.{init.name}"
@@ -1029,6 +1037,29 @@ class FileScanner(ast.NodeVisitor):
                     callee, self.result.path, init.lineno, init.col_offset + 1,
                     f"{node.name}(...) {CONSTRUCTOR}", callee, self.line(init.lineno).strip(),
                     noqa_codes(self.line(init.lineno)), low=True))
+
+    def _main_built(self) -> frozenset[str]:
+        """Names this file calls in its ``if __name__ == "__main__":`` block, or in the sync
+        module functions that block calls (``main()``), when no coroutine of the file calls
+        them too: the classes a script builds in sync code before any loop runs."""
+        if self._main_names is not None:
+            return self._main_names
+        self._main_names = frozenset()
+        module = self._module_node
+        if module is None or b"__main__" not in self.source:
+            return self._main_names
+        blocks = [st for st in module.body if isinstance(st, ast.If) and _is_main_test(st.test)]
+        if not blocks:
+            return self._main_names
+        sync = {st.name: st for st in module.body if isinstance(st, ast.FunctionDef)}
+        called = {n for b in blocks for n in _called_names(b)}
+        built = set(called)
+        for name in called & set(sync):
+            built |= _called_names(sync[name])
+        on_loop = {n for st in ast.walk(module) if isinstance(st, ast.AsyncFunctionDef)
+                   for n in _called_names(st)}
+        self._main_names = frozenset(built - on_loop)
+        return self._main_names
 
     # -- calls -----------------------------------------------------------------------
     def _offload_index(self, node: ast.Call, ref: Ref | None) -> int | None:
@@ -1060,6 +1091,21 @@ class FileScanner(ast.NodeVisitor):
     def visit_Await(self, node: ast.Await) -> None:
         self._awaited.add(id(node.value))
         self.generic_visit(node)
+
+    def _flush_state(self, node: ast.Call, ref: Ref, ctx: _Ctx) -> str | None:
+        """For ``fh.close()`` / ``fh.flush()`` on a file object: whether it has anything
+        to flush (file_modes.py); None for every other call."""
+        if (ref.attr not in FLUSHING or ref.type != FILE_TYPE
+                or not isinstance(node.func, ast.Attribute)):
+            return None
+        key = ast.unparse(node.func.value)
+        args = ctx.node.args.args if ctx.node is not None else []
+        if (isinstance(node.func.value, ast.Attribute) and self._class_nodes and args
+                and key.startswith(f"{args[0].arg}.")):
+            scope: ast.AST | None = self._class_nodes[-1]  # self.x: bound anywhere in the class
+        else:
+            scope = ctx.node
+        return flush_state(scope, key, self.tracker.resolve)
 
     def _fds(self, ctx: _Ctx) -> dict[str, str]:
         """Names the function binds once to a descriptor (``fd = os.dup(x)``,
@@ -1204,13 +1250,16 @@ class FileScanner(ast.NodeVisitor):
                 [a for a in ctx.guard if a.param in ctx.stable_params()],
                 lambda: self._fds(ctx)):
             return
+        flushing = self._flush_state(node, ref, ctx) if hit is not None else None
+        if flushing == QUIET:
+            return
         if hit is not None:
             code, display, extra = hit
             if ctx.on_loop:
                 self._report(code, node, ctx, display, extra,
                              catalogued.deferred_buffers(node, ref, self.catalog, self.tracker),
                              "medium" if guessed or ref.name in self.catalog.first_use
-                             or ctx.once else "high")
+                             or ctx.once or flushing == UNSURE else "high")
             elif ctx.facts is not None and ctx.facts.blocking is None:
                 unless = catalogued.deferred_buffers(node, ref, self.catalog, self.tracker)
                 if unless:
@@ -1243,18 +1292,59 @@ class FileScanner(ast.NodeVisitor):
         return self.result
 
 
-_NO_COVER = re.compile(rb"#\s*pragma:\s*no\s*cover")
+def _is_abstract(node: ast.FunctionDef) -> bool:
+    """A method left to subclasses: ``@abstractmethod``, or a body (past its docstring)
+    that only raises ``NotImplementedError``."""
+    if any(ast.unparse(d).rpartition(".")[2] == "abstractmethod" for d in node.decorator_list):
+        return True
+    body = node.body[1:] if (node.body and isinstance(node.body[0], ast.Expr)
+                             and isinstance(node.body[0].value, ast.Constant)) else node.body
+    return (len(body) == 1 and isinstance(body[0], ast.Raise) and body[0].exc is not None
+            and ast.unparse(body[0].exc).partition("(")[0] == "NotImplementedError")
 
 
-def _no_cover_lines(source: bytes) -> frozenset[int]:
-    """Numbers of the lines marked ``# pragma: no cover`` (coverage.py excludes the
-    statement, or the clause it opens)."""
-    return frozenset(i for i, line in enumerate(source.splitlines(), 1)
-                     if b"no cover" in line and _NO_COVER.search(line))
+def _called_names(node: ast.AST) -> set[str]:
+    """The plain names called anywhere in ``node`` (``Daemon()``, ``main()``)."""
+    return {n.func.id for n in ast.walk(node)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+
+
+def _is_main_test(test: ast.expr) -> bool:
+    """``__name__ == "__main__"`` (either way round)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = {ast.unparse(test.left), ast.unparse(test.comparators[0])}
+    return sides in ({"__name__", "'__main__'"}, {"__name__", '"__main__"'})
+
+
+def _always_exits(node: ast.If) -> bool:
+    """A constant-true ``if`` whose body ends by leaving the block."""
+    live = _live(node)
+    return (live.body is node.body and bool(node.body) and not live.orelse
+            and isinstance(node.body[-1], _EXITS) and live is not node)
+
+
+def _live(node: ast.If) -> ast.If:
+    """The if without the clause a constant test rules out (``if True: ... else: <dead>``,
+    ``if 0:``, ``if not False:``): a branch that cannot run holds no finding. Coverage
+    pragmas are not read: ``# pragma: no cover`` says what a test suite skips, not what
+    never runs."""
+    test, negated = node.test, False
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, negated = test.operand, not negated
+    if not isinstance(test, ast.Constant) or test.value is Ellipsis:
+        return node
+    live = copy.copy(node)
+    if bool(test.value) != negated:
+        live.orelse = []
+    else:
+        live.body = []
+    return live
 
 
 def scan_source(path: str, module: str, source: bytes, catalog: Catalog, *,
-                is_package: bool = False, bare_noqa: bool = False) -> FileResult:
+                is_package: bool = False, noqa: NoqaPolicy = DEFAULT_NOQA) -> FileResult:
     """Scan one file's source; a file that cannot be parsed yields a COB900 finding."""
     try:
         tree = ast.parse(source, filename=path)
@@ -1273,7 +1363,7 @@ def scan_source(path: str, module: str, source: bytes, catalog: Catalog, *,
             return result
         tree = newer
     scanner = FileScanner(path, module, source, catalog, is_package=is_package,
-                          bare_noqa=bare_noqa)
+                          noqa=noqa)
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, DEEP_RECURSION))  # generated code nests deeply
     try:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 CODE = "COB110"
 MAX_REEXPORT_HOPS = 4
+MAX_SUBCLASSES = 256  # implementations of an abstract method looked at
 NOT_NONE = Kind("builtins.object")  # an instance: not None, nothing else known
 MAX_ARG_DEPTH = 16  # call depth past which arguments are no longer read (sound: all paths)
 # the next hop of a chain: callee, its arguments, the caller's environment, depth, quiet
@@ -75,6 +76,7 @@ class ChainIndex:
                  hierarchy: Hierarchy | None = None) -> None:
         self.reexports = reexports or {}
         self.hierarchy = hierarchy  # methods a class inherits are looked up through it
+        self._children: dict[str, list[str]] | None = None  # class -> its direct subclasses
         self.types = types  # receivers typed by helpers' results (returns.py)
         self.catalog = catalog  # to classify a method once its receiver's type is known
         self.written = frozenset(written)  # obj.x = ... somewhere: x is no known state
@@ -265,6 +267,43 @@ class ChainIndex:
         self._memo[key] = result
         return result
 
+    def _implemented(self, callee: str, facts: FuncFacts, site: CallSite) -> Verdict | None:
+        """A call of an abstract method: the project's subclasses implement it, and which
+        one the object is, is a guess: the first implementation that blocks is reported,
+        at medium confidence (low when the site's own entry is a guess)."""
+        owner, _, attr = callee.rpartition(".")
+        for sub in self._subclasses(owner):
+            impl = f"{sub}.{attr}"
+            if impl not in self.funcs or (self.lookup(impl) or facts).abstract:
+                continue
+            chain = self.chain(impl, site.args)
+            if chain is not None:
+                names = [f"{facts.name} [abstract]", *chain.names]
+                return (CODE, {"call": f"{facts.name}()", "func": site.func,
+                               "chain": " -> ".join([entry_name(site.func), *names])},
+                        "low" if chain.low or site.low else "medium",
+                        (facts.path, *chain.paths), chain.source)
+        return None
+
+    def _subclasses(self, cls: str) -> list[str]:
+        """The classes of the run whose bases include ``cls``, at any depth, nearest first
+        (a few hundred at most)."""
+        if self.hierarchy is None:
+            return []
+        if self._children is None:
+            self._children = {}
+            for child, bases in self.hierarchy.bases.items():
+                for base in bases:
+                    self._children.setdefault(self.hierarchy.defining(base), []).append(child)
+        out: list[str] = []
+        todo = list(self._children.get(cls, ()))
+        while todo and len(out) < MAX_SUBCLASSES:
+            child = todo.pop(0)
+            if child not in out:
+                out.append(child)
+                todo.extend(self._children.get(child, ()))
+        return out
+
     def _state(self, receiver: Value, facts: FuncFacts, env: dict[str, Value]) -> None:
         """A method called on an object built with known arguments: its ``self.x`` are
         what the class's ``__init__`` assigned from them (guards.py)."""
@@ -304,6 +343,8 @@ class ChainIndex:
             callee, inferred = target, True
         chain = self.chain(callee, site.args)
         facts = self.lookup(callee)
+        if chain is None and facts is not None and facts.abstract:
+            return self._implemented(callee, facts, site)
         if chain is None or facts is None:
             return None
         call = facts.name if facts.getter else f"{facts.name}()"
