@@ -102,6 +102,14 @@ _SPECS: tuple[MetricSpec, ...] = (
         values={"reason": KILL_REASONS},
     ),
     MetricSpec(
+        "corevo_worker_killed_stall_seconds", "gauge",
+        "The stall a worker was killed in, served by the gunicorn master beside the kill "
+        "count: its age at the kill (from the stall's start, not its last report), the "
+        "frozen line and cause. One series per worker slot (the latest kill).",
+        "loop", ("worker", "cause", "where"), gauge_mode="mostrecent",
+        values={"cause": STALL_CAUSES},
+    ),
+    MetricSpec(
         "corevo_event_loop_stalls_total", "counter",
         "Stalls longer than the watchdog threshold, counted when they end.",
         "loop", W,
@@ -334,6 +342,17 @@ _SPECS: tuple[MetricSpec, ...] = (
         "Jobs reaching a terminal state.",
         "claims", ("worker", "state"),
         values={"state": ("completed", "failed", "lost", "timeout", "cancelled")},
+    ),
+    MetricSpec(
+        "corevo_job_finish_errors_total", "counter",
+        "Finishes the job database never took (it did not answer): the job stays 'running'.",
+        "claims", W,
+    ),
+    MetricSpec(
+        "corevo_job_running_oldest_seconds", "gauge",
+        "Age of the oldest job in 'running' in a jobs table (0: none), as this worker's "
+        "latest recovery pass read it.",
+        "claims", ("worker", "table"), gauge_mode="livemostrecent",
     ),
     MetricSpec(
         "corevo_job_dispatch_path_total", "counter",
