@@ -13,7 +13,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -81,7 +81,7 @@ def alertmanager(tmp: Path, receiver_port: int) -> Iterator[str]:
 
 
 def _post(base: str, name: str, severity: str, *, ends: datetime | None = None) -> None:
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     alert = {"labels": {"alertname": name, "severity": severity, "job": "api",
                         "worker": "w1"},
              "startsAt": (now - timedelta(seconds=5)).isoformat(),
@@ -99,7 +99,7 @@ def test_a_critical_alert_resolved_seconds_after_it_fired_still_pages(tmp_path: 
         _post(base, "CorevoLoopFrozen", "critical")
         _post(base, "CorevoLoopLagHigh", "warning")
         time.sleep(2)
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         _post(base, "CorevoLoopFrozen", "critical", ends=now)
         _post(base, "CorevoLoopLagHigh", "warning", ends=now)
         deadline = time.monotonic() + 10
