@@ -14,7 +14,7 @@ dashboard = dashboard(
             rates("corevo_cancel_requested_total", title="cancels requested"),
             rates("corevo_cancel_delivered_total",
                   title="cancels delivered by path (marker, lease_expiry = wake-up missed)"),
-            quantiles("corevo_cancel_latency_seconds", by=("worker", "path"),
+            quantiles("corevo_cancel_latency_seconds", by=("path",),
                       title="cancel request to stop, per path"),
             rates("corevo_command_routed_total",
                   title="commands by outcome (fenced = stale generation)"),

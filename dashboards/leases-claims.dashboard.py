@@ -40,6 +40,10 @@ dashboard = dashboard(
             rates("corevo_claim_reclaimed_total", title="reclaimed before start"),
             rates("corevo_job_terminal_total", title="terminal states"),
             rates("corevo_job_dispatch_path_total", title="local fast path vs queued"),
+            rates("corevo_job_finish_errors_total",
+                  title="finishes the database never took (job left running)"),
+            gauges("corevo_job_running_oldest_seconds",
+                   title="oldest job in running, per table (read by recover())"),
         ]),
     ],
 )

@@ -4,6 +4,7 @@ from corevo_obs.tooling.grafana.panels import (
     dashboard,
     gauges,
     heartbeat_age,
+    increases,
     quantiles,
     rates,
     worst_quantile,
@@ -21,8 +22,11 @@ dashboard = dashboard(
                     quantiles("corevo_event_loop_stall_seconds", title="stall duration"),
                     rates("corevo_event_loop_stalls_by_cause_total",
                           title="stalls per second by cause"),
-                    rates("corevo_worker_killed_total",
-                          title="workers killed per second by reason")]),
+                    increases("corevo_worker_killed_total", "15m",
+                              title="workers killed in the last 15 minutes (timeout: frozen)"),
+                    gauges("corevo_worker_killed_stall_seconds",
+                           title="last kill per worker: stall age at the kill, line, cause")]),
     ],
-    description="One frozen worker of many shows here: every panel is per worker or max.",
+    description="One frozen worker of many shows here: every panel is per job and worker "
+                "(two services may both have a w1), or the worst worker per job.",
 )

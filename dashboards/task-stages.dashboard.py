@@ -1,4 +1,5 @@
-"""Task stages: the four intervals of one task side by side, p50/p95/p99 per worker."""
+"""Task stages: the four intervals of one task side by side, p50/p95/p99 per job and host
+(a host may serve these histograms summed over its workers: see promql.per_host)."""
 
 from corevo_obs.tooling.grafana.panels import dashboard, quantiles, rates
 
@@ -14,7 +15,7 @@ dashboard = dashboard(
     [
         ("Four intervals", [quantiles(name) for name in STAGES]),
         ("Outcomes", [
-            rates("corevo_task_total_seconds", by=("worker", "outcome"),
+            rates("corevo_task_total_seconds", by=("outcome",),
                   title="tasks finished per second by outcome"),
             rates("corevo_task_mark_errors_total"),
         ]),

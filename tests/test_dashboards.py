@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -49,8 +50,35 @@ def test_queries_use_worker_and_job_variables_and_never_avg() -> None:
 
 def test_histogram_quantile_shape() -> None:
     exprs = [e for _, _, e in _all_queries() if "corevo_event_loop_lag_seconds_bucket" in e]
-    assert ("histogram_quantile(0.99, sum by (le, worker) (rate(corevo_event_loop_lag_seconds"
-            '_bucket{job=~"$job",worker=~"$worker"}[$__rate_interval])))') in exprs
+    assert ("histogram_quantile(0.99, sum by (le, job, worker) (rate(corevo_event_loop_lag_"
+            'seconds_bucket{job=~"$job",worker=~"$worker"}[$__rate_interval])))') in exprs
+
+
+def test_every_query_keeps_jobs_and_workers_apart() -> None:
+    """Two services both have a ``w1``: every aggregation keeps ``job`` and ``worker``
+    (or ``instance``, for what is per host), and every legend shows both."""
+    for path, board in load_json(DASHBOARDS).items():
+        for panel in board["panels"]:
+            for target in panel.get("targets", []):
+                expr, legend = target["expr"], target["legendFormat"]
+                groupings = re.findall(r"\bby \(([^)]*)\)", expr)
+                assert groupings, (path.name, panel["title"], expr)
+                for labels in groupings:
+                    kept = {lb.strip() for lb in labels.split(",")}
+                    assert kept >= {"job"} and kept & {"worker", "instance"} or \
+                        kept == {"job"}, (path.name, panel["title"], expr)
+                assert "{{job}}" in legend, (path.name, panel["title"], legend)
+                assert "{{worker}}" in legend or "{{instance}}" in legend or \
+                    expr.startswith("max by (job) ("), (path.name, panel["title"], legend)
+
+
+def test_stage_histograms_are_grouped_per_host_and_the_kill_panel_counts_from_zero() -> None:
+    exprs = [e for _, _, e in _all_queries()]
+    stages = [e for e in exprs if "corevo_task_first_event_seconds_bucket" in e]
+    assert stages and all("by (le, job, instance)" in e and "$worker" not in e for e in stages)
+    kills = [e for e in exprs if "corevo_worker_killed_total" in e]
+    assert kills == ['sum by (job, worker, reason) (increase(corevo_worker_killed_total'
+                     '{job=~"$job",worker=~"$worker"}[15m]))']
 
 
 def test_metric_names_reader() -> None:

@@ -3,12 +3,14 @@
 gunicorn (default ``timeout = 30``) with 2 uvicorn workers, a handler that blocks 45 s:
 the worker's watchdog logs the line about a second into the freeze, the in-progress
 gauge reaches the master's endpoint and a real Prometheus before gunicorn kills the
-worker, and the master logs the kill with the frozen line and counts it. Under
+worker, and the master logs the kill with the frozen line and the stall's true age, and
+counts it (the other worker's count at 0) with the stall the kill alert names. Under
 ``uvicorn --workers 2`` a 20 s freeze is named the same way while it lasts.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import time
@@ -69,6 +71,12 @@ def _gauge(url: str) -> dict[str, float]:
     return {dict(labels)["worker"]: v for (name, labels), v in found.items() if name == GAUGE}
 
 
+def alerts_full(prom: str) -> list[dict[str, dict[str, str]]]:
+    """Prometheus' alerts with their annotations (``firing`` keeps only the labels)."""
+    with urllib.request.urlopen(f"{prom}/api/v1/alerts", timeout=5) as reply:
+        return list(json.loads(reply.read())["data"]["alerts"])
+
+
 def _named(log: Path) -> str | None:
     """The worker named by the first in-progress line for the frozen line, if logged."""
     for line in log.read_text(errors="replace").splitlines():
@@ -121,16 +129,33 @@ def test_gunicorn_names_a_frozen_worker_before_its_timeout_kill(tmp_path: Path) 
         assert isinstance(said, str)
         kill = next(line for line in said.splitlines()
                     if "killed by gunicorn's worker timeout" in line)
+        killed_after = time.monotonic() - sent
         assert f"worker {worker} " in kill and "while frozen" in kill, kill
         assert WHERE in said[said.index(kill):], said[-3000:]
-        # counted with its reason on the master's endpoint and in Prometheus
+        # the stall's true age at the kill (from its start), not its last report's (the
+        # reports come at 1, 2, 4, 8, 16 s: the last one may be half the stall old)
+        age = re.search(r"stalled (\d+\.\d)s", said[said.index(kill):])
+        assert age and killed_after - 3 < float(age.group(1)) <= killed_after, \
+            (killed_after, kill)
+        # counted with its reason on the master's endpoint and in Prometheus, with the
+        # stall (line, cause, age) that the kill alert's annotations read
         text = urllib.request.urlopen(metrics, timeout=5).read().decode()
         assert f'corevo_worker_killed_total{{reason="timeout",worker="{worker}"}} 1.0' in text
+        other = "w1" if worker == "w0" else "w0"
+        assert f'corevo_worker_killed_total{{reason="timeout",worker="{other}"}} 0.0' in text
+        stall = [line for line in text.splitlines()
+                 if line.startswith("corevo_worker_killed_stall_seconds{")]
+        assert len(stall) == 1 and WHERE in stall[0] and f'worker="{worker}"' in stall[0], \
+            stall
         eventually("prometheus: the kill counted", lambda: scalar(
             prom, f'sum(corevo_worker_killed_total{{worker="{worker}",reason="timeout"}})') == 1)
         eventually("CorevoWorkerTimeoutKilled firing for it", lambda: [
             a for a in firing(prom)
             if a["alertname"] == "CorevoWorkerTimeoutKilled" and a.get("worker") == worker])
+        kill_alert = eventually("its frozen line in the annotations", lambda: [
+            a for a in alerts_full(prom) if a["labels"]["alertname"]
+            == "CorevoWorkerTimeoutKilled" and WHERE in a["annotations"].get("frozen_line", "")])
+        assert kill_alert[0]["annotations"]["stall_age"], kill_alert
         print(f"named {named_after:.2f}s, series {series_after:.2f}s, alert {fired_after:.2f}s "
               f"after the request: {alert}")
 

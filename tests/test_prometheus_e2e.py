@@ -54,6 +54,7 @@ NOT_DRIVEN: dict[str, str] = {
     "corevo_lease_fail_open_total": "fail-open grants need a lease backend taken down",
     # counted by a gunicorn master; tests/test_alert_precision.py drives it under gunicorn
     "corevo_worker_killed_total": "timeout kills need a gunicorn master",
+    "corevo_worker_killed_stall_seconds": "timeout kills need a gunicorn master",
 }
 
 

@@ -90,6 +90,8 @@ CANDIDATES: Final = """
 SELECT id FROM {t} WHERE state = 'queued' AND owner IS NULL
 ORDER BY created_at LIMIT :n"""
 GET: Final = "SELECT " + COLUMNS + " FROM {t} WHERE id = :job"
+# When the oldest running job started (NULL: none running), for the stuck-job gauge.
+OLDEST_RUNNING: Final = "SELECT MIN(execution_started_at) FROM {t} WHERE state = 'running'"
 OWNERS: Final = """
 SELECT DISTINCT owner FROM {t} WHERE owner IS NOT NULL AND state IN ('queued', 'running')"""
 

@@ -121,6 +121,7 @@ class _JobCore(HasTelemetry):
         if registry is None and isinstance(observer, MetricsObserver):
             registry = observer.registry  # failures are counted where the observer writes
         self._telemetry = Telemetry.resolve(worker, registry)
+        self._telemetry.zero_counters("claims-store")
         #: this process's owner id; names the pid so a recovery pass can tell it is gone
         self.owner = owner or HolderIds(self.worker).new()
         self.observer = observer or MetricsObserver(
@@ -136,6 +137,18 @@ class _JobCore(HasTelemetry):
         """What a shell does with an I/O error before throwing it into the step."""
         if isinstance(exc, BackendUnavailable):
             absorb("claims-db", exc, telemetry=self._telemetry)
+
+    def _count(self, name: str, value: float, **labels: str) -> None:
+        """A counter's increment or a gauge's value, written by the store itself; a
+        metrics failure is absorbed (the job's outcome never depends on it)."""
+        try:
+            m = self._telemetry.child(name, **labels)
+            if name.endswith("_total"):
+                m.inc(value)
+            else:
+                m.set(value)
+        except Exception as exc:  # noqa: BLE001
+            absorb("claims-metrics", exc, telemetry=self._telemetry)
 
     def _schema(self) -> Step[None]:
         for statement in (sql.SCHEMA, sql.INDEX):
@@ -230,6 +243,7 @@ class _JobCore(HasTelemetry):
             if (yield from self._applied(exc, claim.job_id, lambda j: j.execution_id
                                          == execution_id and j.token == claim.token
                                          and j.state == state)) is None:
+                self._count("corevo_job_finish_errors_total", 1)
                 raise
             n = 1
         self.observer.terminal(state, n)
@@ -294,6 +308,12 @@ class _JobCore(HasTelemetry):
             if verdict is False:
                 reclaimed += yield from self._reclaim_prestart(owner, None)
                 lost += yield from self._mark_lost(owner, None, "lost")
+        # what recovery leaves: jobs of live owners, finishes that were lost
+        rows, _ = yield self._sql(sql.OLDEST_RUNNING)
+        started = rows[0][0] if rows else None
+        self._count("corevo_job_running_oldest_seconds",
+                    0.0 if started is None else max(0.0, self.clock() - float(started)),
+                    table=self.table)
         return Recovery(reclaimed, lost)
 
     # --- reading ----------------------------------------------------------------------

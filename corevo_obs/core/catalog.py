@@ -10,10 +10,11 @@ values in ``values`` so the label set stays bounded; never an id as a label valu
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Literal
+from typing import Final, Literal
 
 from .errors import CatalogError
 
@@ -100,6 +101,14 @@ _SPECS: tuple[MetricSpec, ...] = (
         "kills a worker whose loop stayed frozen (counted by the gunicorn master).",
         "loop", ("worker", "reason"),
         values={"reason": KILL_REASONS},
+    ),
+    MetricSpec(
+        "corevo_worker_killed_stall_seconds", "gauge",
+        "The stall a worker was killed in, served by the gunicorn master beside the kill "
+        "count: its age at the kill (from the stall's start, not its last report), the "
+        "frozen line and cause. One series per worker slot (the latest kill).",
+        "loop", ("worker", "cause", "where"), gauge_mode="mostrecent",
+        values={"cause": STALL_CAUSES},
     ),
     MetricSpec(
         "corevo_event_loop_stalls_total", "counter",
@@ -336,6 +345,17 @@ _SPECS: tuple[MetricSpec, ...] = (
         values={"state": ("completed", "failed", "lost", "timeout", "cancelled")},
     ),
     MetricSpec(
+        "corevo_job_finish_errors_total", "counter",
+        "Finishes the job database never took (it did not answer): the job stays 'running'.",
+        "claims", W,
+    ),
+    MetricSpec(
+        "corevo_job_running_oldest_seconds", "gauge",
+        "Age of the oldest job in 'running' in a jobs table (0: none), as this worker's "
+        "latest recovery pass read it.",
+        "claims", ("worker", "table"), gauge_mode="livemostrecent",
+    ),
+    MetricSpec(
         "corevo_job_dispatch_path_total", "counter",
         "Jobs run on the accepting worker (local) or through the global queue (queued).",
         "claims", ("worker", "path"),
@@ -410,6 +430,63 @@ _SPECS: tuple[MetricSpec, ...] = (
     ),
 )
 
+#: Who exposes which counters at 0 when it starts (``core.metrics.zero_counters``, called
+#: once by the owner): every combination of a counter's closed ``values``, with the open
+#: labels the owner names (``quota``, ``adapter``, ``backend``; ``worker`` is the owner's
+#: own) and, for a label no spec closes (``component``), the values that owner produces.
+#: So a rule's ``increase()`` sees the first event as a rise from 0, and a series never
+#: appears in the middle of a window (client_python's advice for labelled counters).
+ZEROED: Mapping[str, Mapping[str, Mapping[str, tuple[str, ...]]]] = MappingProxyType({
+    "lease-store": {
+        "corevo_lease_acquire_total": {},
+        "corevo_lease_reaped_total": {},
+        "corevo_lease_heartbeat_total": {},
+        "corevo_lease_release_total": {},
+        "corevo_lease_fail_open_total": {},
+        "corevo_instrumentation_errors_total": {
+            "component": ("lease-acquire", "lease-heartbeat", "lease-release")},
+    },
+    "lease-replicas": {"corevo_lease_replica_wait_timeouts_total": {}},
+    "lease-buffer": {"corevo_lease_buffer_total": {}},
+    "lease-shards": {"corevo_lease_stranded_total": {}, "corevo_lease_rebalanced_total": {}},
+    "breaker": {"corevo_breaker_transitions_total": {},
+                "corevo_breaker_short_circuited_total": {}},
+    "claims-store": {
+        "corevo_claim_total": {},
+        "corevo_claim_start_total": {},
+        "corevo_claim_reclaimed_total": {},
+        "corevo_job_terminal_total": {},
+        "corevo_job_dispatch_path_total": {},
+        "corevo_job_finish_errors_total": {},
+        "corevo_instrumentation_errors_total": {"component": ("claims-db",)},
+    },
+    "observer": {
+        "corevo_claim_total": {},
+        "corevo_claim_start_total": {},
+        "corevo_claim_reclaimed_total": {},
+        "corevo_job_terminal_total": {},
+        "corevo_job_dispatch_path_total": {},
+        "corevo_events_projected_total": {},
+        "corevo_events_replayed_total": {},
+        "corevo_cancel_requested_total": {},
+        "corevo_cancel_delivered_total": {},
+        "corevo_command_routed_total": {},
+        "corevo_late_side_effects_total": {},
+    },
+    "offload": {"corevo_offload_rejected_total": {}, "corevo_offload_sunk_slots_total": {},
+                "corevo_offload_errors_total": {}},
+    "watchdog": {"corevo_event_loop_stalls_total": {},
+                 "corevo_event_loop_stalls_by_cause_total": {}},
+    "gunicorn-master": {"corevo_worker_killed_total": {}},
+})
+#: Counters no owner can zero: their label values are not known at any start (a task
+#: kind, any component's failure), or a collector serves them whole.
+NOT_ZEROED: Final = frozenset({
+    "corevo_task_mark_errors_total",  # per task kind, bound at the kind's first task
+    "corevo_instrumentation_errors_total",  # every other component: at its first failure
+    "corevo_metrics_compactions_total",  # served by the mpdir collector, always present
+})
+
 CATALOG: Mapping[str, MetricSpec] = MappingProxyType({s.name: s for s in _SPECS})
 if len(CATALOG) != len(_SPECS):  # pragma: no cover - guards editing mistakes
     raise CatalogError("duplicate metric name in catalog")
@@ -432,6 +509,32 @@ def specs(group: str | None = None) -> Iterator[MetricSpec]:
 
 def groups() -> tuple[str, ...]:
     return tuple(dict.fromkeys(s.group for s in _SPECS))
+
+
+def zero_label_sets(owner: str, **given: str) -> Iterator[tuple[MetricSpec, dict[str, str]]]:
+    """Every (counter, label set) ``owner`` exposes at 0 (``ZEROED``), with ``given`` as
+    the open labels (``worker`` among them). A counter label that is neither given, nor
+    closed, nor listed for the owner is a ``CatalogError``: the owner must name it.
+
+    >>> sorted(l["outcome"] for _, l in zero_label_sets("lease-store", worker="w0",
+    ...        quota="llm") if _.name == "corevo_lease_heartbeat_total")
+    ['error', 'lost', 'renewed']
+    """
+    try:
+        owned = ZEROED[owner]
+    except KeyError:
+        raise CatalogError(f"no counters are zeroed by {owner!r}") from None
+    for name, listed in owned.items():
+        s = CATALOG[name]
+        choices: list[tuple[str, tuple[str, ...]]] = []
+        for label in s.labels:
+            values = listed.get(label) or s.values.get(label) or (
+                (given[label],) if label in given else None)
+            if values is None:
+                raise CatalogError(f"{owner} zeroes {name}: give its {label!r}")
+            choices.append((label, values))
+        for combo in itertools.product(*(v for _, v in choices)):
+            yield s, dict(zip((label for label, _ in choices), combo, strict=True))
 
 
 def sample_name_index() -> dict[str, MetricSpec]:

@@ -16,7 +16,7 @@ from typing import Any, Final
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.metrics import MetricWrapperBase
 
-from .catalog import MetricSpec, spec
+from .catalog import MetricSpec, spec, zero_label_sets
 from .errors import CatalogError, ConfigError
 from .settings import option, resolve, resolve_in_host
 
@@ -143,3 +143,25 @@ def child(name: str, registry: CollectorRegistry | None = None, **labels: str) -
             raise CatalogError(f"{name}: {label}={labels[label]!r} is not one of {allowed}")
     m = metric(name, registry)
     return m.labels(**labels) if s.labels else m
+
+
+def zero_counters(owner: str, registry: CollectorRegistry | None = None, **labels: str) -> None:
+    """Expose ``owner``'s counters at 0 now (``catalog.ZEROED``): one child per label set
+    the owner can produce, with ``labels`` (``worker=``, and the open labels it names).
+
+    An owner calls this once when it starts, so an alert's ``increase()`` sees its first
+    event and a scrape gap is never mistaken for a new series. Binding a child that
+    exists already is a lookup: calling it twice changes nothing.
+
+    >>> from prometheus_client import CollectorRegistry
+    >>> reg = CollectorRegistry()
+    >>> zero_counters("gunicorn-master", reg, worker="w0")
+    >>> reg.get_sample_value("corevo_worker_killed_total",
+    ...                      {"worker": "w0", "reason": "timeout"})
+    0.0
+    """
+    for s, label_set in zero_label_sets(owner, **labels):
+        if s.labels:  # an unlabelled counter is exposed at 0 once built
+            metric(s.name, registry).labels(**label_set)
+        else:
+            metric(s.name, registry)

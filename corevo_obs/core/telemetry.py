@@ -18,7 +18,7 @@ from prometheus_client import REGISTRY, CollectorRegistry
 from . import guard
 from .errors import ConfigError
 from .identity import worker_name
-from .metrics import child
+from .metrics import child, zero_counters
 
 __all__ = ["Telemetry"]
 
@@ -81,6 +81,16 @@ class Telemetry:
     def child(self, name: str, **labels: str) -> Any:
         """``core.metrics.child`` of a per-worker series: this registry, this worker label."""
         return child(name, self.registry, worker=self.worker, **labels)
+
+
+    def zero_counters(self, owner: str, **labels: str) -> None:
+        """``core.metrics.zero_counters`` for this worker and registry: ``owner``'s
+        counters at 0 from its start. A failure (a full metrics directory) is absorbed:
+        the owner starts anyway, its counters appear at their first event."""
+        try:
+            zero_counters(owner, self.registry, worker=self.worker, **labels)
+        except Exception as exc:  # noqa: BLE001 - never stop the host's component
+            guard.absorb("zero-counters", exc, telemetry=self)
 
 
 class HasTelemetry:

@@ -9,28 +9,35 @@ so the two halves work apart:
   watchdogs (logged while the stall lasts) to the multiprocess directory
   (:mod:`corevo_obs.mpdir.stalls`);
 * in the master, :func:`report_kill` runs when gunicorn reaps a worker it aborted: it
-  logs the worker's last in-progress report (worker, pid, ``file:line``) and counts
+  logs the worker's last in-progress report (worker, pid, ``file:line``) with the
+  stall's true age at the kill (from the stall's start: the report itself may be
+  seconds old, as reports come at doubling intervals), and counts
   ``corevo_worker_killed_total{worker, reason="timeout"}`` in :class:`KillCounter`,
-  which the master's endpoint serves beside the workers' aggregate.
+  which the master's endpoint serves beside the workers' aggregate, with the stall
+  (``corevo_worker_killed_stall_seconds{worker, cause, where}``, the latest per worker)
+  for the alert to name the line. Every worker slot's count is 0 from its first fork.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from prometheus_client.core import CounterMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from ..core.catalog import spec
+from ..core.catalog import spec, zero_label_sets
 from ..loop.watchdog import StallReport, add_ongoing_listener
-from ..mpdir.stalls import clear_ongoing, read_ongoing, write_ongoing
+from ..mpdir.stalls import OngoingStall, clear_ongoing, read_ongoing, write_ongoing
 
 __all__ = ["KillCounter", "keep_ongoing", "report_kill"]
 
 _KILLED = spec("corevo_worker_killed_total")
+_STALL = spec("corevo_worker_killed_stall_seconds")
 
 
 class KillCounter(Collector):
@@ -40,6 +47,21 @@ class KillCounter(Collector):
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._counts: dict[tuple[str, str], int] = {}
+        #: worker -> (cause, where, age at the kill) of its latest kill
+        self._stalls: dict[str, tuple[str, str, float]] = {}
+
+    def zero(self, worker: str) -> None:
+        """Expose ``worker``'s kill counts at 0 (``catalog.ZEROED``), before any kill."""
+        with self._lock:
+            for _, labels in zero_label_sets("gunicorn-master", worker=worker):
+                self._counts.setdefault((labels["worker"], labels["reason"]), 0)
+
+    def stalled(self, worker: str, stall: OngoingStall) -> None:
+        """Keep the stall ``worker`` was killed in (replacing its previous one)."""
+        causes = _STALL.values["cause"]
+        cause = stall.cause if stall.cause in causes else "unknown"
+        with self._lock:
+            self._stalls[worker] = (cause, stall.where, stall.seconds)
 
     def inc(self, worker: str, reason: str) -> None:
         if reason not in _KILLED.values["reason"]:
@@ -51,12 +73,23 @@ class KillCounter(Collector):
         with self._lock:
             return self._counts.get((worker, reason), 0)
 
-    def collect(self) -> Iterator[CounterMetricFamily]:
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
         family = CounterMetricFamily(_KILLED.name, _KILLED.help, labels=list(_KILLED.labels))
+        stalls = GaugeMetricFamily(_STALL.name, _STALL.help, labels=list(_STALL.labels))
         with self._lock:
             for (worker, reason), count in sorted(self._counts.items()):
                 family.add_metric([worker, reason], count)
+            for worker, (cause, where, seconds) in sorted(self._stalls.items()):
+                stalls.add_metric([worker, cause, where], seconds)
         yield family
+        yield stalls
+
+
+def at_kill(stall: OngoingStall, now: float) -> OngoingStall:
+    """``stall`` with its age at ``now``: from the stall's start (report time minus its
+    age then), since the last report may be half the stall old (doubling intervals)."""
+    started = stall.reported_at - stall.seconds
+    return dataclasses.replace(stall, seconds=max(stall.seconds, now - started))
 
 
 def keep_ongoing(directory: Path) -> None:
@@ -76,11 +109,16 @@ def keep_ongoing(directory: Path) -> None:
 
 
 def report_kill(log: Any, directory: Path | None, worker: str, pid: int,
-                timeout: float | None, counter: KillCounter) -> str:
+                timeout: float | None, counter: KillCounter, *,
+                now: float | None = None) -> str:
     """Master side, for a worker reaped after a timeout kill: log and count it; returns
-    the logged text. ``log`` is gunicorn's logger (its ``error`` method)."""
+    the logged text. ``log`` is gunicorn's logger (its ``error`` method); ``now`` the
+    wall time of the kill (default: now), which the stall's age is counted up to."""
     counter.inc(worker, "timeout")
     stall = read_ongoing(directory, pid) if directory is not None else None
+    if stall is not None:
+        stall = at_kill(stall, time.time() if now is None else now)
+        counter.stalled(worker, stall)
     after = f" ({timeout}s)" if timeout is not None else ""
     head = f"corevo-obs: worker {worker} (pid {pid}) was killed by gunicorn's worker timeout{after}"
     if stall is not None:

@@ -127,6 +127,7 @@ def pre_fork(server: Any, worker: Any) -> None:
     while slot in taken:
         slot += 1
     worker.corevo_slot = slot
+    KILLS.zero(f"w{slot}")  # its kill count exists at 0 before a kill (catalog.ZEROED)
 
 
 def post_fork(server: Any, worker: Any) -> None:

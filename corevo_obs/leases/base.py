@@ -116,6 +116,8 @@ class _LeaseCore(HasTelemetry):
 
     #: set by ``hold()``'s acquire loop: the last acquire's outcome (informational)
     _last_outcome: AcquireOutcome = "rejected"
+    #: the owners (``catalog.ZEROED``) whose counters this store exposes at 0 on start
+    _zeroed: tuple[str, ...] = ("lease-store",)
 
     def __init__(
         self,
@@ -147,6 +149,8 @@ class _LeaseCore(HasTelemetry):
         self._check_waits()
         # the worker label and registry of this store's series, resolved once
         self._telemetry = Telemetry.resolve(worker, registry)
+        for owner in self._zeroed:
+            self._telemetry.zero_counters(owner, quota=quota)
         self.observer = observer or MetricsObserver(worker=self.worker,
                                                     registry=self.registry)
         self.fail_open = fail_open

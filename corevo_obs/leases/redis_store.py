@@ -251,6 +251,7 @@ class _RedisSetup:
         else:
             self._wait = _client_waits(client)
         if replicas:
+            self._zeroed: tuple[str, ...] = ("lease-store", "lease-replicas")  # from start
             read = _kwargs_of(client).get("socket_timeout") or socket_timeout
             if self.wait_timeout >= float(read):
                 raise ConfigError(f"wait_timeout {self.wait_timeout:.3g}s must be below the "

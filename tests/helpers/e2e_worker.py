@@ -129,6 +129,8 @@ class Workload:
         else:
             self.run(won)
         self.run(self.jobs.create_local())
+        if self.round % 5 == 0:
+            self.jobs.recover()  # a recovery pass on a cadence: the oldest running job's age
 
     def run(self, claim: Claim) -> None:
         execution = self.jobs.start(claim).execution_id

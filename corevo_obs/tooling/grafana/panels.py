@@ -55,46 +55,57 @@ def _legend(labels: Iterable[str]) -> str:
     return " ".join(f"{{{{{lb}}}}}" for lb in labels) or "all"
 
 
-def quantiles(name: str, qs: Sequence[float] = QUANTILES, *, by: tuple[str, ...] = ("worker",),
+def quantiles(name: str, qs: Sequence[float] = QUANTILES, *, by: tuple[str, ...] = (),
               title: str | None = None) -> TimeSeries:
-    """p50/p95/p99 (by default) of a histogram, one line per worker and quantile."""
+    """p50/p95/p99 (by default) of a histogram, one line per job, worker (or instance),
+    ``by`` label and quantile."""
     s = spec(name)
-    keep = tuple(lb for lb in by if lb in s.labels)
-    queries = [
-        (promql.quantile(s, q, by=keep), f"p{round(q * 100)} {_legend(keep)}") for q in qs
-    ]
+    legend = _legend(promql.kept_apart(s, by))
+    queries = [(promql.quantile(s, q, by=by), f"p{round(q * 100)} {legend}") for q in qs]
     return timeseries(title or s.name, queries, unit="s", description=s.help)
 
 
 def worst_quantile(name: str, q: float = 0.99, *, title: str | None = None) -> TimeSeries:
-    """The worst worker's quantile: ``max`` across workers, so one bad worker shows."""
+    """The worst worker's quantile per job: ``max`` across workers, so one bad worker shows."""
     s = spec(name)
-    expr = f"max({promql.quantile(s, q)})"
+    expr = f"max by (job) ({promql.quantile(s, q)})"
     return timeseries(title or f"worst worker p{round(q * 100)}: {s.name}",
-                      [(expr, f"max p{round(q * 100)}")], unit="s", description=s.help)
+                      [(expr, f"{{{{job}}}} max p{round(q * 100)}")], unit="s",
+                      description=s.help)
 
 
 def rates(name: str, *, by: tuple[str, ...] | None = None, title: str | None = None,
           **match: str) -> TimeSeries:
-    """Per-second rate of a counter (or a histogram's observations), split by labels."""
+    """Per-second rate of a counter (or a histogram's observations), per job and worker
+    (or instance), split by its labels (or ``by``)."""
     s = spec(name)
-    keep = s.labels if by is None else by
-    return timeseries(title or s.name, [(promql.counter_rate(s, by=keep, **match), _legend(keep))],
+    return timeseries(title or s.name, [(promql.counter_rate(s, by=by, **match),
+                                         _legend(promql.kept_apart(s, by)))],
                       unit="ops", description=s.help)
+
+
+def increases(name: str, window: str, *, by: tuple[str, ...] | None = None,
+              title: str | None = None) -> TimeSeries:
+    """Events in the last ``window`` (rare events: a kill shows from the first one)."""
+    s = spec(name)
+    return timeseries(title or s.name, [(promql.counter_increase(s, window, by=by),
+                                         _legend(promql.kept_apart(s, by)))],
+                      unit="short", description=s.help)
 
 
 def gauges(*names: str, title: str | None = None) -> TimeSeries:
     """One or more gauges on a shared axis (e.g. held vs limit), max across targets."""
     ss = [spec(n) for n in names]
-    queries = [(promql.gauge(s), f"{s.name.removeprefix('corevo_')} {_legend(s.labels)}")
-               for s in ss]
+    queries = [(promql.gauge(s), f"{s.name.removeprefix('corevo_')} "
+                                 f"{_legend(promql.kept_apart(s))}") for s in ss]
     return timeseries(title or " vs ".join(s.name for s in ss), queries, unit=_unit(ss[0]),
                       description=" / ".join(s.help for s in ss))
 
 
 def heartbeat_age(name: str = "corevo_event_loop_heartbeat_timestamp_seconds") -> TimeSeries:
     s = spec(name)
-    return timeseries("heartbeat age (frozen now)", [(promql.heartbeat_age(s), "{{worker}}")],
+    return timeseries("heartbeat age (frozen now)",
+                      [(promql.heartbeat_age(s), _legend(promql.kept_apart(s)))],
                       unit="s", description=s.help)
 
 

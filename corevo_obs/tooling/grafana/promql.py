@@ -4,9 +4,14 @@ Pure strings, no grafanalib: dashboards, alert checks and the end-to-end test sh
 Queries select with Grafana's ``$job``/``$worker`` variables and ``$__rate_interval``;
 ``concrete()`` swaps them for values so a bare Prometheus can evaluate the same text.
 
+Every query keeps its series apart by whose they are (``identity``): the ``job`` and the
+``worker`` (two services both have a ``w1``), or the ``instance`` for a series that is
+per host (a quota's held count, the task-stage histograms a host may serve summed over
+its workers).
+
 >>> from corevo_obs.core.catalog import spec
 >>> quantile(spec("corevo_event_loop_lag_seconds"), 0.99)  # doctest: +ELLIPSIS
-'histogram_quantile(0.99, sum by (le, worker) (rate(corevo_event_loop_lag_seconds_bucket{...
+'histogram_quantile(0.99, sum by (le, job, worker) (rate(corevo_event_loop_lag_seconds_bucket{...
 """
 
 from __future__ import annotations
@@ -20,10 +25,14 @@ from ...core.errors import CatalogError
 __all__ = [
     "PROMQL_BUILTIN_METRICS",
     "concrete",
+    "counter_increase",
     "counter_rate",
     "gauge",
     "heartbeat_age",
+    "identity",
+    "kept_apart",
     "metric_names",
+    "per_host",
     "quantile",
     "ratio",
     "selector",
@@ -34,10 +43,33 @@ RATE: Final = "$__rate_interval"
 PROMQL_BUILTIN_METRICS: Final = frozenset({"up", "scrape_duration_seconds"})
 
 
+def per_host(s: MetricSpec) -> bool:
+    """Whether a host may serve ``s`` summed over its workers, without ``worker``: the
+    task-stage histograms (the gunicorn host endpoint's cost grows with workers x kinds x
+    buckets). Their panels group by ``instance``, never filter by ``worker``."""
+    return s.group == "stages" and s.kind == "histogram"
+
+
+def identity(s: MetricSpec) -> tuple[str, ...]:
+    """Whose series: ``(job, worker)`` for a per-process series, else ``(job, instance)``."""
+    if "worker" in s.labels and not per_host(s):
+        return ("job", "worker")
+    return ("job", "instance")
+
+
+def kept_apart(s: MetricSpec, by: tuple[str, ...] | None = None) -> tuple[str, ...]:
+    """The labels a query of ``s`` keeps apart: ``identity`` first, then those of its
+    labels to split by (default: all of them)."""
+    own = identity(s)
+    rest = s.labels if by is None else by
+    return own + tuple(lb for lb in rest
+                       if lb in s.labels and lb not in own and lb not in ("job", "worker"))
+
+
 def selector(s: MetricSpec, sample: str | None = None, **match: str) -> str:
-    """``name{job=~"$job",worker=~"$worker",...}``: worker only where the metric has it."""
+    """``name{job=~"$job",worker=~"$worker",...}``: worker only where the series has it."""
     parts = ['job=~"$job"']
-    if "worker" in s.labels:
+    if identity(s)[1] == "worker":
         parts.append('worker=~"$worker"')
     parts += [f'{k}="{v}"' for k, v in match.items()]
     return f"{sample or s.name}{{{','.join(parts)}}}"
@@ -47,30 +79,42 @@ def _by(labels: tuple[str, ...]) -> str:
     return ", ".join(labels)
 
 
-def quantile(s: MetricSpec, q: float, *, by: tuple[str, ...] = ("worker",)) -> str:
-    """Per-``by`` quantile of a histogram over the rate interval."""
+def quantile(s: MetricSpec, q: float, *, by: tuple[str, ...] = ()) -> str:
+    """Quantile of a histogram over the rate interval, per job and worker (or instance),
+    and per ``by`` label."""
     if s.kind != "histogram":
         raise CatalogError(f"{s.name} is a {s.kind}, not a histogram")
-    keep = tuple(lb for lb in by if lb in s.labels)
     inner = f"rate({selector(s, f'{s.name}_bucket')}[{RATE}])"
-    return f"histogram_quantile({q}, sum by ({_by(('le', *keep))}) ({inner}))"
+    return f"histogram_quantile({q}, sum by ({_by(('le', *kept_apart(s, by)))}) ({inner}))"
+
+
+def _counter(s: MetricSpec, fn: str, window: str, by: tuple[str, ...] | None,
+             match: dict[str, str]) -> str:
+    if s.kind == "gauge":
+        raise CatalogError(f"{s.name} is a gauge; {fn}() needs a counter")
+    sample = f"{s.name}_count" if s.kind == "histogram" else s.name
+    return f"sum by ({_by(kept_apart(s, by))}) ({fn}({selector(s, sample, **match)}[{window}]))"
 
 
 def counter_rate(s: MetricSpec, *, by: tuple[str, ...] | None = None, **match: str) -> str:
-    """Per-second rate of a counter (or a histogram's ``_count``), split by its labels."""
-    if s.kind == "gauge":
-        raise CatalogError(f"{s.name} is a gauge; rate() needs a counter")
-    sample = f"{s.name}_count" if s.kind == "histogram" else s.name
-    keep = s.labels if by is None else by
-    inner = f"rate({selector(s, sample, **match)}[{RATE}])"
-    return f"sum by ({_by(keep)}) ({inner})" if keep else f"sum({inner})"
+    """Per-second rate of a counter (or a histogram's ``_count``), per job and worker (or
+    instance), split by its labels (or ``by``)."""
+    return _counter(s, "rate", RATE, by, match)
+
+
+def counter_increase(s: MetricSpec, window: str, *, by: tuple[str, ...] | None = None,
+                     **match: str) -> str:
+    """Events in the last ``window``, like ``counter_rate``: for rare events (a kill), which
+    a per-second rate shows as a blip; the counter exists at 0, so the first one shows."""
+    return _counter(s, "increase", window, by, match)
 
 
 def gauge(s: MetricSpec, *, agg: str = "max") -> str:
-    """A gauge per label set, aggregated with ``max`` (never ``avg``) across targets."""
+    """A gauge per job and worker (or instance) and label set, aggregated with ``max``
+    (never ``avg``) across targets."""
     if s.kind != "gauge":
         raise CatalogError(f"{s.name} is a {s.kind}, not a gauge")
-    return f"{agg} by ({_by(s.labels)}) ({selector(s)})" if s.labels else f"{agg}({selector(s)})"
+    return f"{agg} by ({_by(kept_apart(s, None))}) ({selector(s)})"
 
 
 def heartbeat_age(s: MetricSpec) -> str:
