@@ -122,18 +122,12 @@ async def _print_payload(job: Job) -> None:
     print(job.id, job.payload)
 
 
-async def main(url: str) -> None:
-    if url.startswith("sqlite:///"):
-        from corevo_obs.claims import AsyncSqliteJobStore
-
-        store: AsyncJobStore = AsyncSqliteJobStore(url.removeprefix("sqlite://"))
-    else:
-        from corevo_obs.claims import AsyncPostgresJobStore
-
-        store = AsyncPostgresJobStore(url)
+async def main(store: AsyncJobStore) -> None:
     async with store as jobs:
         await worker_loop(jobs, _print_payload, asyncio.Event())
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1]))
+    from .worker_pool import open_store  # before the loop: its import is no stall
+
+    asyncio.run(main(open_store(sys.argv[1])))

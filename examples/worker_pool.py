@@ -34,6 +34,7 @@ SLOT_PREFIX = "job"
 
 
 def open_store(url: str) -> AsyncJobStore:
+    """Called before the loop runs: the backend's import (psycopg) must not be a stall."""
     if url.startswith("sqlite:///"):
         from corevo_obs.claims import AsyncSqliteJobStore
 
@@ -43,7 +44,7 @@ def open_store(url: str) -> AsyncJobStore:
     return AsyncPostgresJobStore(url)
 
 
-async def serve(url: str, cadence: Cadence) -> None:
+async def serve(store: AsyncJobStore, cadence: Cadence) -> None:
     """One worker process's loop: loop health, one stages kind per job, the loop."""
     health = install_loop_health(project_roots=[os.path.dirname(__file__)])
     recorder = StageRecorder(kinds={"job"})
@@ -58,7 +59,7 @@ async def serve(url: str, cadence: Cadence) -> None:
             task.first_event()
         task.finish("completed")
 
-    async with open_store(url) as jobs:
+    async with store as jobs:
         await worker_loop(jobs, run, stop, cadence)
     await health.aclose()
 
@@ -66,7 +67,7 @@ async def serve(url: str, cadence: Cadence) -> None:
 def worker_main(url: str, poll: float) -> None:
     claim_worker_slot(prefix=SLOT_PREFIX)          # before any metric: names this process
     enable_multiprocess()
-    asyncio.run(serve(url, Cadence(poll=poll)))
+    asyncio.run(serve(open_store(url), Cadence(poll=poll)))
 
 
 def supervise(url: str, workers: int, port: int, poll: float) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from corevo_obs.claims import AsyncSqliteJobStore
-from tests.apps import app_env, eventually, get, python, samples, value
+from tests.apps import app_env, eventually, get, python, samples, serve, value
 from tests.conftest import free_port
 
 pytestmark = pytest.mark.system
@@ -63,12 +63,9 @@ def test_a_worker_pool_beside_a_web_app(tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{port}/metrics"
     env = app_env(PROMETHEUS_MULTIPROC_DIR=str(mp))
     env.pop("COREVO_WORKER", None)
-    log = open(tmp_path / "pool.log", "wb")  # noqa: SIM115
-    pool = subprocess.Popen(python("-m", "examples.worker_pool", f"sqlite:///{db}",
-                                   "--workers", "2", "--port", str(port), "--poll", "0.05"),
-                            env=env, stdout=log, stderr=subprocess.STDOUT,
-                            cwd=Path(__file__).parent.parent)
-    try:
+    cmd = python("-m", "examples.worker_pool", f"sqlite:///{db}", "--workers", "2",
+                 "--port", str(port), "--poll", "0.05")
+    with serve(cmd, port, env, tmp_path / "pool.log") as pool:
         assert eventually("all jobs completed",
                           lambda: _states(db, ids) == ["completed"] * JOBS, timeout=60)
         assert eventually("2 named workers", lambda: _workers(url) == {"job0", "job1"})
@@ -87,11 +84,3 @@ def test_a_worker_pool_beside_a_web_app(tmp_path: Path) -> None:
         found = samples(get(url).decode())
         assert value(found, "corevo_task_total_seconds_count", kind="job",
                      outcome="completed") == JOBS  # the dead worker's counts are kept
-    finally:
-        pool.terminate()
-        try:
-            pool.wait(15)
-        except subprocess.TimeoutExpired:
-            pool.kill()
-            pool.wait()
-        log.close()
