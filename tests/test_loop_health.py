@@ -81,15 +81,18 @@ def test_a_stall_right_after_install_is_recorded_like_any_other(registry, caplog
         reports = asyncio.run(main())
     ongoing = [r for r in caplog.records if r.corevo_stall["ongoing"]]
     assert ongoing, "the stall was not announced while it lasted"
-    assert len(reports) == 1, [r.format() for r in reports]
-    r = reports[0]
+    planted = [r for r in reports if r.duration >= 1.0]  # a loaded box may add short ones
+    assert len(planted) == 1, [r.format() for r in reports]
+    r = planted[0]
     assert r.culprit is not None and r.culprit.function == "handler_sleeps"
     assert abs(r.duration - 1.2) <= _tolerance(1.2), r.duration
-    assert registry.get_sample_value("corevo_event_loop_stalls_total", {"worker": "t0"}) == 1
+    count = len(reports)
+    assert registry.get_sample_value("corevo_event_loop_stalls_total", {"worker": "t0"}) == count
     assert registry.get_sample_value(
-        "corevo_event_loop_stall_seconds_count", {"worker": "t0"}) == 1
+        "corevo_event_loop_stall_seconds_count", {"worker": "t0"}) == count
     assert registry.get_sample_value(
-        "corevo_event_loop_stall_seconds_sum", {"worker": "t0"}) == pytest.approx(r.duration)
+        "corevo_event_loop_stall_seconds_sum", {"worker": "t0"}) == pytest.approx(
+        sum(x.duration for x in reports))
 
 
 def test_blocking_fifo_read_is_caught(registry, tmp_path):

@@ -33,14 +33,17 @@ def _worker(mode: str, redis_url: str, pg: str) -> dict[str, object]:
 
 def test_the_stores_import_their_backends_off_the_loop(redis_url: str) -> None:
     pg = os.environ.get("COREVO_TEST_PG_DSN", "")
+    # a stall inside the slow import is caught in the finder's sleep (its cause may read
+    # "starved" on a loaded box, where the thread also waited for a CPU: not asserted)
     control = _worker("in-loop", redis_url, pg)
-    assert [s["cause"] for s in control["stalls"]] == ["import"], control  # type: ignore[union-attr]
-    assert control["counted"] == 1
+    planted = [s for s in control["stalls"]  # type: ignore[union-attr]
+               if s["in_slow_import"] and s["seconds"] >= 0.75 * DELAY]
+    assert len(planted) == 1, control
+    assert control["counted"] == len(control["stalls"])  # type: ignore[arg-type]
     found = _worker("top", redis_url, pg)
     stalls = found["stalls"]
     assert isinstance(stalls, list)
-    # a loaded box may starve the loop briefly; an import stall is the suite's, and long
-    assert not [s for s in stalls if s["cause"] == "import" or s["seconds"] >= 0.75 * DELAY], found
+    assert not [s for s in stalls if s["in_slow_import"]], found
     assert found["counted"] == len(stalls)
 
 
@@ -89,7 +92,7 @@ def test_a_venv_script_through_a_symlinked_dir_is_not_a_project_frame(tmp_path: 
                          text=True, env=env, timeout=60)
     assert out.returncode == 0, out.stderr[-3000:]
     reports = json.loads(out.stdout.splitlines()[-1])
-    assert reports, "the planted 0.5 s stall was not reported"
-    frames = reports[0]
-    assert any(f.endswith(":handler") and "handler.py" in f for f in frames), frames
-    assert not [f for f in frames if "/venv/" in f], frames
+    planted = [frames for frames in reports if any(
+        f.endswith(":handler") and "handler.py" in f for f in frames)]
+    assert planted, f"the planted 0.5 s stall was not reported with its line: {reports}"
+    assert not [f for frames in reports for f in frames if "/venv/" in f], reports

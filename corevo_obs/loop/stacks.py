@@ -127,7 +127,8 @@ class FrameFilter:
     package); without, anything that is neither the stdlib, an installed package, a
     frozen module nor this suite. The constructor takes the roots as spelled (no
     filesystem call, so it is safe on the loop thread); :meth:`resolved` also matches
-    them with symlinks resolved, and is what to build once, off the loop.
+    them and each file with symlinks resolved and finds venvs on disk, and is what to
+    build once, off the loop.
     """
 
     def __init__(self, project_roots: Iterable[str] = (), *,

@@ -69,7 +69,9 @@ async def main(redis_url: str, pg_dsn: str) -> dict[str, object]:
     return {
         "counted": registry.get_sample_value("corevo_event_loop_stalls_total",
                                              {"worker": "s0"}),
-        "stalls": [{"seconds": r.duration, "cause": r.cause, "where": r.where}
+        "stalls": [{"seconds": r.duration, "cause": r.cause, "where": r.where,
+                    "in_slow_import": any(f.function == "find_spec" and f.filename == __file__
+                                          for f in r.frames)}
                    for r in health.reports],
     }
 
