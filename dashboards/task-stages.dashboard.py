@@ -18,6 +18,8 @@ dashboard = dashboard(
             rates("corevo_task_total_seconds", by=("outcome",),
                   title="tasks finished per second by outcome"),
             rates("corevo_task_mark_errors_total"),
+            rates("corevo_task_unrouted_total",
+                  title="requests with no route template (no_router: set route_of=)"),
         ]),
     ],
     description="Dispatch high while external is low: work is queued on a busy worker.",

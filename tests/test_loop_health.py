@@ -66,6 +66,35 @@ def test_sleep_stall_names_the_line_and_duration(registry, seconds):
     )
 
 
+def test_a_stall_right_after_install_is_recorded_like_any_other(registry, caplog):
+    """Before the sampler's first tick (an import right after install): announced while
+    it lasts, then in the reports, the count and the histogram."""
+    async def main():
+        health = install_loop_health(registry=registry, worker="t0", interval=0.01,
+                                     log_interval=60)
+        await handler_sleeps(1.2)  # no await between install and the stall
+        await asyncio.sleep(0.15)
+        await health.aclose()
+        return health.reports
+
+    with caplog.at_level("WARNING", logger="corevo_obs.stall"):
+        reports = asyncio.run(main())
+    ongoing = [r for r in caplog.records if r.corevo_stall["ongoing"]]
+    assert ongoing, "the stall was not announced while it lasted"
+    planted = [r for r in reports if r.duration >= 1.0]  # a loaded box may add short ones
+    assert len(planted) == 1, [r.format() for r in reports]
+    r = planted[0]
+    assert r.culprit is not None and r.culprit.function == "handler_sleeps"
+    assert abs(r.duration - 1.2) <= _tolerance(1.2), r.duration
+    count = len(reports)
+    assert registry.get_sample_value("corevo_event_loop_stalls_total", {"worker": "t0"}) == count
+    assert registry.get_sample_value(
+        "corevo_event_loop_stall_seconds_count", {"worker": "t0"}) == count
+    assert registry.get_sample_value(
+        "corevo_event_loop_stall_seconds_sum", {"worker": "t0"}) == pytest.approx(
+        sum(x.duration for x in reports))
+
+
 def test_blocking_fifo_read_is_caught(registry, tmp_path):
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)

@@ -12,14 +12,21 @@ version is read once (``INFO server``); ``sharded=`` overrides it.
 The subscriber's client never reconnects on its own: redis-py's PubSub reconnects and
 resubscribes inside its failure handler even with zero retries, which would hide (and
 shift) the window in which messages vanish. The inbox reconnects with its own pause and
-counts the break. ``redis`` is imported only here.
+counts the break. ``redis`` is imported with this module only.
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Final
 
 from .bus import CancelBus, Command, Subscription
+
+# With this module (imported with the bus class, before a loop runs), not in the bus's
+# constructor: called on the loop, that import was counted as the host's stall.
+with contextlib.suppress(ImportError):  # the redis extra: its absence is raised on use
+    import redis.asyncio.retry  # noqa: F401
+    import redis.backoff  # noqa: F401
 
 MARKER_PREFIX: Final = "corevo:cancel:"
 CHANNEL_PREFIX: Final = "corevo:owner:"

@@ -47,9 +47,9 @@ import socket
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager, suppress
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import Any, Final, TypeVar
 
 from prometheus_client import CollectorRegistry
 
@@ -58,8 +58,11 @@ from ..observer import Observer
 from . import sql
 from .store import AsyncDatabase, AsyncJobStore, Database, JobStore, Rows
 
-if TYPE_CHECKING:
+# With this module (imported with the store class, before a loop runs), not in a store's
+# constructor: called on the loop, that import (0.2-1.2 s) was counted as the host's stall.
+with suppress(ImportError):  # the postgres extra: its absence is raised on use
     import psycopg
+    import psycopg.conninfo
     from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 BACKEND: Final = "postgresql"

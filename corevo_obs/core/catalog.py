@@ -154,6 +154,14 @@ _SPECS: tuple[MetricSpec, ...] = (
         "stages", ("worker", "kind", "reason"),
         values={"reason": ("out_of_order", "duplicate", "after_end")},
     ),
+    MetricSpec(
+        "corevo_task_unrouted_total", "counter",
+        "Requests the ASGI middleware found no route template for, labelled kind "
+        "'unmatched': no_route (no route serves it), no_router (the app's router is "
+        "unknown: pass route_of=), route_of_error (route_of raised).",
+        "stages", ("worker", "reason"),
+        values={"reason": ("no_route", "no_router", "route_of_error")},
+    ),
     # --- offload adapter ---
     MetricSpec(
         "corevo_offload_in_flight", "gauge",

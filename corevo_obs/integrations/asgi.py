@@ -1,9 +1,12 @@
 """ASGI middleware: the four stages of every HTTP request and WebSocket, no handler code.
 
-- **kind**: the route template (``GET /items/{item_id}``, ``WS /ws``); paths no route
-  serves, methods it refuses (405) and methods outside the standard set are one kind,
-  ``unmatched``; excluded paths (``/metrics`` by default) are not
-  tracked at all. Bounded by construction: never a raw path.
+- **kind**: the route template (``GET /items/{item_id}``, ``WS /ws``), found without
+  user code for Starlette/FastAPI, Litestar, Quart and any framework that leaves one in
+  the scope (``routes``); paths no route serves, methods it refuses (405) and methods
+  outside the standard set are one kind, ``unmatched``; excluded paths (``/metrics`` by
+  default) are not tracked at all. Bounded by construction: never a raw path. An app
+  whose router is unknown gets one warning naming ``route_of=``, and its requests are
+  counted in ``corevo_task_unrouted_total{reason="no_router"}``.
 - **dispatch**: accepted -> the middleware runs on the worker's loop. Accepted is the
   front proxy's ``X-Request-Start`` when present (see ``request_start``), otherwise the
   moment this middleware was called: without a proxy stamp, dispatch cannot see queueing
@@ -18,16 +21,19 @@ Handlers reach their task through ``corevo_obs.current_stages()`` (e.g. to time 
 model call with ``current_stages().external("model")``), and the HTTP client hooks in
 ``http_clients`` record outgoing calls against it.
 
-Example (FastAPI / Starlette)::
+Example (FastAPI / Starlette; Litestar, Quart and any ASGI app: wrap it)::
 
     app = FastAPI()
     app.add_middleware(StagesMiddleware)          # or StagesMiddleware(app) for any ASGI app
+    app = StagesMiddleware(Litestar(route_handlers=[...]))
+    quart_app.asgi_app = StagesMiddleware(quart_app.asgi_app)
 
 Put it outermost among your middleware so it sees the response as the client does.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Awaitable, Callable, Collection, MutableMapping
 from typing import Any, Final
@@ -39,7 +45,7 @@ from ..core.identity import worker_name
 from ..core.telemetry import Telemetry
 from ..stages import StageRecorder, TaskStages
 from .request_start import DEFAULT_MAX_AGE, HEADER, parse_request_start
-from .routes import STANDARD_METHODS, UNMATCHED, RouteCache, starlette_route
+from .routes import STANDARD_METHODS, UNMATCHED, RouteCache, RouteOf, router_of, scope_template
 
 __all__ = [
     "StagesMiddleware",
@@ -51,8 +57,13 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+#: what the middleware wraps: any ASGI callable (frameworks type scopes as TypedDicts)
+AnyASGIApp = Callable[..., Awaitable[None]]
 
+log = logging.getLogger("corevo_obs.stages")
 DEFAULT_EXCLUDE: Final = ("/metrics",)
+UNROUTED_REASONS: Final = ("no_route", "no_router", "route_of_error")
+_LOOK: Final[Any] = object()  # the router is looked for on the first request
 DEFAULT_MAX_KINDS: Final = 128
 _NORMAL_CLOSE: Final = (1000, 1001)
 
@@ -62,7 +73,8 @@ class StagesMiddleware:
 
     ``exclude``: route templates or paths not to track; an entry ending in ``*`` is a
     path prefix (``/static/*``). ``route_of(scope)``: the route template for apps whose
-    routes are not Starlette-shaped (return None for "no route"). ``kind_format`` may use
+    router is not found on its own (see ``routes``; return None for "no route"); one
+    that raises is counted and the request is ``unmatched``. ``kind_format`` may use
     ``{method}`` and ``{route}``. ``request_start_header=None`` ignores proxy stamps (do
     that when no proxy in front overwrites the header).
 
@@ -75,7 +87,7 @@ class StagesMiddleware:
 
     def __init__(
         self,
-        app: ASGIApp,
+        app: AnyASGIApp,
         *,
         recorder: StageRecorder | None = None,
         worker: str | None = None,
@@ -101,6 +113,8 @@ class StagesMiddleware:
         self._format = kind_format
         self._group = group_unmatched
         self._route_of = route_of
+        self._router: RouteOf | None = _LOOK
+        self._unrouted: dict[str, Any] = {}
         self._header = None if request_start_header is None else (
             request_start_header.lower().encode("latin-1"))
         self._max_age = max_request_start_age
@@ -117,6 +131,9 @@ class StagesMiddleware:
             rec = self._recorder = StageRecorder(worker=resolved.worker,
                                                  registry=resolved.registry,
                                                  max_kinds=self._max_kinds)
+            self._unrouted = {}
+        if not self._unrouted:  # at 0 from the start: an alert's increase() sees the first
+            self._unrouted = {r: resolved_child(rec, r) for r in UNROUTED_REASONS}
         return rec
 
     @property
@@ -167,25 +184,66 @@ class StagesMiddleware:
         key = (scope["type"], method if known else "", path)
         found = self._cache.get(key)
         if found is not None:
-            return found or None
-        route = self._route(scope) if known else None
-        if path in self._exact or route in self._exact or (
-                self._prefixes and path.startswith(self._prefixes)):
-            self._cache.put(key, "")
-            return None
-        if route is None:
-            kind = (UNMATCHED if self._group or not known
-                    else self._format.format(method=method, route=path))
+            kind, unrouted = found
         else:
-            kind = self._format.format(method=method, route=route)
-        self._cache.put(key, kind)
-        return kind
+            route, unrouted = self._route(scope) if known else (None, "no_route")
+            if path in self._exact or route in self._exact or (
+                    self._prefixes and path.startswith(self._prefixes)):
+                kind, unrouted = "", ""
+            elif route is None:
+                kind = (UNMATCHED if self._group or not known
+                        else self._format.format(method=method, route=path))
+            else:
+                kind = self._format.format(method=method, route=route)
+            self._cache.put(key, kind, unrouted)
+        if unrouted:
+            self._count_unrouted(unrouted)
+        return kind or None
 
-    def _route(self, scope: Scope) -> str | None:
+    def _route(self, scope: Scope) -> tuple[str | None, str]:
+        """The request's template, or None and why (a reason of the unrouted counter)."""
         if self._route_of is not None:
-            return self._route_of(scope)
-        routes = getattr(scope.get("app"), "routes", None) or getattr(self.app, "routes", None)
-        return None if routes is None else starlette_route(scope, routes)
+            try:
+                found = self._route_of(scope)
+            except Exception as exc:  # noqa: BLE001 - the host's callback: counted
+                guard.absorb("stages.route_of", exc, worker="unknown", registry=self._registry)
+                return None, "route_of_error"
+            return found, "" if found is not None else "no_route"
+        found = scope_template(scope)
+        if found is not None:
+            return found, ""
+        router = self._router
+        if router is _LOOK:
+            try:
+                router = router_of(scope.get("app"), self.app)
+            except Exception:  # noqa: BLE001 - an exotic app: treated as an unknown router
+                router = None
+            self._router = router
+            if router is None:
+                log.warning(
+                    "corevo-obs StagesMiddleware: cannot find route templates in %s "
+                    "(not a Starlette, Litestar or werkzeug/Quart router, and no template "
+                    "in the scope): its requests are kind %r, counted in "
+                    "corevo_task_unrouted_total{reason=\"no_router\"}; pass "
+                    "StagesMiddleware(app, route_of=lambda scope: <the route template or "
+                    "None>)", type(self.app).__name__, UNMATCHED)
+        if router is None:
+            return None, "no_router"
+        found = router(scope)
+        return found, "" if found is not None else "no_route"
+
+    def _count_unrouted(self, reason: str) -> None:
+        try:
+            self.recorder  # noqa: B018 - builds the counters with the recorder
+            self._unrouted[reason].inc()
+        except Exception as exc:  # noqa: BLE001 - instrumentation must not fail the request
+            guard.absorb("stages", exc, worker="unknown", registry=self._registry)
+
+
+def resolved_child(rec: StageRecorder, reason: str) -> Any:
+    """The unrouted counter of ``rec``'s worker and registry for ``reason``."""
+    return Telemetry.resolve(rec.worker, rec.registry).child(
+        "corevo_task_unrouted_total", reason=reason)
 
 
 class _Call:

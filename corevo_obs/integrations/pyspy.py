@@ -213,33 +213,6 @@ def _called_on(frame: FrameInfo) -> str | None:
                  if not keyword.iskeyword(m.group(1))), None)
 
 
-def _venv_root(directory: str, cache: dict[str, str]) -> str:
-    """The venv (a directory holding ``pyvenv.cfg``) ``directory`` is in, or ""."""
-    found = cache.get(directory)
-    if found is None:
-        parent = os.path.dirname(directory)
-        if os.path.isfile(os.path.join(directory, "pyvenv.cfg")):
-            found = directory
-        elif parent and parent != directory:
-            found = _venv_root(parent, cache)
-        else:
-            found = ""
-        cache[directory] = found
-    return found
-
-
-def _outside_venvs(frames: Sequence[FrameInfo], roots: Sequence[str],
-                   cache: dict[str, str]) -> list[FrameInfo]:
-    """Frames not inside a venv, unless the venv holds a project root itself (the dumped
-    process may run another interpreter: its venv is found on disk, not from sys.prefix)."""
-    out = []
-    for f in frames:
-        venv = _venv_root(os.path.dirname(os.path.abspath(f.filename)), cache)
-        if not venv or any(os.path.abspath(r).startswith(venv + os.sep) for r in roots):
-            out.append(f)
-    return out
-
-
 def _runs_loop(frames: Sequence[FrameInfo]) -> bool:
     return any(
         f.function.endswith(_LOOP_FUNCTIONS) and ("asyncio" in f.filename or "uvloop" in f.filename)
@@ -247,8 +220,7 @@ def _runs_loop(frames: Sequence[FrameInfo]) -> bool:
     )
 
 
-def _thread(raw: dict[str, Any], project_roots: Sequence[str],
-            venvs: dict[str, str]) -> ThreadStack:
+def _thread(raw: dict[str, Any], project_roots: Sequence[str]) -> ThreadStack:
     frames: list[FrameInfo] = []
     native: set[int] = set()
     raw_frames = list(reversed(raw.get("frames") or []))  # py-spy lists innermost first
@@ -264,8 +236,7 @@ def _thread(raw: dict[str, Any], project_roots: Sequence[str],
         owns_gil=bool(raw.get("owns_gil")),
         frames=tuple(frames),
         native=frozenset(native),
-        culprit=innermost_project_frame(_outside_venvs(python_frames, project_roots, venvs),
-                                        project_roots),
+        culprit=innermost_project_frame(python_frames, project_roots),
     )
 
 
@@ -286,8 +257,7 @@ def parse_dump(
         if not isinstance(raw, list):
             raise ValueError("expected a list of threads")
         roots = tuple(project_roots)
-        venvs: dict[str, str] = {}
-        threads = [_thread(t, roots, venvs) for t in raw]
+        threads = [_thread(t, roots) for t in raw]
     except (ValueError, KeyError, TypeError) as exc:
         raise PySpyError(f"cannot parse py-spy output for pid {pid}: {exc}") from None
     marked = []

@@ -32,6 +32,7 @@ imported only when used.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from typing import Any, Final, Literal
@@ -46,6 +47,13 @@ from ..observer import Observer
 from .base import DEFAULT_TIMEOUT, AcquireResult, AsyncLeaseStore, Counted, LeaseStore, _number
 from .breaker import CircuitBreaker
 from .provision import fence_hint, log, provision_command
+
+# With this module (imported with the store class, before a loop runs), not in a store's
+# constructor: called on the loop, that import (0.2-1.2 s) was counted as the host's stall.
+with contextlib.suppress(ImportError):  # the redis extra: its absence is raised on use
+    import redis.asyncio.retry  # noqa: F401
+    import redis.backoff  # noqa: F401
+    import redis.retry  # noqa: F401
 
 _NOW: Final = """
 local t = redis.call('TIME')

@@ -3,9 +3,12 @@
 Stall reports travel to logs, monitors and metrics dashboards; locals could carry user
 data or secrets, so only code locations are ever taken from a frame.
 
-Which frames are "the host's own code" is decided by a :class:`FrameFilter` built once:
-its roots are resolved at construction, and a frame is classified by string prefixes
-only (no filesystem call), so classifying a stack is safe on the loop thread.
+Which frames are "the host's own code" is decided by a :class:`FrameFilter` built once.
+The plain constructor classifies by string prefixes only (no filesystem call: safe on the
+loop thread); :meth:`FrameFilter.resolved`, built and used off the loop (the watchdog's
+thread, a dump), also resolves each file with ``os.path.realpath`` and looks on disk for
+the venv it sits in (``app/../venv/bin/gunicorn`` through a symlinked ``app`` is the
+venv's script, not the host's code). Both cache per file name.
 """
 
 from __future__ import annotations
@@ -53,6 +56,24 @@ def _interpreter_prefixes() -> tuple[str, ...]:
     found = {p for p in (sys.prefix, sys.exec_prefix)
              if p and p not in (sys.base_prefix, sys.base_exec_prefix)}
     return tuple(sorted(f for p in found for f in _forms(p)))
+
+
+def venv_root(directory: str, cache: dict[str, str]) -> str:
+    """The venv (a directory holding ``pyvenv.cfg``) ``directory`` is in, or "";
+    ``cache`` remembers every directory looked at (filesystem calls: off the loop)."""
+    found = cache.get(directory)
+    if found is None:
+        parent = os.path.dirname(directory)
+        if os.path.isfile(os.path.join(directory, "pyvenv.cfg")):
+            found = directory
+        elif parent and parent != directory:
+            found = venv_root(parent, cache)
+        else:
+            found = ""
+        if len(cache) >= _CACHE_MAX:
+            cache.clear()
+        cache[directory] = found
+    return found
 
 
 _PACKAGE_DIRS: Final = (f"{os.sep}site-packages{os.sep}", f"{os.sep}dist-packages{os.sep}")
@@ -106,7 +127,8 @@ class FrameFilter:
     package); without, anything that is neither the stdlib, an installed package, a
     frozen module nor this suite. The constructor takes the roots as spelled (no
     filesystem call, so it is safe on the loop thread); :meth:`resolved` also matches
-    them with symlinks resolved, and is what to build once, off the loop.
+    them and each file with symlinks resolved and finds venvs on disk, and is what to
+    build once, off the loop.
     """
 
     def __init__(self, project_roots: Iterable[str] = (), *,
@@ -119,8 +141,10 @@ class FrameFilter:
 
     @classmethod
     def resolved(cls, project_roots: Iterable[str] = ()) -> FrameFilter:
+        """Roots and frame files with symlinks resolved, venvs found on disk: build and
+        use it off the loop thread."""
         roots = tuple(project_roots)
-        return cls(roots, spellings=[f for r in roots for f in _forms(r)])
+        return _OnDiskFilter(roots, spellings=[f for r in roots for f in _forms(r)])
 
     def kind(self, filename: str) -> Kind:
         found = self._kinds.get(filename)
@@ -136,8 +160,8 @@ class FrameFilter:
             return "import"
         if filename.startswith("<"):
             return "library"
-        path = filename if os.path.isabs(filename) else os.path.abspath(filename)
-        venv = self._venv_prefix(path)
+        path, venv = self._located(
+            filename if os.path.isabs(filename) else os.path.abspath(filename))
         if self._roots:
             # the deeper of the two wins: a venv inside the project is not the project,
             # a project root inside an installed package (the suite's demo) still is
@@ -146,6 +170,10 @@ class FrameFilter:
         if venv or path.startswith(self._library):
             return "library"
         return "project"
+
+    def _located(self, path: str) -> tuple[str, str]:
+        """The path to classify and the interpreter tree it is in (see _venv_prefix)."""
+        return path, self._venv_prefix(path)
 
     def _venv_prefix(self, path: str) -> str:
         """The longest prefix of ``path`` that is an interpreter's tree: this
@@ -237,6 +265,22 @@ class FrameFilter:
                 previous = fi
         flush()
         return lines
+
+
+class _OnDiskFilter(FrameFilter):
+    """:meth:`FrameFilter.resolved`: each file by its real path, and the venv it is in
+    found on disk (``pyvenv.cfg``) as well as by prefix. Filesystem calls (once per file
+    name): used off the loop thread only."""
+
+    def __init__(self, project_roots: Iterable[str] = (), *,
+                 spellings: Iterable[str] | None = None) -> None:
+        super().__init__(project_roots, spellings=spellings)
+        self._venvs: dict[str, str] = {}
+
+    def _located(self, path: str) -> tuple[str, str]:
+        real = os.path.realpath(path)
+        disk = venv_root(os.path.dirname(real), self._venvs)
+        return real, max(self._venv_prefix(real), disk and disk + os.sep, key=len)
 
 
 _LIBRARY_PREFIXES: Final = _library_prefixes()

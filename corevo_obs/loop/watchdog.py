@@ -220,8 +220,9 @@ class StallWatchdog(HasTelemetry):
         self._telemetry = Telemetry.resolve(worker, registry)
         self.project_roots = tuple(project_roots)
         # taken as given here (no filesystem call on the loop thread); the watchdog
-        # thread swaps in the resolved filter when it starts
-        self.frame_filter = FrameFilter(self.project_roots)
+        # thread swaps in the resolved filter when it starts, and a report made on the
+        # loop thread (the final drain) keeps to the plain one
+        self.frame_filter = self._plain_filter = FrameFilter(self.project_roots)
         self.stack_frames = stack_frames
         self.reports: deque[StallReport] = deque(maxlen=max_reports)
         self._clock = clock
@@ -251,6 +252,7 @@ class StallWatchdog(HasTelemetry):
         self._gc = GcWatch(clock)
         self._probe: Probe | None = None
         self._beat: Beat | None = None
+        self._first = False  # True until the first beat after start()
         self._scheds: deque[Sched] = deque(maxlen=_SCHEDS)
         self._threads = ThreadLook()
         self._thread_names: dict[int, str] = {}
@@ -265,6 +267,11 @@ class StallWatchdog(HasTelemetry):
     def beat(self, now: float, lag: float) -> None:
         # clocks only: they keep the GIL (a file read here would hand it to a busy thread)
         reading = (now, time.thread_time_ns(), time.process_time_ns(), self._gc.total)
+        if self._first:
+            # the sampler's first tick times only its own sleep: a stall between start()
+            # and that tick (an import right after install) is the gap since start()
+            self._first = False
+            lag = max(lag, now - self._last_beat - self.beat_interval)
         if lag >= self.threshold:
             # before the stamp: _check relies on this order
             self._ended.append((now, lag, self._beat, reading))
@@ -287,6 +294,10 @@ class StallWatchdog(HasTelemetry):
         self._stop.clear()
         self._exited = False
         self._gc.install()
+        self._first = True
+        if self._loop_thread == threading.get_ident():  # a reading to measure it against
+            self._beat = (self._last_beat, time.thread_time_ns(), time.process_time_ns(),
+                          self._gc.total)
         self._set_in_progress(0.0, force=True)
         self._thread = threading.Thread(
             target=self._run, name=f"corevo-stall-watchdog[{self.worker}]", daemon=True
@@ -572,6 +583,8 @@ class StallWatchdog(HasTelemetry):
                 after: Beat, pending: _Pending | None,
                 find_blocker: _BlockerFinder | None) -> StallReport:
         frames = pending.frames if pending is not None else ()
+        # the loop thread's drain (no find_blocker) touches no file: the plain filter
+        ff = self.frame_filter if find_blocker is not None else self._plain_filter
         caught = Caught() if pending is None else Caught(
             samples=tuple(pending.samples), syscall=pending.syscall, state=pending.state)
         start = woke - lag
@@ -585,9 +598,9 @@ class StallWatchdog(HasTelemetry):
             window = _gc_only(self._gc, woke - lag, woke)
         blocker = pending.blocker if pending is not None else None
         if (blocker is None and find_blocker is not None
-                and may_be_gil(lag, window, caught, self.frame_filter)):
+                and may_be_gil(lag, window, caught, ff)):
             blocker = find_blocker()
-        why = attribute(lag, window, caught, self.frame_filter, blocker)
+        why = attribute(lag, window, caught, ff, blocker)
         evidence = list(why.evidence)
         if why.cause == "gc":
             evidence.extend(
@@ -606,9 +619,9 @@ class StallWatchdog(HasTelemetry):
             cause=why.cause,
             summary=why.summary,
             evidence=tuple(evidence),
-            project_frames=self.frame_filter.project_frames(frames),
-            stack=tuple(self.frame_filter.trimmed(frames, self.stack_frames, culprit)),
-            idle=self.frame_filter.is_idle(frames),
+            project_frames=ff.project_frames(frames),
+            stack=tuple(ff.trimmed(frames, self.stack_frames, culprit)),
+            idle=ff.is_idle(frames),
             blocker=why.blocker,
             measures=window.measures() if window is not None else {},
         )
