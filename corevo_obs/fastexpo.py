@@ -37,6 +37,21 @@ _SPARE: Final = 1024
 GZIP_LEVEL: Final = 1
 
 
+class _Values(dict[float, str]):
+    """Formatted values, each formatted once: counts repeat (0.0, 1.0, ...) a lot."""
+
+    def __missing__(self, value: float) -> str:
+        if len(self) > _MAX_VALUES:
+            self.clear()
+        text = self[value] = go_float(value)
+        return text
+
+
+#: only sums of counts go through ``_Values``: a gauge may be -0.0, which as a key is 0.0
+_MEMO_TYPES: Final = frozenset({"counter", "histogram", "summary"})
+_MAX_VALUES: Final = 1 << 16
+
+
 class _One:
     """A registry of one metric, for an encoder."""
 
@@ -69,6 +84,7 @@ class LineCache:
 
     def __init__(self) -> None:
         self._by_format: dict[str, dict[tuple[str, str, str], _Lines]] = {}
+        self._values = _Values()
 
     def render(self, metrics: Iterable[Metric], encoder: Encoder, fmt: str) -> bytes:
         """What ``encoder`` makes of ``metrics`` (``fmt`` names the format: its cache)."""
@@ -91,8 +107,13 @@ class LineCache:
             if lines is not None:
                 prefixes = lines.prefixes
                 try:
-                    body = [f"{prefixes[n, labels]}{go_float(v)}\n"
-                            for n, labels, v in family.rows]
+                    if family.type in _MEMO_TYPES:
+                        values = self._values
+                        body = [f"{prefixes[n, labels]}{values[v]}\n"
+                                for n, labels, v in family.rows]
+                    else:
+                        body = [f"{prefixes[n, labels]}{go_float(v)}\n"
+                                for n, labels, v in family.rows]
                 except KeyError:  # a series not seen before in this format
                     pass
                 else:

@@ -60,6 +60,24 @@ class Family(Metric):
         return self.samples
 
 
+class _Runs(tuple[int, ...]):
+    """Slots of a file's entries, with their runs of consecutive slots: ``(first entry,
+    entry after the last, first slot)``. Workers' files repeat each other's order, so a
+    few runs cover a file and its sums are added a run at a time."""
+
+    runs: list[tuple[int, int, int]]
+
+    def __new__(cls, slots: list[int]) -> _Runs:
+        self = super().__new__(cls, slots)
+        self.runs = []
+        start = 0
+        for i in range(1, len(slots) + 1):
+            if i == len(slots) or slots[i] != slots[i - 1] + 1:
+                self.runs.append((start, i, slots[start]))
+                start = i
+        return self
+
+
 @dataclass
 class _Slot:
     family: _FamilyState
@@ -94,6 +112,7 @@ class Aggregate:
         self._slots: list[_Slot] = []
         self._families: dict[str, _FamilyState] = {}
         self._file_slots: dict[str, tuple[Layout, Sequence[int]]] = {}
+        self._key_slots: dict[str, dict[str, int]] = {}
         self._acc: list[float] = []
         self._stamp: list[float] = []
         self._present: set[int] = set()
@@ -119,8 +138,10 @@ class Aggregate:
             self._file_slots[str(mf.path)] = (layout, slots)
         acc, present = self._acc, self._present
         if rule == "sum":
-            if isinstance(slots, range):  # slots in file order: one C-level pass
-                acc[slots.start:slots.stop] = map(add, acc[slots.start:slots.stop], values)
+            if isinstance(slots, _Runs):  # slots in runs of file order: C-level passes
+                for start, stop, at in slots.runs:
+                    end = at + stop - start
+                    acc[at:end] = map(add, acc[at:end], values[start:stop])
             else:
                 for s, v in zip(slots, values, strict=True):
                     acc[s] += v
@@ -158,17 +179,24 @@ class Aggregate:
 
     def _slots_of(self, mf: MetricFile, keys: tuple[str, ...], rule: str) -> Sequence[int]:
         typ = mf.prefix if mf.gauge_mode is None else "gauge"
+        # every writer's file repeats the same keys: their slots, per file type (not for
+        # ``all`` gauges, whose series carry the writer's pid)
+        memo = self._key_slots.setdefault(mf.prefix, {}) if rule != "all" else {}
         out = []
         for key in keys:
+            found = memo.get(key)
+            if found is not None:
+                out.append(found)
+                continue
             metric, name, labels, help_text = parse_key(key)
             if rule == "all":
                 labels = tuple(sorted((*labels, ("pid", mf.writer))))
             elif rule == "sum" and metric in self._summed:
                 labels = tuple(p for p in labels if p[0] != WORKER_LABEL)
-            out.append(self._slot(metric, help_text, typ, name, labels))
-        if out and out == list(range(out[0], out[0] + len(out))):
-            return range(out[0], out[0] + len(out))
-        return tuple(out)
+            found = memo[key] = self._slot(metric, help_text, typ, name, labels)
+            out.append(found)
+        runs = _Runs(out)
+        return runs if len(runs.runs) * 8 <= len(out) else tuple(out)
 
     def _slot(self, metric: str, documentation: str, typ: str, name: str,
               labels: Labels) -> int:

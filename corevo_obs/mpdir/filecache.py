@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import struct
-from dataclasses import dataclass
 from typing import cast
 
 from .dbfile import read_fd
@@ -26,29 +25,40 @@ _USED = struct.Struct("i")  # native, as prometheus_client packs
 Read = tuple["Layout", tuple[float, ...], tuple[float, ...]]
 
 
-@dataclass(frozen=True)
 class Layout:
-    """What one parse of a file found: its keys in file order and how to unpack them."""
+    """What one parse of a file found: its keys in file order, and (made when the file
+    is read a second time) how to unpack them all at once."""
 
-    used: int
-    keys: tuple[str, ...]
-    lengths: tuple[int, ...]
-    raw: tuple[bytes, ...]
-    unpack: struct.Struct | None  # None: no entries
+    __slots__ = ("keys", "_unpack")
+
+    def __init__(self, keys: tuple[str, ...]) -> None:
+        self.keys = keys
+        self._unpack: _Unpack | None = None
+
+    @property
+    def unpack(self) -> _Unpack:
+        if self._unpack is None:
+            self._unpack = _Unpack(self.keys)
+        return self._unpack
+
+
+class _Unpack:
+    """prometheus_client's ``MmapedDict`` layout of ``keys`` (in this order) as one
+    ``struct``: length, key bytes padded with spaces, value, timestamp per entry."""
+
+    __slots__ = ("used", "lengths", "raw", "struct")
+
+    def __init__(self, keys: tuple[str, ...]) -> None:
+        encoded = [k.encode("utf-8") for k in keys]
+        self.raw = tuple(b.ljust(_padded(len(b)), b" ") for b in encoded)
+        self.lengths = tuple(len(b) for b in encoded)
+        self.used = _HEADER + sum(4 + len(b) + 16 for b in self.raw)
+        fmt = "".join(f"i{len(b)}s2d" for b in self.raw)  # "=": native order, no gaps
+        self.struct = struct.Struct(f"={_HEADER}x{fmt}")
 
 
 def _padded(n: int) -> int:
     return n + (8 - (n + 4) % 8)
-
-
-def layout_of(keys: tuple[str, ...]) -> Layout:
-    """The layout prometheus_client's ``MmapedDict`` gives ``keys`` (in this order)."""
-    encoded = [k.encode("utf-8") for k in keys]
-    raw = tuple(b.ljust(_padded(len(b)), b" ") for b in encoded)  # as the writer pads
-    fmt = "".join(f"i{len(b)}s2d" for b in raw)  # "=": native order, no gaps
-    used = _HEADER + sum(4 + len(b) + 16 for b in raw)
-    return Layout(used, keys, tuple(len(b) for b in encoded), raw,
-                  struct.Struct(f"={_HEADER}x{fmt}") if raw else None)
 
 
 class FileCache:
@@ -68,30 +78,28 @@ class FileCache:
         try:
             self._seen.add(name)
             known = self._layouts.get(name)
-            if known is not None and known.unpack is not None:
-                cells = self._unpack(fd, known)
+            if known is not None and known.keys:
+                cells = self._unpack(fd, known.unpack)
                 if cells is not None:
                     return (known, cast("tuple[float, ...]", cells[2::4]),
                             cast("tuple[float, ...]", cells[3::4]))
             entries = read_fd(fd, accumulator=accumulator)  # strict, in file order
-            layout = layout_of(tuple(entries))
-            self._layouts[name] = layout
+            layout = self._layouts[name] = Layout(tuple(entries))
             return (layout, tuple(v for v, _ in entries.values()),
                     tuple(t for _, t in entries.values()))
         finally:
             os.close(fd)
 
     @staticmethod
-    def _unpack(fd: int, known: Layout) -> tuple[object, ...] | None:
+    def _unpack(fd: int, known: _Unpack) -> tuple[object, ...] | None:
         """Length, key, value, timestamp of every entry at ``known``'s places, or None
         when the file is not laid out so (it grew, or was replaced)."""
-        assert known.unpack is not None
         if os.fstat(fd).st_size < known.used:
             return None
         data = pread_all(fd, known.used)
         if len(data) < known.used or _USED.unpack_from(data)[0] != known.used:
             return None
-        cells = known.unpack.unpack(data)
+        cells = known.struct.unpack(data)
         if cells[0::4] != known.lengths or cells[1::4] != known.raw:
             return None
         return cells
