@@ -13,6 +13,11 @@ scrape (from /proc) and the ratios to ``before``. Target: ``after`` p99 <= 50 ms
 quiet 2-core box with <= 5,000 samples.
 
     python bench/hostscrape_bench.py [--workers 8] [--kinds 20] [--rounds 40] [--busy 0]
+        [--instructions 3]
+
+``--instructions N`` also counts, under valgrind's callgrind, the instructions of one
+warm scrape through each endpoint's WSGI app (no HTTP): they repeat exactly where wall
+time on a shared machine does not.
 """
 
 from __future__ import annotations
@@ -84,6 +89,40 @@ def serve() -> None:
     server.close()
 
 
+def scrape_in_process(n: int) -> None:
+    """Child mode: ``n`` scrapes through the endpoint's WSGI app, no HTTP (for callgrind:
+    the difference between two ``n`` is the cost of the scrapes alone)."""
+    from prometheus_client import make_wsgi_app
+
+    from corevo_obs.exposition import exposition_registry
+
+    registry = exposition_registry("host")
+    try:
+        from corevo_obs.fastexpo import make_app
+        app = make_app(registry)
+    except ImportError:  # the code before: prometheus_client's app
+        app = make_wsgi_app(registry)
+    environ = {"REQUEST_METHOD": "GET", "PATH_INFO": "/metrics", "QUERY_STRING": "",
+               "HTTP_ACCEPT": PROM_ACCEPT, "HTTP_ACCEPT_ENCODING": "gzip"}
+    for _ in range(n):
+        app(environ, lambda *a: None)
+
+
+def _instructions(env: dict[str, str], rounds: int) -> float:
+    """Instructions of one warm scrape: (1 + rounds scrapes) - (1 scrape), divided."""
+    import callgrind  # beside this script
+
+    saved = dict(os.environ)
+    os.environ.update(env)
+    try:
+        one, _ = callgrind.instructions([__file__, "--scrapes", "1"])
+        more, _ = callgrind.instructions([__file__, "--scrapes", str(1 + rounds)])
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return (more - one) / rounds
+
+
 def _cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -121,6 +160,12 @@ def main() -> int:
     ap.add_argument("--busy", type=float, default=0.0, help="tasks/s each worker keeps running")
     ap.add_argument("--rounds", type=int, default=40)
     ap.add_argument("--base", default="main", help="git ref of the 'before' code")
+    ap.add_argument("--instructions", type=int, default=0, metavar="N",
+                    help="also count instructions per warm scrape under callgrind (N scrapes)")
+    ap.add_argument("--realtime", action="store_true",
+                    help="run the endpoints and the scraper at SCHED_FIFO priority 10 (a "
+                         "stand-in for a quiet box on a shared one; needs CAP_SYS_NICE)")
+    ap.add_argument("--scrapes", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -129,6 +174,9 @@ def main() -> int:
         return 0
     if args.serve:
         serve()
+        return 0
+    if args.scrapes:
+        scrape_in_process(args.scrapes)
         return 0
     tmp = Path(tempfile.mkdtemp(prefix="corevo-hostscrape-"))
     d = tmp / "metrics"
@@ -139,8 +187,9 @@ def main() -> int:
     procs: list[subprocess.Popen[str]] = []
 
     def child(extra_env: dict[str, str], *flags: str) -> subprocess.Popen[str]:
+        rt = ["chrt", "-f", "10"] if args.realtime and "--serve" in flags else []
         p = subprocess.Popen(
-            [sys.executable, __file__, *flags, "--kinds", str(args.kinds), "--tasks",
+            [*rt, sys.executable, __file__, *flags, "--kinds", str(args.kinds), "--tasks",
              str(args.tasks), "--busy", str(args.busy)],
             env=dict(env, **extra_env), text=True, stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
@@ -162,6 +211,8 @@ def main() -> int:
         for name, p in variants.items():
             assert p.stdout is not None
             ports[name] = int(p.stdout.readline())
+        if args.realtime:
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
         first = {name: _scrape(port) for name, port in ports.items()}  # cold: layouts
         walls: dict[str, list[float]] = {name: [] for name in ports}
         cpu: dict[str, float] = dict.fromkeys(ports, 0.0)
@@ -175,8 +226,11 @@ def main() -> int:
                 walls[name].append(took)
                 body[name] = (text, wire)
         load = os.getloadavg()
+        if args.realtime:
+            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
         print(f"{args.workers} workers x {args.kinds} kinds, default buckets, busy "
-              f"{args.busy}/s per worker, {args.rounds} interleaved rounds, load "
+              f"{args.busy}/s per worker, {args.rounds} interleaved rounds"
+              f"{' at SCHED_FIFO' if args.realtime else ''}, load "
               f"{load[0]:.1f} {load[1]:.1f}, base {args.base}")
         print(f"{'variant':<10} {'samples':>8} {'bytes':>10} {'gzip':>8} {'first ms':>9} "
               f"{'p50 ms':>8} {'p99 ms':>8} {'cpu ms':>7} {'p50 x':>6} {'p99 x':>6}")
@@ -190,6 +244,14 @@ def main() -> int:
                   f"{cpu[name] / args.rounds * 1e3:>7.1f} {b50 / p50:>6.1f} {b99 / p99:>6.1f}")
         ratios = [b / a for b, a in zip(walls["before"], walls["after"], strict=True)]
         print(f"median of per-round ratios before/after: {statistics.median(ratios):.1f}")
+        if args.instructions:
+            counts = {name: _instructions(
+                {**env, "PYTHONPATH": os.pathsep.join([str(base), here]) if name == "before"
+                 else here, **({"COREVO_METRICS_BY_WORKER": "1"} if name == "by-worker"
+                               else {})}, args.instructions) for name in order}
+            print("instructions per warm scrape (callgrind, no HTTP): " + ", ".join(
+                f"{name} {n / 1e6:,.0f} M" for name, n in counts.items())
+                + f"; before/after {counts['before'] / counts['after']:.1f}x")
     finally:
         for p in procs:
             if p.stdin is not None:
