@@ -20,7 +20,7 @@ from socketserver import ThreadingMixIn
 from typing import Any, Final, Literal
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client import REGISTRY, CollectorRegistry, make_wsgi_app
+from prometheus_client import REGISTRY, CollectorRegistry
 
 from .core import promclient
 from .core.errors import ConfigError, MetricsDirError, MetricsPortBusy
@@ -153,10 +153,33 @@ def is_writer() -> bool:
     return _exit_hook_pid == os.getpid()
 
 
-def exposition_registry(scope: Scope = "host") -> CollectorRegistry:
+#: ``1`` keeps the catalog's ``host_sum`` metrics per worker at a host endpoint
+BY_WORKER_ENV: Final = "COREVO_METRICS_BY_WORKER"
+
+
+def by_worker_setting() -> bool:
+    """``$COREVO_METRICS_BY_WORKER`` (``1``/``true``/``yes`` or ``0``/``false``/``no``,
+    default no); any other value is counted and logged once, and the default used."""
+    raw = os.environ.get(BY_WORKER_ENV, "").strip().lower()
+    if raw in ("", "0", "false", "no"):
+        return False
+    if raw in ("1", "true", "yes"):
+        return True
+    absorb("metrics-config", ConfigError(f"${BY_WORKER_ENV}={raw!r}: 1 or 0; using 0",
+                                         source=f"${BY_WORKER_ENV}"))
+    return False
+
+
+def exposition_registry(scope: Scope = "host", *,
+                        by_worker: bool | None = None) -> CollectorRegistry:
     """The registry to serve: in multiprocess mode the aggregate of the directory
     (``host``: every worker once) or this process's own files only (``process``);
     otherwise the default registry. ``auto`` is ``process`` in a writer, else ``host``.
+
+    At ``host`` scope the catalog's ``host_sum`` metrics (the task-stage histograms,
+    workers x kinds x buckets series) are summed across workers, without the ``worker``
+    label, unless ``by_worker`` (default ``$COREVO_METRICS_BY_WORKER``, else no) keeps
+    them apart; everything else keeps its ``worker`` label.
     """
     mp = multiprocess_dir()
     if mp is None:
@@ -169,7 +192,10 @@ def exposition_registry(scope: Scope = "host") -> CollectorRegistry:
     # a serving process that writes no files (``metrics serve``) counts what it absorbs
     # (janitor, unreadable files) in memory: serve that with the aggregate
     own = REGISTRY if scope == "host" and promclient.in_memory_values() else None
-    install_collectors(reg, mp, only_pid=os.getpid() if scope == "process" else None, own=own)
+    if by_worker is None:
+        by_worker = by_worker_setting()
+    install_collectors(reg, mp, only_pid=os.getpid() if scope == "process" else None, own=own,
+                       by_worker=by_worker or scope == "process")
     return reg
 
 
@@ -226,9 +252,11 @@ class _Endpoint(ThreadingMixIn, WSGIServer):
 def _listen(port: int, host: str, registry: CollectorRegistry,
             port_setting: str) -> tuple[Any, threading.Thread]:
     """Bind and serve ``registry`` on a daemon thread (``start_wsgi_server``'s shape, with
-    bounded connections); a bad host is a ``ConfigError``, a taken port
-    ``MetricsPortBusy`` naming ``port_setting``."""
+    bounded connections and cached line prefixes: ``fastexpo``); a bad host is a
+    ``ConfigError``, a taken port ``MetricsPortBusy`` naming ``port_setting``."""
     import socket
+
+    from .fastexpo import make_app  # the mpdir reader's rows: imported when serving
 
     where = f"cannot listen on {host}:{port}"
     try:
@@ -238,7 +266,7 @@ def _listen(port: int, host: str, registry: CollectorRegistry,
         class Endpoint(_Endpoint):
             address_family = family
 
-        httpd = make_server(str(sockaddr[0]), port, make_wsgi_app(registry), Endpoint,
+        httpd = make_server(str(sockaddr[0]), port, make_app(registry), Endpoint,
                             handler_class=_Handler)
     except UnicodeError:  # idna: an empty or over-long label ("bogus..host")
         raise ConfigError(f"{where} (not a valid host name)", source="metrics endpoint") \
@@ -262,6 +290,8 @@ class MetricsServer:
     per host); ``process``, only this process's own series (a server in each worker: one
     target per worker, and ``sum()`` still counts each worker once). ``auto`` (default)
     is ``process`` in a process that called ``enable_multiprocess``, ``host`` elsewhere.
+    At ``host`` scope the task-stage histograms are summed across workers unless
+    ``by_worker`` (default ``$COREVO_METRICS_BY_WORKER``; see ``exposition_registry``).
     A forked child does not inherit a running server (its socket is closed in the child).
     Each connection has a thread, at most ``MAX_CONNECTIONS`` at once, and is closed after
     ``IDLE_TIMEOUT`` s without a request: idle clients cannot pile up threads.
@@ -285,11 +315,13 @@ class MetricsServer:
         compact_every: float | None = None,
         scope: Scope = "auto",
         port_setting: str = PORT_SETTING,
+        by_worker: bool | None = None,
     ) -> None:
         if scope not in ("auto", "host", "process"):
             raise ConfigError(f"scope must be auto, host or process, got {scope!r}",
                               source="MetricsServer")
         self._scope: Scope = scope
+        self._by_worker = by_worker  # host scope: keep stage histograms per worker
         self._port = port
         #: what a user changes to move the port, named when it is taken
         self._port_setting = port_setting
@@ -302,7 +334,7 @@ class MetricsServer:
 
     def start(self) -> MetricsServer:
         registry = self._registry if self._registry is not None else exposition_registry(
-            self._scope)
+            self._scope, by_worker=self._by_worker)
         self._httpd, self._thread = _listen(self._port, self._host, registry,
                                             self._port_setting)
         _servers.add(self)

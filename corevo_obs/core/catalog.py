@@ -55,10 +55,16 @@ class MetricSpec:
     buckets: tuple[float, ...] | None = None
     gauge_mode: GaugeMode = "livemax"
     values: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: the host endpoint serves it summed across workers (no ``worker`` label) unless
+    #: told to keep workers apart: per-kind histograms, whose size is workers x kinds x
+    #: buckets (what a per-worker question needs, a per-worker target serves)
+    host_sum: bool = False
 
     def __post_init__(self) -> None:
         if not self.name.startswith("corevo_"):
             raise CatalogError(f"{self.name}: catalog names start with 'corevo_'")
+        if self.host_sum and (self.kind == "gauge" or "worker" not in self.labels):
+            raise CatalogError(f"{self.name}: host_sum drops the worker label of a sum")
         if self.kind == "counter" and not self.name.endswith("_total"):
             raise CatalogError(f"{self.name}: counters end with '_total'")
         if (self.kind == "histogram") != (self.buckets is not None):
@@ -130,23 +136,24 @@ _SPECS: tuple[MetricSpec, ...] = (
     MetricSpec(
         "corevo_task_dispatch_seconds", "histogram",
         "Accepted until the handler starts on a loop (queueing and scheduling delay).",
-        "stages", ("worker", "kind"), STAGE_BUCKETS,
+        "stages", ("worker", "kind"), STAGE_BUCKETS, host_sum=True,
     ),
     MetricSpec(
         "corevo_task_first_event_seconds", "histogram",
         "Accepted until the first event is emitted to the client.",
-        "stages", ("worker", "kind"), STAGE_BUCKETS,
+        "stages", ("worker", "kind"), STAGE_BUCKETS, host_sum=True,
     ),
     MetricSpec(
         "corevo_task_external_seconds", "histogram",
         "Each wait on an external dependency (model, tool, store), per call.",
-        "stages", ("worker", "kind", "dependency"), STAGE_BUCKETS,
+        "stages", ("worker", "kind", "dependency"), STAGE_BUCKETS, host_sum=True,
     ),
     MetricSpec(
         "corevo_task_total_seconds", "histogram",
         "Accepted until the task reaches a terminal state.",
         "stages", ("worker", "kind", "outcome"), LONG_BUCKETS,
         values={"outcome": ("completed", "failed", "cancelled", "timeout", "lost")},
+        host_sum=True,
     ),
     MetricSpec(
         "corevo_task_mark_errors_total", "counter",
@@ -543,6 +550,11 @@ def zero_label_sets(owner: str, **given: str) -> Iterator[tuple[MetricSpec, dict
             choices.append((label, values))
         for combo in itertools.product(*(v for _, v in choices)):
             yield s, dict(zip((label for label, _ in choices), combo, strict=True))
+
+
+def host_summed() -> frozenset[str]:
+    """Metrics the host endpoint serves summed across workers by default (``host_sum``)."""
+    return frozenset(s.name for s in _SPECS if s.host_sum)
 
 
 def sample_name_index() -> dict[str, MetricSpec]:

@@ -6,9 +6,10 @@ the dead writers' files or the accumulator that replaced them, never both or nei
 
 It reads through the suite's own safe path (``dbfile``: no symlink followed, no FIFO or
 directory opened for reading, no mmap) instead of handing prometheus_client a list of
-paths, and merges with prometheus_client's own merge (``core.promclient``), so what it
-reports is what ``MultiProcessCollector`` would. Anything it cannot read safely (corrupt
-bytes, a planted FIFO, mode 000) is left out of the scrape, named,
+paths, and merges by prometheus_client's rules (``aggregate``: the same text, tested
+byte for byte), so it reports what ``MultiProcessCollector`` would, except that a host
+endpoint sums the catalog's ``host_sum`` metrics across workers. Anything it cannot read
+safely (corrupt bytes, a planted FIFO, mode 000) is left out of the scrape, named,
 counted and logged once, instead of failing or hanging it. When the readers' lock stays
 taken (a stopped compactor, a foreign ``flock``) it waits ``SCRAPE_WAIT`` and then reads
 without it, applying a committed journal in its head: the files it would remove are
@@ -18,7 +19,8 @@ left out and the accumulators it would rename in are read from where they wait.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
 from typing import cast
@@ -32,8 +34,9 @@ from ..core import promclient
 from ..core.catalog import spec
 from ..core.errors import CorevoObsError
 from ..core.guard import absorb
+from .aggregate import Aggregate, Family
 from .compactor import _CORRUPT, _why
-from .dbfile import Entries, parse_key, read_db
+from .filecache import FileCache
 from .journal import Plan, consistent_view, unlocked_plan
 from .layout import STATE_DIR, MetricFile, list_metric_files, parse_name
 from .lock import SCRAPE_WAIT, LockBusy
@@ -46,23 +49,33 @@ Source = tuple[int, str, str, MetricFile]  # dir fd, name at it, path for messag
 class LockedMultiProcessCollector(MultiProcessCollector):
     """Drop-in ``MultiProcessCollector`` that is safe to run during compactions and over a
     directory that someone else can write. ``only_pid`` reads one writer's own files
-    (a per-worker endpoint), no accumulator and no other writer.
+    (a per-worker endpoint), no accumulator and no other writer. ``by_worker=False``
+    serves the catalog's ``host_sum`` metrics summed across workers (a host endpoint).
+
+    It keeps what it learnt of each file between scrapes (``filecache``, ``aggregate``):
+    a scrape reads the files' values and adds them up, without parsing keys again.
 
     Example: ``LockedMultiProcessCollector(CollectorRegistry(), path="/run/metrics")``
     """
 
     def __init__(self, registry: CollectorRegistry | None, path: str | None = None,
-                 only_pid: int | None = None, own: CollectorRegistry | None = None) -> None:
+                 only_pid: int | None = None, own: CollectorRegistry | None = None,
+                 *, by_worker: bool = True) -> None:
         self._only_pid = only_pid
         self._own = own
+        self._files = FileCache()
+        self._merge = Aggregate(by_worker=by_worker)
+        self._lock = threading.Lock()  # one scrape at a time uses the memo
         promclient.reserve_value_files()  # a scraper's own counters: no SIGBUS either
         init = cast("Callable[[CollectorRegistry | None, str | None], None]",
                     super().__init__)  # prometheus_client leaves it unannotated
         init(registry, path)
 
-    def collect(self) -> Iterable[Metric]:
+    def collect(self) -> list[Family]:
+        """This scrape's merge (``Family`` objects: ``Metric`` whose samples are made
+        only if asked for; the host endpoint formats their rows itself)."""
         d = Path(self._path)
-        with ExitStack() as stack:
+        with self._lock, ExitStack() as stack:
             try:
                 locked = stack.enter_context(consistent_view(d, timeout=SCRAPE_WAIT))
                 if not locked:
@@ -71,63 +84,70 @@ class LockedMultiProcessCollector(MultiProcessCollector):
             except OSError as exc:  # e.g. a read-only view of the directory: read unlocked
                 absorb("mpdir-lock", exc)
                 locked = False
-            found = read_directory(d, None if locked else unlocked_plan(d), self._only_pid)
-        return found if self._own is None else with_own_errors(found, self._own)
+            self._merge.begin()
+            merge_directory(d, None if locked else unlocked_plan(d), self._files, self._merge,
+                            self._only_pid)
+            stack.close()  # the directory is read: let compactions commit
+            if self._own is not None:
+                add_own_errors(self._merge, self._own)
+            return self._merge.families()
 
 
 #: the families a reader that writes no files adds from its own memory: what it absorbed
 OWN_FAMILIES = ("corevo_instrumentation_errors",)
 
 
-def with_own_errors(metrics: list[Metric], own: CollectorRegistry) -> list[Metric]:
-    """``metrics`` plus the failures this process absorbed (counted in ``own``, in its
-    memory: a reader such as ``metrics serve`` writes no files), summed into the
-    directory's family of the same name so the exposition has each series once."""
-    by_name = {m.name: m for m in metrics}
+def add_own_errors(merge: Aggregate, own: CollectorRegistry) -> None:
+    """Add the failures this process absorbed (counted in ``own``, in its memory: a
+    reader such as ``metrics serve`` writes no files) into the directory's family of
+    the same name, so the exposition has each series once."""
     for family in own.collect():
         if family.name not in OWN_FAMILIES:
             continue
-        into = by_name.get(family.name)
-        if into is None:
-            into = Metric(family.name, family.documentation, family.type)
-            metrics.append(into)
-            by_name[family.name] = into
-        index = {(x.name, tuple(sorted(x.labels.items()))): i
-                 for i, x in enumerate(into.samples)}
         for sample in family.samples:
-            if sample.name.endswith("_created"):
-                continue
-            at = index.get((sample.name, tuple(sorted(sample.labels.items()))))
-            if at is None:
-                into.add_sample(sample.name, sample.labels, sample.value)
-            else:
-                into.samples[at] = into.samples[at]._replace(
-                    value=into.samples[at].value + sample.value)
-    return metrics
+            if not sample.name.endswith("_created"):
+                merge.add_sample(family.name, family.documentation, sample.name,
+                                 tuple(sorted(sample.labels.items())), sample.value)
 
 
 def read_directory(d: Path, plan: Plan | None, only_pid: int | None = None) -> list[Metric]:
     """Merge every metric file of ``d`` that can be read safely, as ``plan`` would leave it
-    (only ``only_pid``'s own files when it is given)."""
+    (only ``only_pid``'s own files when it is given), with no memo of earlier reads."""
+    merge = Aggregate()
+    merge.begin()
+    merge_directory(d, plan, FileCache(), merge, only_pid)
+    found: list[Metric] = [*merge.families()]
+    return found
+
+
+def merge_directory(d: Path, plan: Plan | None, files: FileCache, merge: Aggregate,
+                    only_pid: int | None = None) -> None:
+    """Add every metric file of ``d`` that can be read safely, as ``plan`` would leave
+    it, into ``merge`` (read through the ``files`` memo)."""
     left_out: list[str] = []
-    parsed: list[tuple[MetricFile, Entries]] = []
+    read: set[str] = set()
     with DirFds(d) as fds:
-        files, irregular = list_metric_files(d)
+        found, irregular = list_metric_files(d)
         if only_pid is not None:
-            files = [f for f in files if f.pid == only_pid]
+            found = [f for f in found if f.pid == only_pid]
             irregular = [f for f in irregular if f.pid == only_pid]
         left_out += [f"{f.path} ({describe(str(f.path))})" for f in irregular]
-        for dir_fd, name, where, mf in _sources(fds, files, plan):
+        for dir_fd, name, where, mf in _sources(fds, found, plan):
             try:
-                parsed.append((mf, read_db(dir_fd, name, where, accumulator=mf.is_accumulator)))
+                layout, values, stamps = files.read(dir_fd, name, where,
+                                                    accumulator=mf.is_accumulator)
             except FileNotFoundError:
                 continue  # a live gauge removed by mark_process_dead since the listing
             except _CORRUPT as exc:
                 left_out.append(f"{where} ({_why(exc)})")
+                continue
+            merge.add_file(mf, layout, values, stamps)
+            read.add(str(mf.path))
+    files.prune()
+    merge.forget(merge.file_paths - read)
     if left_out:
         absorb("mpdir-collect", RuntimeError(
             f"left unreadable files out of the scrape: {'; '.join(left_out)}"))
-    return promclient.merge_multiprocess(_metrics(parsed))
 
 
 def _sources(fds: DirFds, files: list[MetricFile], plan: Plan | None) -> Iterator[Source]:
@@ -148,26 +168,6 @@ def _sources(fds: DirFds, files: list[MetricFile], plan: Plan | None) -> Iterato
         parsed = parse_name(fds.path / target)
         if target not in present and parsed is not None and exists_at(fds.state, tmp):
             yield fds.state, tmp, fds.where(STATE_DIR, tmp), parsed
-
-
-def _metrics(parsed: list[tuple[MetricFile, Entries]]) -> dict[str, Metric]:
-    """prometheus_client 0.26 ``MultiProcessCollector._read_metrics``, from parsed files."""
-    metrics: dict[str, Metric] = {}
-    for mf, entries in parsed:
-        mode = mf.gauge_mode
-        typ = "gauge" if mode is not None else mf.prefix
-        for key, (value, timestamp) in entries.items():
-            metric_name, name, labels_key, help_text = parse_key(key)
-            metric = metrics.get(metric_name)
-            if metric is None:
-                metric = metrics[metric_name] = Metric(metric_name, help_text, typ)
-            if mode is not None:
-                promclient.set_multiprocess_mode(metric, mode)
-                metric.add_sample(name, labels_key + (("pid", mf.writer),),  # type: ignore[arg-type]
-                                  value, timestamp)
-            else:
-                metric.add_sample(name, labels_key, value)  # type: ignore[arg-type]
-    return metrics
 
 
 class DirHealthCollector:
@@ -199,12 +199,14 @@ def _gauge(name: str, value: float) -> GaugeMetricFamily:
 
 
 def install_collectors(registry: CollectorRegistry, path: str | os.PathLike[str],
-                       only_pid: int | None = None, own: CollectorRegistry | None = None
-                       ) -> None:
+                       only_pid: int | None = None, own: CollectorRegistry | None = None,
+                       *, by_worker: bool = True) -> None:
     """What the suite's ``/metrics`` serves in multiprocess mode: the directory's
     aggregate and its health, or (``only_pid``) one writer's own series; ``own``: the
     in-memory registry of a serving process that writes no files, whose absorbed
-    failures are served with the aggregate."""
-    LockedMultiProcessCollector(registry, path=str(path), only_pid=only_pid, own=own)
+    failures are served with the aggregate; ``by_worker=False``: the catalog's
+    ``host_sum`` metrics summed across workers."""
+    LockedMultiProcessCollector(registry, path=str(path), only_pid=only_pid, own=own,
+                                by_worker=by_worker)
     if only_pid is None:
         DirHealthCollector(path, registry)
