@@ -106,3 +106,23 @@ def test_a_value_file_is_created_whole_or_not_at_all(small_tmpfs) -> None:  # no
     assert got == {key(i): float(i) for i in range(101)}
     d.close()
     assert sorted(os.listdir(disk)) == ["counter_1.db", "counter_9.db"]
+
+
+def test_a_killed_writers_value_temporary_is_removed_by_compaction(tmp_path) -> None:
+    """A writer SIGKILLed between creating its value file's temporary and linking it in
+    leaves ``.counter_<pid>.db.<pid>.tmp``: no reader sees it, and a compaction removes
+    it once no process has that pid (never the temporary of a running one)."""
+    import os
+    import subprocess
+
+    from corevo_obs.mpdir import compact
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    dead = tmp_path / f".counter_{gone.pid}.db.{gone.pid}.tmp"
+    live = tmp_path / f".counter_{os.getpid()}.db.{os.getpid()}.tmp"
+    other = tmp_path / ".notes.tmp"
+    for p in (dead, live, other):
+        p.write_bytes(bytes(64))
+    compact(tmp_path)
+    assert not dead.exists() and live.exists() and other.exists()

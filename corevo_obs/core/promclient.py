@@ -139,7 +139,8 @@ def _create_whole(filename: str, capacity: int) -> Any:
     in place and then finding no room for its first bytes left.
 
     The temporary is hidden and not ``*.db`` (no reader globs it) and carries our pid: a
-    namesake's, left by a SIGKILL between its creation and its link, is ours to remove.
+    namesake's, left by a SIGKILL between its creation and its link, is ours to remove
+    (and a compaction removes those whose pid is gone: ``mpdir.layout.value_temp_pid``).
     (``O_TMPFILE`` would leave nothing, but linking it in through ``/proc/self/fd`` is
     refused on some kernels and sandboxes: EXDEV.)
     """
