@@ -100,6 +100,11 @@ def test_a_value_file_is_created_whole_or_not_at_all(small_tmpfs) -> None:  # no
     assert [s.value for m in reg.collect() for s in m.samples] == [2.0]  # no struct.error
     assert promclient.flush_held() >= 1  # still no room
     filler.unlink()
+    child = os.fork()
+    if child == 0:  # what prometheus_client does to inherited files after a fork
+        d.close()
+        os._exit(1 if path.exists() else 0)
+    assert os.waitpid(child, 0)[1] == 0, "a forked child wrote its parent's held values"
     assert promclient.flush_held() == 0
     d.write_value(key(100), 100.0, 0.0)  # the mapped file again
     got = {k: v for k, v, *_ in MmapedDict.read_all_values_from_file(str(path))}

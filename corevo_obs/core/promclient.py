@@ -268,12 +268,13 @@ class ReservedMmapedDict(mmap_dict.MmapedDict):
     """
 
     def __init__(self, filename: str, read_mode: bool = False) -> None:
+        self._held_lock = threading.RLock()
+        self._pid = os.getpid()
         if read_mode:
             cast("Callable[[str, bool], None]", super().__init__)(filename, True)
             return
         self._fname = filename
         self._positions: dict[str, int] = {}
-        self._held_lock = threading.RLock()
         self._f: Any = None
         self._m: Any = None
         held = b""
@@ -328,7 +329,10 @@ class ReservedMmapedDict(mmap_dict.MmapedDict):
 
     def _flush(self) -> bool:
         """Write held values out once there is room and map the file again; True when
-        nothing is held any more (also when closed)."""
+        nothing is held any more (also when closed). Never in a forked child: what it
+        inherited is its parent's to write (the child's copy would count it twice)."""
+        if os.getpid() != self._pid:
+            return True
         with self._held_lock:
             if not isinstance(self._m, bytearray):
                 return True
