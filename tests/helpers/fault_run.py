@@ -24,7 +24,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +50,8 @@ REFUSED_RC = 75          # fault_worker.py: enable_multiprocess refused a full d
 #: the save rules of Debian's /etc/redis/redis.conf (Redis' own default)
 PACKAGED_SAVE = "3600 1 300 100 60 10000"
 SNAPSHOT_EVERY = (1.0, 6.0)   # seconds between the nemesis' BGSAVEs, uniform
+BOOT_WAIT = 30.0   # disk-full-start keeps the disk full at most this long past its end
+ROOM_BETWEEN = 3.0  # seconds of room at least between two disk faults
 
 
 @dataclass
@@ -158,6 +160,14 @@ def _fill(disk: Path) -> int:
     return taken
 
 
+def _ready(jobs: Path) -> bool:
+    """Whether the worker writing ``jobs`` said it is at work (``R`` line)."""
+    try:
+        return any(line.startswith("R ") for line in jobs.read_text().splitlines())
+    except OSError:
+        return False
+
+
 def _block_sigusr1() -> None:
     """In the child before exec: SIGUSR1 (stop) stays pending until the worker has its
     handler, so a stop sent early is never a kill."""
@@ -203,6 +213,8 @@ class Runner:
         self.crashes: list[str] = []
         self.ending = False
         self.snapshots: list[float] = []
+        self.booting: dict[int, Callable[[], bool]] = {}   # disk-full-start: booted yet?
+        self.room_since = 0.0   # when the metrics disk last got its room back
         self.snap_rng = random.Random(settings.seed * 7919)
         self.next_snapshot = float("inf")
 
@@ -328,6 +340,24 @@ class Runner:
         else:
             a.note = "no worker"
 
+    def _room_first(self) -> None:
+        """Room for ``ROOM_BETWEEN`` s before the disk fills again (a boot wait may have
+        pushed the last fault's end past this one's start): held values get written."""
+        while time.monotonic() < self.room_since + ROOM_BETWEEN:
+            self._supervise()
+            time.sleep(0.1)
+
+    def _await_boot(self, booted: Callable[[], bool]) -> str:
+        """Keep the disk full until the worker booted on it is at work (its ``R`` line:
+        its first metric writes are behind it), supervising meanwhile; what happened."""
+        give_up = time.monotonic() + BOOT_WAIT
+        while not booted():
+            if time.monotonic() > give_up:
+                return f", not at work within {BOOT_WAIT:g} s"
+            self._supervise()
+            time.sleep(0.1)
+        return ", at work on the full disk"
+
     # --- the nemesis --------------------------------------------------------------------
     def _begin(self, f: Fault, a: Applied) -> None:
         if f.kind == "redis-kill":
@@ -353,13 +383,22 @@ class Runner:
         elif f.kind == "clock-ahead":
             a.note = self._spawn(f"c{len(self.incarnations)}", skew=SKEW).label
         elif f.kind == "disk-full":   # never on a plain directory: that is the host's disk
+            self._room_first()
             a.note = f"{_fill(self.disk)} bytes" if self.mounted else "0 bytes: no tmpfs"
         elif f.kind == "disk-full-start":
+            self._room_first()
             filled = f"{_fill(self.disk)} bytes" if self.mounted else "0 bytes: no tmpfs"
-            if self.master is not None:   # the master boots the replacement on the full disk
+            master = self.master
+            if master is not None:   # the master boots the replacement on the full disk
+                before = set(_children(master.pid))
                 self._kill_gunicorn_worker(f.target, a)
+                self.booting[id(a)] = lambda: any(
+                    _ready(self.tmp / "records" / f"g{pid}.jobs")
+                    for pid in set(_children(master.pid)) - before)
             else:   # a worker that goes on without room, as a gunicorn worker does
-                a.note = self._spawn(f"n{f.target}", start_on_full=True).label
+                inc = self._spawn(f"n{f.target}", start_on_full=True)
+                a.note = inc.label
+                self.booting[id(a)] = lambda: _ready(inc.jobs)
             a.note += f" started on {filled}"
 
     def _end(self, f: Fault, a: Applied) -> None:
@@ -379,7 +418,10 @@ class Runner:
             if inc.proc is not None:
                 inc.proc.send_signal(signal.SIGUSR1)
         elif f.kind in ("disk-full", "disk-full-start") and self.mounted:
+            if f.kind == "disk-full-start":   # a loaded machine boots slowly: not before
+                a.note += self._await_boot(self.booting.pop(id(a)))
             (self.disk / "ballast").unlink()
+            self.room_since = time.monotonic()
         if f.kind == "disk-full-start" and self.master is None:
             # it stops as room returns: its exit must write out what it held
             inc = next(i for i in self.incarnations if i.label == a.note.split()[0])
