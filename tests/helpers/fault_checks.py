@@ -245,7 +245,7 @@ def held_at_death(o: Outcome, inc: Incarnation) -> str | None:
 
 def life(o: Outcome, inc: Incarnation) -> str:
     """The records of one incarnation that a counter verdict rests on."""
-    died = _died(inc)
+    died = _died(inc) or inc.ended
     lines = inc.jobs.read_text().splitlines() if inc.jobs.exists() else []
     times = [float(x.split()[-1]) for x in lines if x[:1] in "WSF"]
     grants = [a for a, _ in read_spans([inc.track], died=died)[0]]
@@ -260,7 +260,8 @@ def life(o: Outcome, inc: Incarnation) -> str:
         return "-" if x is None else f"{x - o.t0:.2f} s"
 
     span = f"{t(min(times))}-{t(max(times))}" if times else "none"
-    return (f"{inc.label}: started {t(inc.started)}, died {t(died)} (rc {inc.rc}); "
+    how = "killed" if inc.killed is not None else "ended"
+    return (f"{inc.label}: started {t(inc.started)}, {how} {t(died)} (rc {inc.rc}); "
             f"{len(grants)} grants, {len(lines)} job lines {span}; faults around its "
             f"death: {around}; its log: {logged[:3]}")
 
