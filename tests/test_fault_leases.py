@@ -39,9 +39,11 @@ SQLITE_WAITS = {"busy_timeout": 0.5}
 
 
 class RedisProcess:
-    """redis-server on a fixed port, killed and restarted empty (no RDB, no AOF)."""
+    """redis-server on a fixed port, killed and restarted: empty (no RDB, no AOF), or
+    with ``save`` rules (``redis.conf``'s ``save``) from its last snapshot in ``tmp``."""
 
-    def __init__(self, tmp: Path) -> None:
+    def __init__(self, tmp: Path, *, save: str = "") -> None:
+        self.save = save
         exe = shutil.which("redis-server")
         if exe is None:
             _need("redis-server not installed (apt-get install redis-server)")
@@ -53,7 +55,7 @@ class RedisProcess:
         """Start and wait until it answers; the monotonic time it was launched."""
         launched = time.monotonic()
         self.proc = subprocess.Popen(
-            [self.exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+            [self.exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", self.save,
              "--appendonly", "no", "--dir", str(self.dir)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         client = redis.Redis(port=self.port, socket_timeout=1)

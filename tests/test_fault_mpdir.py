@@ -15,6 +15,7 @@ import os
 import shutil
 import signal
 import stat
+import struct
 import subprocess
 import sys
 import threading
@@ -26,6 +27,7 @@ from pathlib import Path
 
 import pytest
 from prometheus_client import CollectorRegistry
+from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.parser import text_string_to_metric_families
 
 from corevo_obs.mpdir import LockedMultiProcessCollector, scan
@@ -649,6 +651,85 @@ def test_full_disk_kills_no_metric_writer_and_metrics_resume(env, small_tmpfs, s
     figure(f"2 app workers + janitor on a full 2 MiB tmpfs: 0 processes died, "
            f"{errors(body, 'metrics-space'):.0f} shortages counted, {wrote['steady']} "
            f"increments and {wrote['series']} series all on the endpoint after space returned")
+
+
+
+def half_made(d: Path) -> list[str]:
+    """``*.db`` files (and temporaries) a stock reader trips on: shorter than the header,
+    or a header claiming more bytes than the file has."""
+    bad = [p.name for p in d.glob(".*.tmp")]
+    for p in d.glob("*.db"):
+        data = p.read_bytes()
+        if len(data) < 8 or struct.unpack_from("i", data)[0] > len(data):
+            bad.append(f"{p.name} ({len(data)} bytes)")
+    return bad
+
+
+def plain_events(d: Path) -> float:
+    """What an unmodified ``MultiProcessCollector`` reads (the client_python recipe)."""
+    reg = CollectorRegistry()
+    MultiProcessCollector(reg, path=str(d))
+    return sum(s.value for m in reg.collect() for s in m.samples if s.name == "mpt_events_total")
+
+
+@pytest.mark.system
+def test_full_disk_every_reader_reads_the_exact_totals(env, small_tmpfs, serve):
+    """Writers, a serving process with compaction and a writer whose first metric comes
+    while the 2 MiB disk is full: the suite's scrape, its locked reader and a plain
+    ``MultiProcessCollector`` read the exact totals before, during and after (the
+    server's own first write on the full disk left a 0-byte ``counter_<pid>.db``, on
+    which the plain collector raised ``struct.error`` at every scrape, even once space
+    was back and compaction had run)."""
+    d = small_tmpfs
+    writers(env, 2, inc=10)
+    server = start(serve, env, "--compact-every", "0.2")  # no --warm: no metric written yet
+    late = subprocess.Popen(helper_cmd("mp_writer.py", "--cue", "--hold", "--inc", "5"),
+                            env=env, text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert late.stdout is not None and late.stdin is not None
+    json.loads(late.stdout.readline())  # registered; its first write waits for the cue
+    held = hold_writer(env, inc=10)
+
+    def readers(want: float, phase: str) -> None:
+        deadline = time.monotonic() + 20
+        while scan(d).dead_writers or server.events() != want:
+            assert time.monotonic() < deadline, (phase, server.events(), scan(d))
+            time.sleep(0.1)
+        assert half_made(d) == [], (phase, half_made(d))
+        got = (server.events(), local_events(d), plain_events(d))
+        assert got == (want, want, want), (phase, got)
+
+    try:
+        readers(30, "before")
+        filler = fill(d)
+        held.kill()
+        held.communicate()
+        late.stdin.write("\n")
+        late.stdin.flush()
+        json.loads(late.stdout.readline())  # its 5 counted, in its memory: no room
+        time.sleep(1.5)  # ~7 janitor passes, each failing: the server's first metric write
+        assert len(scan(d).dead_writers) == 1 and half_made(d) == [], half_made(d)
+        got = (server.events(), local_events(d), plain_events(d))
+        assert got == (30, 30, 30), ("during", got)
+        assert all(p.poll() is None for p in (server.proc, late))
+        filler.unlink()
+        readers(35, "after: the held values written out, the dead writer compacted")
+        late.stdin.write("\n")
+        late.stdin.close()
+        assert late.wait(30) == 0
+        readers(35, "after the late writer exited and was compacted")
+    finally:
+        for proc in (held, late):
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    status, body, _ = server.scrape()
+    assert errors(body, "mpdir-janitor") >= 1 and errors(body, "metrics-space") >= 1
+    err = server.stop()
+    assert server.proc.returncode == 0 and "Traceback" not in err, err
+    figure("full 2 MiB tmpfs, 4 writers + a server compacting: its scrape, the locked "
+           "reader and a plain MultiProcessCollector read 30/30/30 before and during, "
+           "35/35/35 after; no 0-byte or short *.db at any point")
 
 
 def test_exit_on_a_read_only_directory_prints_no_traceback(env, mpdir):

@@ -165,6 +165,9 @@ def test_zombie_writer_counts_as_dead(worker_env, mpdir):
 
 
 def test_corrupt_dead_file_is_left_in_place_and_scrape_survives(worker_env, mpdir, caplog):
+    from corevo_obs.core.guard import reset_for_tests
+
+    reset_for_tests()  # the log line is once per component: an earlier test may have had it
     run_writer(worker_env, "--inc", "3")
     run_writer(worker_env, "--inc", "4")
     pids = sorted({f.pid for f in metric_files(mpdir)})

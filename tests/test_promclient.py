@@ -9,6 +9,8 @@ from importlib.metadata import version
 
 from corevo_obs.core import promclient
 
+from .test_fault_mpdir import env, mpdir, small_tmpfs  # noqa: F401 - fixtures used here
+
 
 def _release() -> tuple[int, int]:
     major, minor = version("prometheus-client").split(".")[:2]
@@ -63,3 +65,69 @@ def test_reserved_value_file_is_prometheus_clients_format_with_no_holes(tmp_path
     again.close()
     got = {k: v for k, v, *_ in MmapedDict.read_all_values_from_file(path)}
     assert got["key-7"] == 70.0 and len(got) == 5000
+
+
+def test_a_value_file_is_created_whole_or_not_at_all(small_tmpfs) -> None:  # noqa: F811
+    """On a full file system a new value file does not appear at all (an unmodified
+    ``MultiProcessCollector`` fails every scrape on a 0-byte ``*.db``); once there is room
+    the retry thread's pass puts it in place whole, every held value in it. A 0-byte file
+    left at the name (a writer that died creating it) is replaced."""
+    import os
+
+    from prometheus_client import CollectorRegistry
+    from prometheus_client.mmap_dict import MmapedDict, mmap_key
+    from prometheus_client.multiprocess import MultiProcessCollector
+
+    from .test_fault_mpdir import fill
+
+    def key(i: int) -> str:
+        return mmap_key("c", "c_total", ["i"], [str(i)], "help")
+
+    disk = small_tmpfs
+    (disk / "counter_9.db").write_bytes(b"")  # debris: replaced while there is room
+    debris = promclient.ReservedMmapedDict(str(disk / "counter_9.db"))
+    debris.write_value(key(-1), 2.0, 0.0)
+    debris.close()
+    assert os.path.getsize(disk / "counter_9.db") == 1 << 16
+    filler = fill(disk)
+    path = disk / "counter_1.db"
+    d = promclient.ReservedMmapedDict(str(path))
+    for i in range(100):
+        d.write_value(key(i), float(i), 0.0)
+    assert sorted(os.listdir(disk)) == ["counter_9.db", "filler"]  # nothing half-made
+    reg = CollectorRegistry()
+    MultiProcessCollector(reg, path=str(disk))
+    assert [s.value for m in reg.collect() for s in m.samples] == [2.0]  # no struct.error
+    assert promclient.flush_held() >= 1  # still no room
+    filler.unlink()
+    child = os.fork()
+    if child == 0:  # what prometheus_client does to inherited files after a fork
+        d.close()
+        os._exit(1 if path.exists() else 0)
+    assert os.waitpid(child, 0)[1] == 0, "a forked child wrote its parent's held values"
+    assert promclient.flush_held() == 0
+    d.write_value(key(100), 100.0, 0.0)  # the mapped file again
+    got = {k: v for k, v, *_ in MmapedDict.read_all_values_from_file(str(path))}
+    assert got == {key(i): float(i) for i in range(101)}
+    d.close()
+    assert sorted(os.listdir(disk)) == ["counter_1.db", "counter_9.db"]
+
+
+def test_a_killed_writers_value_temporary_is_removed_by_compaction(tmp_path) -> None:
+    """A writer SIGKILLed between creating its value file's temporary and linking it in
+    leaves ``.counter_<pid>.db.<pid>.tmp``: no reader sees it, and a compaction removes
+    it once no process has that pid (never the temporary of a running one)."""
+    import os
+    import subprocess
+
+    from corevo_obs.mpdir import compact
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    dead = tmp_path / f".counter_{gone.pid}.db.{gone.pid}.tmp"
+    live = tmp_path / f".counter_{os.getpid()}.db.{os.getpid()}.tmp"
+    other = tmp_path / ".notes.tmp"
+    for p in (dead, live, other):
+        p.write_bytes(bytes(64))
+    compact(tmp_path)
+    assert not dead.exists() and live.exists() and other.exists()

@@ -18,6 +18,7 @@ from dataclasses import asdict
 from functools import wraps
 from typing import Any
 
+from ..core.untrusted import printable
 from ..mpdir.compactor import compact_backlog
 from ..mpdir.lock import COMPACT_WAIT, LockBusy
 from ..mpdir.status import DirStatus, scan
@@ -84,7 +85,9 @@ def run_compact(args: argparse.Namespace) -> int:
     if res.unreadable:
         for path in res.unreadable:
             why = res.reasons.get(path, "unreadable")
-            print(f"corevo-obs: left in place: {path}: {why}", file=sys.stderr)
+            # names and reasons come from a directory others can write: one line each
+            print(f"corevo-obs: left in place: {printable(path)}: {printable(why)}",
+                  file=sys.stderr)
         return 1
     return 0
 

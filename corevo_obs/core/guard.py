@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry
 
+from .untrusted import printable
+
 if TYPE_CHECKING:
     from .telemetry import Telemetry
 
@@ -43,7 +45,8 @@ def absorb(
     log.log(
         level,
         "corevo-obs %s failed (%s: %s); the host goes on%s",
-        component, type(exc).__name__, exc, "" if first else " (repeat)",
+        # printable: the text often names a file of a directory others can write
+        component, type(exc).__name__, printable(str(exc)), "" if first else " (repeat)",
         extra={"corevo_component": component},
     )
     try:

@@ -21,6 +21,7 @@ from functools import lru_cache
 from typing import Final
 
 from ..core.errors import CorevoObsError
+from ..core.untrusted import printable
 from .safe import open_regular, pread_all
 
 Entries = dict[str, tuple[float, float]]  # key -> (value, timestamp)
@@ -28,6 +29,7 @@ _INT: Final = struct.Struct("i")  # native order, as prometheus_client packs
 _TWO_DOUBLES: Final = struct.Struct("dd")
 _HEADER: Final = 8
 _FIRST_READ: Final = 4096
+_KEPT: Final = "\n\t"  # in help and label values: the exposition escapes them
 
 
 class CorruptFile(CorevoObsError, ValueError):
@@ -45,7 +47,10 @@ Key = tuple[str, str, tuple[tuple[str, str], ...], str]  # metric, sample, label
 def parse_key(key: str) -> Key:
     """(metric name, sample name, sorted labels, help) of an entry key, or ``CorruptFile``.
 
-    Cached: every writer's file repeats the same keys, and a scrape parses them all.
+    Control characters are escaped (``core.untrusted``): a planted key must not write
+    lines of its own into an exposition or a log. Newlines and tabs in help and label
+    values stay: the exposition escapes those itself. Cached: every writer's file
+    repeats the same keys, and a scrape parses them all.
     """
     try:
         parsed = json.loads(key)
@@ -56,7 +61,9 @@ def parse_key(key: str) -> Key:
             or not isinstance(parsed[2], dict)
             or not all(isinstance(v, str) for v in parsed[2].values())):
         raise CorruptFile(f"unexpected key {key[:80]!r}")
-    return parsed[0], parsed[1], tuple(sorted(parsed[2].items())), parsed[3]
+    labels = tuple(sorted((printable(k), printable(v, keep=_KEPT))
+                          for k, v in parsed[2].items()))
+    return printable(parsed[0]), printable(parsed[1]), labels, printable(parsed[3], keep=_KEPT)
 
 
 def parse(data: bytes, used: int) -> Entries:

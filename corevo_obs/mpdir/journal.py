@@ -38,6 +38,7 @@ from .layout import (
     journal_removal,
     parse_name,
     state_dir,
+    value_temp_pid,
 )
 from .lock import LockBusy, dir_lock
 from .safe import (
@@ -275,12 +276,19 @@ def empty_trash(directory: Path) -> None:
 
 
 def remove_debris(directory: Path) -> None:
-    """Delete temporaries of crashed compactions. Hold both locks exclusively."""
+    """Delete temporaries of crashed compactions, and of value files whose writer was
+    killed before linking them in (only once no process has that pid: a new one with it
+    may be making its own). Hold both locks exclusively."""
     with DirFds(directory, create=True) as fds:
         for dir_fd in (fds.state, fds.sub(WRITERS_DIR)):
             for name in listdir_fd(dir_fd):
                 if name.endswith(TMP_SUFFIX) and is_regular_at(dir_fd, name):
                     unlink_quiet(dir_fd, name)
+        for name in listdir_fd(fds.top):
+            pid = value_temp_pid(name)
+            if pid is not None and not os.path.exists(f"/proc/{pid}") \
+                    and os.path.isdir("/proc/self") and is_regular_at(fds.top, name):
+                unlink_quiet(fds.top, name)
 
 
 def journal_pending(directory: Path) -> bool:

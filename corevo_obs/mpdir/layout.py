@@ -145,3 +145,14 @@ def journal_removal(name: str) -> tuple[str, str] | None:
     if parsed is None or "/" in name or parsed.pid is None or not parsed.writer.isascii():
         return None
     return ("top", name)
+
+
+def value_temp_pid(name: str) -> int | None:
+    """The pid in the name of a value file's temporary (``.counter_7.db.7.tmp``: made by
+    ``core.promclient`` before the file is linked into place whole), else None."""
+    if not (name.startswith(".") and name.endswith(TMP_SUFFIX)):
+        return None
+    stem, _, pid = name[1:-len(TMP_SUFFIX)].rpartition(".")
+    if parse_name(Path(stem)) is None or not (pid.isascii() and pid.isdigit()):
+        return None
+    return int(pid)

@@ -8,7 +8,8 @@ reaps a worker it killed, and the file goes when the stall ends or the worker is
 
 The directory is shared with every process that can write it, so what the master reads
 is hostile input: no link followed, a regular file of bounded size, a JSON object whose
-fields are checked one by one (a bad file is "no report", never an exception).
+fields are checked one by one (a bad file is "no report", never an exception), control
+characters in its text escaped.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from ..core.untrusted import printable
 from .layout import STATE_DIR
 from .safe import ensure_subdir, open_dir_at, read_regular, replace_file, unlink_quiet
 
@@ -128,7 +130,9 @@ def _where(culprit: object) -> str:
 
 
 def _text(value: object) -> str | None:
-    return value[:_TEXT_MAX] if isinstance(value, str) else None
+    """A string field, cut and with its control characters escaped (a newline would let
+    the writer of the file forge whole lines in the master's log)."""
+    return printable(value[:_TEXT_MAX]) if isinstance(value, str) else None
 
 
 def _number(value: object) -> float | None:

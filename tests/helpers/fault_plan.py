@@ -21,7 +21,11 @@ KINDS: dict[str, tuple[str, float, float, tuple[float, float]]] = {
     "cpu-hog": ("cpu", 25.0, 3.0, (3.0, 10.0)),        # two busy loops (2 cores)
     "clock-ahead": ("clock", 25.0, 3.0, (5.0, 15.0)),  # a worker with clocks 10 s ahead
     "disk-full": ("disk", 30.0, 5.0, (2.0, 8.0)),      # the metrics tmpfs filled, freed
+    # filled, then a worker starts on it (its first metric write has no room), freed
+    "disk-full-start": ("disk", 30.0, 5.0, (2.0, 8.0)),
 }
+#: the kinds aimed at one worker slot (``Fault.target``)
+TARGETED = ("worker-kill", "disk-full-start")
 
 
 @dataclass(frozen=True)
@@ -36,7 +40,7 @@ class Fault:
         return self.at + self.duration
 
     def __str__(self) -> str:
-        target = f" slot {self.target}" if self.kind == "worker-kill" else ""
+        target = f" slot {self.target}" if self.kind in TARGETED else ""
         return f"{self.at:7.2f}s {self.kind:<12} {self.duration:5.2f}s{target}"
 
 
@@ -59,7 +63,7 @@ def generate(seed: int, seconds: float, *, kinds: tuple[str, ...] = tuple(KINDS)
             duration = round(rng.uniform(lo, hi), 2)
             if t + duration > seconds - cooldown:
                 break
-            target = rng.randrange(workers) if kind == "worker-kill" else 0
+            target = rng.randrange(workers) if kind in TARGETED else 0
             faults.append(Fault(kind, round(t, 2), duration, target))
             t += duration
     return sorted(faults, key=lambda f: (f.at, f.kind))

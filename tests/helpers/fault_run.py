@@ -18,19 +18,22 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import psycopg
+import redis
 from prometheus_client import CollectorRegistry
+from prometheus_client.multiprocess import MultiProcessCollector
 
 from corevo_obs.mpdir import LockedMultiProcessCollector
 from tests.conftest import HELPERS, _need, free_port, helper_cmd
@@ -44,6 +47,11 @@ ROOT = HELPERS.parent.parent
 RESPAWN_AFTER = 0.3      # a supervisor's restart delay after a worker died
 SKEW = 10.0              # clock-ahead clients run this many seconds ahead
 REFUSED_RC = 75          # fault_worker.py: enable_multiprocess refused a full disk
+#: the save rules of Debian's /etc/redis/redis.conf (Redis' own default)
+PACKAGED_SAVE = "3600 1 300 100 60 10000"
+SNAPSHOT_EVERY = (1.0, 6.0)   # seconds between the nemesis' BGSAVEs, uniform
+BOOT_WAIT = 30.0   # disk-full-start keeps the disk full at most this long past its end
+ROOM_BETWEEN = 3.0  # seconds of room at least between two disk faults
 
 
 @dataclass
@@ -62,6 +70,9 @@ class Settings:
     work: tuple[float, float] = (0.01, 0.06)    # a job's side effect, seconds
     disk_mib: int = 24
     gunicorn: bool = False      # the workers under a gunicorn master (it restarts them)
+    #: redis.conf ``save`` rules ("": no persistence, every restart empty); with rules the
+    #: nemesis also snapshots every few seconds (BGSAVE), so kills land between snapshots
+    redis_save: str = ""
 
 
 @dataclass
@@ -106,6 +117,10 @@ class Outcome:
     crashes: list[str]                   # servers that died without the nemesis
     drained: bool
     disk: bool
+    plain: dict[str, Any] = field(default_factory=dict)   # the plain reader's scrapes
+    #: the counters as an unmodified MultiProcessCollector read them at the end
+    plain_counters: dict[tuple[str, str, str], float] | None = None
+    snapshots: list[float] = field(default_factory=list)  # BGSAVEs the nemesis issued
 
 
 def _env(metrics: Path, worker: str) -> dict[str, str]:
@@ -145,16 +160,25 @@ def _fill(disk: Path) -> int:
     return taken
 
 
+def _ready(jobs: Path) -> bool:
+    """Whether the worker writing ``jobs`` said it is at work (``R`` line)."""
+    try:
+        return any(line.startswith("R ") for line in jobs.read_text().splitlines())
+    except OSError:
+        return False
+
+
 def _block_sigusr1() -> None:
     """In the child before exec: SIGUSR1 (stop) stays pending until the worker has its
     handler, so a stop sent early is never a kill."""
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
 
 
-def _counters(metrics: Path) -> dict[tuple[str, str, str], float]:
-    """Every counter sample in the directory, by (metric, worker, outcome|state|path)."""
+def _counters(metrics: Path, *, plain: bool = False) -> dict[tuple[str, str, str], float]:
+    """Every counter sample in the directory, by (metric, worker, outcome|state|path);
+    ``plain``: as an unmodified ``MultiProcessCollector`` reads them."""
     reg = CollectorRegistry()
-    LockedMultiProcessCollector(reg, path=str(metrics))
+    (MultiProcessCollector if plain else LockedMultiProcessCollector)(reg, path=str(metrics))
     out: dict[tuple[str, str, str], float] = {}
     for family in reg.collect():
         if family.type != "counter":
@@ -188,14 +212,21 @@ class Runner:
         self.restarts: list[float] = []
         self.crashes: list[str] = []
         self.ending = False
+        self.snapshots: list[float] = []
+        self.booting: dict[int, Callable[[], bool]] = {}   # disk-full-start: booted yet?
+        self.room_since = 0.0   # when the metrics disk last got its room back
+        self.snap_rng = random.Random(settings.seed * 7919)
+        self.next_snapshot = float("inf")
 
     # --- processes ----------------------------------------------------------------------
-    def _spawn(self, slot: str, skew: float = 0.0) -> Incarnation:
+    def _spawn(self, slot: str, skew: float = 0.0, *, start_on_full: bool = False
+               ) -> Incarnation:
         self.generation += 1
         label = f"{slot}-{self.generation}"
         base = self.tmp / "records" / label
         cfg = {**self._load(skew), "worker": label, "track": f"{base}.track",
-               "jobs": f"{base}.jobs", "seed": self.s.seed * 1000 + self.generation}
+               "jobs": f"{base}.jobs", "seed": self.s.seed * 1000 + self.generation,
+               "start_on_full": start_on_full}
         log = Path(f"{base}.log")
         with open(log, "w") as err:
             proc = subprocess.Popen(helper_cmd("fault_worker.py", json.dumps(cfg)),
@@ -275,11 +306,57 @@ class Runner:
         if self.master is not None and self.master.poll() is not None \
                 and "gunicorn" not in " ".join(self.crashes):
             self.crashes.append(f"gunicorn master exited rc {self.master.returncode}")
+        if now >= self.next_snapshot:
+            self._snapshot(now)
         if not self.redis_down and self.redis.proc is not None \
                 and self.redis.proc.poll() is not None:
             self.crashes.append(f"redis-server exited rc {self.redis.proc.returncode} "
                                 "without the nemesis")
             self.redis.start()
+
+    def _snapshot(self, now: float) -> None:
+        """A BGSAVE (with persistence): the kills that follow land between snapshots."""
+        self.next_snapshot = now + self.snap_rng.uniform(*SNAPSHOT_EVERY)
+        if self.redis_down:
+            return
+        client = redis.Redis(port=self.redis.port, socket_timeout=0.3, socket_connect_timeout=0.3)
+        try:
+            client.bgsave()
+            self.snapshots.append(now)
+        except redis.RedisError:
+            pass  # stopped (SIGSTOP) or already saving: the next one
+        finally:
+            client.close()
+
+    def _kill_gunicorn_worker(self, target: int, a: Applied) -> None:
+        """SIGKILL one of the master's workers (it boots a replacement)."""
+        assert self.master is not None
+        children = sorted(_children(self.master.pid))
+        if children:
+            victim = children[target % len(children)]
+            os.kill(victim, signal.SIGKILL)
+            self.gkilled[victim] = time.monotonic()
+            a.note = f"g{victim}"
+        else:
+            a.note = "no worker"
+
+    def _room_first(self) -> None:
+        """Room for ``ROOM_BETWEEN`` s before the disk fills again (a boot wait may have
+        pushed the last fault's end past this one's start): held values get written."""
+        while time.monotonic() < self.room_since + ROOM_BETWEEN:
+            self._supervise()
+            time.sleep(0.1)
+
+    def _await_boot(self, booted: Callable[[], bool]) -> str:
+        """Keep the disk full until the worker booted on it is at work (its ``R`` line:
+        its first metric writes are behind it), supervising meanwhile; what happened."""
+        give_up = time.monotonic() + BOOT_WAIT
+        while not booted():
+            if time.monotonic() > give_up:
+                return f", not at work within {BOOT_WAIT:g} s"
+            self._supervise()
+            time.sleep(0.1)
+        return ", at work on the full disk"
 
     # --- the nemesis --------------------------------------------------------------------
     def _begin(self, f: Fault, a: Applied) -> None:
@@ -291,14 +368,7 @@ class Runner:
         elif f.kind == "pg-stop":
             self.pg.stop("immediate")
         elif f.kind == "worker-kill" and self.master is not None:
-            children = sorted(_children(self.master.pid))
-            if children:
-                victim = children[f.target % len(children)]
-                os.kill(victim, signal.SIGKILL)
-                self.gkilled[victim] = time.monotonic()
-                a.note = f"g{victim}"
-            else:
-                a.note = "no worker"
+            self._kill_gunicorn_worker(f.target, a)
         elif f.kind == "worker-kill":
             inc = self.slots[f"w{f.target}"]
             if inc.proc is not None and inc.proc.poll() is None:
@@ -313,7 +383,23 @@ class Runner:
         elif f.kind == "clock-ahead":
             a.note = self._spawn(f"c{len(self.incarnations)}", skew=SKEW).label
         elif f.kind == "disk-full":   # never on a plain directory: that is the host's disk
+            self._room_first()
             a.note = f"{_fill(self.disk)} bytes" if self.mounted else "0 bytes: no tmpfs"
+        elif f.kind == "disk-full-start":
+            self._room_first()
+            filled = f"{_fill(self.disk)} bytes" if self.mounted else "0 bytes: no tmpfs"
+            master = self.master
+            if master is not None:   # the master boots the replacement on the full disk
+                before = set(_children(master.pid))
+                self._kill_gunicorn_worker(f.target, a)
+                self.booting[id(a)] = lambda: any(
+                    _ready(self.tmp / "records" / f"g{pid}.jobs")
+                    for pid in set(_children(master.pid)) - before)
+            else:   # a worker that goes on without room, as a gunicorn worker does
+                inc = self._spawn(f"n{f.target}", start_on_full=True)
+                a.note = inc.label
+                self.booting[id(a)] = lambda: _ready(inc.jobs)
+            a.note += f" started on {filled}"
 
     def _end(self, f: Fault, a: Applied) -> None:
         if f.kind == "redis-kill":
@@ -331,14 +417,24 @@ class Runner:
             inc = next(i for i in self.incarnations if i.label == a.note)
             if inc.proc is not None:
                 inc.proc.send_signal(signal.SIGUSR1)
-        elif f.kind == "disk-full" and self.mounted:
+        elif f.kind in ("disk-full", "disk-full-start") and self.mounted:
+            if f.kind == "disk-full-start":   # a loaded machine boots slowly: not before
+                a.note += self._await_boot(self.booting.pop(id(a)))
             (self.disk / "ballast").unlink()
+            self.room_since = time.monotonic()
+        if f.kind == "disk-full-start" and self.master is None:
+            # it stops as room returns: its exit must write out what it held
+            inc = next(i for i in self.incarnations if i.label == a.note.split()[0])
+            if inc.proc is not None:
+                inc.proc.send_signal(signal.SIGUSR1)
 
     def _drive(self, t0: float) -> list[Applied]:
         """Apply every fault at its time and undo it at its end; supervise in between."""
         events = sorted([(f.at, 0, i) for i, f in enumerate(self.faults)] +
                         [(f.end, 1, i) for i, f in enumerate(self.faults)
                          if f.kind != "worker-kill"])
+        if self.s.redis_save:
+            self.next_snapshot = t0 + self.snap_rng.uniform(*SNAPSHOT_EVERY)
         applied: dict[int, Applied] = {}
         for at, phase, i in events:
             while time.monotonic() < t0 + at:
@@ -377,7 +473,7 @@ class Runner:
     # --- one run ------------------------------------------------------------------------
     def run(self) -> Outcome:
         with ExitStack() as stack:
-            self.redis = RedisProcess(self.tmp)
+            self.redis = RedisProcess(self.tmp, save=self.s.redis_save)
             self.redis.start()
             stack.callback(self.redis.close)
             store_for(self.redis.url, self.quota, fresh=True, limit=self.s.limit,
@@ -421,7 +517,11 @@ class Runner:
                                               "--janitor", "0.5"),
                                    env=_env(metrics, "scraper"), stdin=subprocess.PIPE,
                                    stdout=subprocess.PIPE, text=True)
-        self.helpers = [producer, scraper]
+        plain = subprocess.Popen(helper_cmd("mp_scraper.py", "--interval", "0.5",
+                                            "--janitor", "0", "--plain"),
+                                 env=_env(metrics, "plain"), stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, text=True)
+        self.helpers = [producer, scraper, plain]
         for p in self.helpers:
             assert p.stdout is not None and p.stdout.readline().strip() in ("ready",
                                                                            '{"ready": true}')
@@ -455,6 +555,9 @@ class Runner:
                 inc.stats = json.loads(last[0])
         tallies, producer_rc = self._finish(producer)
         scraped, scraper_rc = self._finish(scraper)
+        plained, plain_rc = self._finish(plain)
+        if plain_rc != 0:
+            self.crashes.append(f"the plain reader exited rc {plain_rc}")
         with psycopg.connect(self.pg.dsn, connect_timeout=5) as db:
             rows = db.execute(f"SELECT id, state, owner, execution_id FROM {self.table}"
                               ).fetchall()
@@ -462,7 +565,8 @@ class Runner:
                        producer_rc, scraped, scraper_rc,
                        {r[0]: (r[1], r[2], r[3]) for r in rows}, _counters(metrics),
                        self.crashes + ([] if self.pg.running() else ["postgres not running"]),
-                       drained, mounted)
+                       drained, mounted, plained, _counters(metrics, plain=True),
+                       self.snapshots)
 
     @staticmethod
     def _finish(proc: subprocess.Popen[str]) -> tuple[dict[str, Any], int | None]:

@@ -3,7 +3,8 @@
 Usage: fault_worker.py CONFIG_JSON
 
 In multiprocess mode (``enable_multiprocess``: a refused start on a full metrics disk
-exits 75 with one line), under its own ``worker`` label (one per incarnation, so the
+exits 75 with one line, or with ``start_on_full`` goes on with its values in memory,
+as a gunicorn worker does), under its own ``worker`` label (one per incarnation, so the
 scraped counters can be matched to this process's own records), it runs until SIGUSR1:
 
 - ``holders`` loss-aware lease holders on the Redis quota (the tasks of
@@ -38,6 +39,7 @@ from pg_claim_worker import FAST
 
 from corevo_obs import enable_multiprocess
 from corevo_obs.claims import JobStore, PostgresJobStore
+from corevo_obs.core import promclient
 from corevo_obs.core.errors import BackendUnavailable, MetricsDirError
 
 P = ParamSpec("P")
@@ -161,8 +163,12 @@ async def main(cfg: dict[str, Any]) -> int:
     try:
         enable_multiprocess()
     except MetricsDirError as exc:
-        print(f"refused: {exc}", flush=True)
-        return REFUSED
+        if not cfg.get("start_on_full"):
+            print(f"refused: {exc}", flush=True)
+            return REFUSED
+        # what the gunicorn hook does (a worker must boot): values in memory until room
+        print(f"started without room: {exc}", file=sys.stderr, flush=True)
+        promclient.use_multiprocess_values()
     stopped = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, stopped.set)
     # the parent starts us with SIGUSR1 blocked: one sent before the handler existed is

@@ -5,9 +5,9 @@
 Scrapes the directory (``LockedMultiProcessCollector`` + ``generate_latest``; with
 ``--plain`` an unmodified ``MultiProcessCollector``) every ``--interval`` seconds until a
 line arrives on stdin, checking that no counter-like sample ever decreases, and prints one
-JSON line: scrapes, decreases, failed scrapes, file counts, collect times (wall and CPU),
-each scrape's monotonic start/end and its ``mpt_events_total`` / histogram count totals.
-``--janitor 0`` runs no janitor.
+JSON line: scrapes, decreases, failed scrapes (and their exception types), file counts,
+collect times (wall and CPU), each scrape's monotonic start/end and its
+``mpt_events_total`` / histogram count totals. ``--janitor 0`` runs no janitor.
 """
 
 from __future__ import annotations
@@ -55,6 +55,7 @@ def main() -> int:
     events: list[float] = []
     observations: list[float] = []
     errors: list[str] = []
+    error_types: dict[str, int] = {}
     t_start = time.monotonic()
     next_at = t_start
     while not stop.is_set():
@@ -64,6 +65,7 @@ def main() -> int:
             body = generate_latest(reg).decode()
         except Exception as exc:  # noqa: BLE001 - a failed scrape is a finding, not a crash
             errors.append(repr(exc)[:200])
+            error_types[type(exc).__name__] = error_types.get(type(exc).__name__, 0) + 1
             body = ""
         times.append(time.perf_counter() - t0)
         cpu.append(time.thread_time() - c0)
@@ -93,7 +95,8 @@ def main() -> int:
         janitor.close()
     print(json.dumps({
         "scrapes": len(times), "seconds": elapsed, "decreases": decreases[:20],
-        "errors": errors[:20], "failed": len(errors), "spans": spans, "events": events,
+        "errors": errors[:20], "failed": len(errors),
+        "error_types": error_types, "spans": spans, "events": events,
         "observations": observations, "collect_s": times, "collect_cpu_s": cpu,
         "db_files": files, "janitor_runs": janitor.runs if janitor else 0,
     }), flush=True)

@@ -1,9 +1,11 @@
 """A multiprocess writer: counter, histogram and one gauge per mode, then exit or hold.
 
-    mp_writer.py --inc 3 --observe 0.25 --gauge 7 [--hold]
+    mp_writer.py --inc 3 --observe 0.25 --gauge 7 [--hold] [--cue]
 
 With ``--hold`` it prints ``{"pid": ...}`` once written and waits for a line on stdin
 (or for SIGKILL), so a test controls exactly when it dies and what it has written.
+With ``--cue`` it prints ``{"pid": ...}`` once registered and waits for a line before its
+first write (a test decides what the disk is like when its value files are created).
 """
 
 from __future__ import annotations
@@ -27,8 +29,12 @@ def main() -> int:
     ap.add_argument("--gauge", type=float, default=1.0)
     ap.add_argument("--label", default="a")
     ap.add_argument("--hold", action="store_true")
+    ap.add_argument("--cue", action="store_true")
     args = ap.parse_args()
     enable_multiprocess()
+    if args.cue:
+        print(json.dumps({"pid": __import__("os").getpid()}), flush=True)
+        sys.stdin.readline()
     from prometheus_client import Counter, Gauge, Histogram, Summary
 
     c = Counter("mpt_events_total", "events", ["kind"], registry=None).labels(kind=args.label)
