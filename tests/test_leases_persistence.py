@@ -12,6 +12,7 @@ a fence is only the price of not knowing).
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import time
 from pathlib import Path
@@ -147,3 +148,89 @@ def test_a_restart_from_the_append_only_file_keeps_the_grant(tmp_path: Path,
             assert c.zcard("corevo:lease:{aof}") == 1
     finally:
         server.close()
+
+
+def _two_node_cluster(tmp: Path) -> tuple[PersistentRedis, PersistentRedis]:
+    """Node a (Debian's RDB rules) with slots 0-8191, node b (no persistence) with the
+    rest: a sharded quota's two shards land one on each."""
+    import socket
+
+    nodes, buses = [], []
+    for name, mode, slots in (("a", "rdb", (0, 8191)), ("b", "none", (8192, 16383))):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            bus = s.getsockname()[1]
+        node = _server(tmp / name, mode, "cluster-enabled yes", f"cluster-port {bus}",
+                       f"cluster-config-file {tmp / name / 'nodes.conf'}",
+                       "cluster-node-timeout 2000")
+        with node.client() as c:
+            c.execute_command("CLUSTER", "ADDSLOTSRANGE", *slots)
+        nodes.append(node)
+        buses.append(bus)
+    a, b = nodes
+    with a.client() as c:
+        c.execute_command("CLUSTER", "MEET", "127.0.0.1", b.port, buses[1])
+    give_up = time.monotonic() + 20
+    while not (_cluster_ok(a) and _cluster_ok(b)):
+        if time.monotonic() > give_up:
+            _need("two-node cluster did not come up")
+        time.sleep(0.05)
+    return a, b
+
+
+def test_a_shard_restarted_from_its_snapshot_does_not_bring_back_its_old_limit(
+        tmp_path: Path) -> None:
+    """Limit 4 over two shards on two nodes: 2 + 2, snapshot of shard 0's node, then a
+    round moves one slot (1 + 3) and shard 1 fills its 3. Shard 0's node restarts from the
+    snapshot, which says 2: granting on that would put 5 at work on limit 4. The shard
+    fences instead, its limit goes back to 0, no round raises anything during the fence,
+    and after it the round gives shard 0 only what shard 1's holders leave: 1."""
+    from redis.backoff import NoBackoff
+    from redis.cluster import RedisCluster
+    from redis.retry import Retry
+
+    from corevo_obs.leases.sharded import ShardedLeaseStore
+
+    a, b = _two_node_cluster(tmp_path)
+    try:
+        client = RedisCluster(host="127.0.0.1", port=b.port, socket_timeout=0.5,
+                              socket_connect_timeout=0.3, retry=Retry(NoBackoff(), 0))
+        quota = ShardedLeaseStore("sh", client, limit=4, shards=2, timeout=3.0,
+                                  heartbeat_interval=0.4, margin=0.3)
+        assert client.get_node_from_key(quota.shards[0].key).port == a.port
+        quota.declare_fresh()
+        quota.rebalance()
+        assert [limit for _, limit in quota.view()] == [2, 2]
+        a.save()
+        lead = quota.rebalancer.acquire(quota._leader)
+        assert lead is not None
+        quota._call((0, "lower", 1, lead.token))   # what a round does for shard 1's misses
+        quota._call((1, "raise", 1, lead.token))
+        held = [quota.shards[1].acquire() for _ in range(3)]
+        assert all(held)
+        a.kill()
+        a.start()
+        while not _cluster_ok(a):
+            time.sleep(0.05)
+        client.nodes_manager.initialize()
+        for _ in range(3):  # the pooled connection to the killed node fails once
+            with contextlib.suppress(redis.ConnectionError):
+                client.exists(quota.shards[0].marker_key)
+        assert all(lease is not None and lease.heartbeat() for lease in held)
+        first = quota.shards[0].acquire()            # the snapshot's limit would say 2
+        restarted = time.monotonic()
+        assert first is None, "a shard restored from its snapshot granted at once"
+        assert quota.rebalance() == 0 and [lim for _, lim in quota.view()] == [0, 3]
+        while time.monotonic() < restarted + 3.2:    # the fence: one timeout
+            assert quota.shards[0].acquire() is None
+            for lease in held:
+                assert lease is not None and lease.heartbeat()
+            time.sleep(0.3)
+        quota.rebalance()
+        assert [lim for _, lim in quota.view()] == [1, 3]
+        got = [quota.shards[0].acquire() for _ in range(2)]
+        assert got[0] is not None and got[1] is None, "over the limit after the fence"
+        quota.close()
+    finally:
+        for node in (a, b):
+            node.close()

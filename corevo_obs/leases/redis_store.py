@@ -50,13 +50,29 @@ from .base import DEFAULT_TIMEOUT, AcquireResult, AsyncLeaseStore, Counted, Leas
 from .breaker import CircuitBreaker
 from .provision import fence_hint, log, provision_command
 
-_NOW: Final = """
+NOW_LUA: Final = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local stamp = t[1] .. '.' .. string.format('%06d', tonumber(t[2]))
 """
 
 _RUN_ID: Final = "string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')"
+
+
+def fence_lua(marker: str, run: str, *, limit: str | None = None) -> str:
+    """The restart fence's Lua (after ``NOW_LUA``): sets ``mark``, the server time the fence
+    of this keyspace started. A missing marker or a run key naming another server process
+    starts it now (both are written); with ``limit`` (a shard's limit key) the limit goes
+    back to 0 too, since a restored one may hold slots the rebalancer has since given to
+    other shards. Shared by the acquire and the shard-limit scripts, so whichever runs
+    first after a restart sees it."""
+    reset = f"  redis.call('DEL', {limit})\n" if limit else ""
+    return (f"local mark = tonumber(redis.call('GET', {marker}))\n"
+            f"local run = {_RUN_ID}\n"
+            f"if redis.call('GET', {run}) ~= run then\n"
+            f"  redis.call('SET', {run}, run)\n  mark = nil\nend\n"
+            f"if not mark then\n  redis.call('SET', {marker}, stamp)\n  mark = now\n"
+            f"{reset}end\n")
 
 
 def acquire_lua(*, limit_key: bool = False) -> str:
@@ -71,22 +87,15 @@ def acquire_lua(*, limit_key: bool = False) -> str:
     ``limit_key``, the limit applied. A holder already present is refreshed and never takes
     a second slot (safe retry).
     """
+    fence = fence_lua("KEYS[2]", "KEYS[4]", limit="KEYS[5]" if limit_key else None)
     lim = "local l = tonumber(redis.call('GET', KEYS[5]))\nif l then limit = l end\n" \
         if limit_key else ""
     miss = "if ARGV[4] == '1' then redis.call('INCR', KEYS[6]) end\n" if limit_key else ""
-    run = ("local run = " + _RUN_ID + "\n"
-           "if redis.call('GET', KEYS[4]) ~= run then\n"
-           "  redis.call('SET', KEYS[4], run)\n  mark = nil\nend\n")
     tail = ", limit}" if limit_key else "}"
-    return _NOW + f"""
+    return NOW_LUA + f"""
 local timeout = tonumber(ARGV[1])
 local limit = tonumber(ARGV[2])
-{lim}local mark = tonumber(redis.call('GET', KEYS[2]))
-{run}if not mark then
-  redis.call('SET', KEYS[2], stamp)
-  mark = now
-end
-if now < mark + timeout then
+{fence}{lim}if now < mark + timeout then
   return {{2, 0, redis.call('ZCARD', KEYS[1]), 0{tail}
 end
 local reaped = redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf',
@@ -114,7 +123,7 @@ _LIVE: Final = ("redis.call('ZCOUNT', KEYS[1], string.format('%.6f', now - tonum
                 " '+inf')")
 
 # KEYS: quota zset. ARGV: timeout, holder. {1 if renewed, 0 if reaped or expired; live}.
-RENEW_LUA: Final = _NOW + f"""
+RENEW_LUA: Final = NOW_LUA + f"""
 local score = redis.call('ZSCORE', KEYS[1], ARGV[2])
 if not score then
   return {{0, {_LIVE}}}
@@ -128,7 +137,7 @@ return {{1, {_LIVE}}}
 """
 
 # KEYS: quota zset. ARGV: timeout, holder. {1 if removed, 0 if absent; live}.
-RELEASE_LUA: Final = _NOW + f"""
+RELEASE_LUA: Final = NOW_LUA + f"""
 local removed = redis.call('ZREM', KEYS[1], ARGV[2])
 return {{removed, {_LIVE}}}
 """
@@ -261,8 +270,9 @@ class _RedisSetup:
         self._node_kw: dict[str, Any] = {}
         self.key, self.marker_key, self.token_key = quota_keys(quota, key)
         # a restart, a failover or a restore is detected by the run id kept with the marker
-        keys = [self.key, self.marker_key, self.token_key, f"{self.key}:run"]
-        self._fresh_keys = [self.marker_key, keys[-1]]
+        self.run_key = f"{self.key}:run"
+        keys = [self.key, self.marker_key, self.token_key, self.run_key]
+        self._fresh_keys = [self.marker_key, self.run_key]
         if limit_key:
             self.limit_key, self.misses_key = f"{self.key}:limit", f"{self.key}:misses"
             keys += [self.limit_key, self.misses_key]
