@@ -159,10 +159,11 @@ SOCKET_TIMEOUT: Final = 2.0
 WAIT_TIMEOUT: Final = 0.1
 
 
-def quota_keys(quota: str, key: str | None = None) -> tuple[str, str, str]:
-    """The zset, marker and token keys of a quota (one hash tag unless ``key`` is given)."""
+def quota_keys(quota: str, key: str | None = None) -> tuple[str, str, str, str]:
+    """The zset, marker, token and run-id keys of a quota (one hash tag unless ``key`` is
+    given): the first four keys of the acquire script."""
     base = key or f"{KEY_PREFIX}{{{quota}}}"
-    return base, f"{base}:marker", f"{base}:token"
+    return base, f"{base}:marker", f"{base}:token", f"{base}:run"
 
 
 class ReplicaLag(CorevoObsError):
@@ -268,9 +269,8 @@ class _RedisSetup:
             self._wait += float(read)  # the WAIT itself, on the same connection
         self.client = client
         self._node_kw: dict[str, Any] = {}
-        self.key, self.marker_key, self.token_key = quota_keys(quota, key)
+        self.key, self.marker_key, self.token_key, self.run_key = quota_keys(quota, key)
         # a restart, a failover or a restore is detected by the run id kept with the marker
-        self.run_key = f"{self.key}:run"
         keys = [self.key, self.marker_key, self.token_key, self.run_key]
         self._fresh_keys = [self.marker_key, self.run_key]
         if limit_key:
@@ -322,7 +322,8 @@ class RedisLeaseStore(_RedisSetup, LeaseStore):
     From a URL the client gets ``socket_timeout`` (2 s) and ``connect_timeout`` (1 s)
     and no retries; their sum is the store wait that the timeout is checked against.
     ``replicas=1`` waits (``WAIT``, at most ``wait_timeout`` s) for a replica to have
-    each grant and renewal and fences after a failover (see the module docstring);
+    each grant and renewal, so confirmed ones survive a failover (the restart fence is
+    on with any ``replicas``: see the module docstring);
     ``replica_fail_open=True`` keeps a grant no replica confirmed. ``breaker=True`` (the
     default) builds a ``CircuitBreaker`` for the quota (5 failures, a back-off of a
     quarter timeout); pass your own, or ``False`` for none. ``timeout``,
