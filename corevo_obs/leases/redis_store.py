@@ -13,7 +13,8 @@ changes nothing.
 
 Restart fence: a per-quota marker key (no TTL) records when the script first saw this
 keyspace, and a run key (``…:run``) the ``run_id`` of the server that wrote it (read by the
-script itself from ``INFO server``, on every acquire: about 3 µs of server time). When the
+script itself from ``INFO server`` on every acquire, the one way a script can tell one
+server process from another; it adds a few µs of server time). When the
 marker is missing — a first use, a restart without persistence, a FLUSHALL/FLUSHDB — or the
 run id is another — any restart, from an RDB snapshot or an AOF that restored the marker but
 not the grants made after it; a replica promoted; a restored backup — the script writes both
