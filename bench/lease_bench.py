@@ -86,6 +86,7 @@ def sync_variants(url: str) -> dict[str, Callable[[int], None]]:
     store.declare_fresh()  # a private server: no restart fence
     keys = quota_keys("bench", "corevo:lease:bench-b")
     bare_client.set(keys[1], "0")
+    bare_client.set(keys[3], bare_client.info("server")["run_id"])
 
     def bare(n: int) -> None:
         for i in range(n):
@@ -110,8 +111,11 @@ def async_variants(url: str, tasks: int) -> dict[str, Callable[[int], Awaitable[
                                  registry=CollectorRegistry(), key="corevo:lease:bench-ai")
     keys = quota_keys("bench", "corevo:lease:bench-ab")
     fresh = redis.Redis.from_url(url, **CLIENT)   # no restart fence on a private server
+    run = fresh.info("server")["run_id"]
     fresh.set(store.marker_key, "0")
+    fresh.set(store.run_key, run)
     fresh.set(keys[1], "0")
+    fresh.set(keys[3], run)
     fresh.close()
 
     async def bare_task(n: int, t: int) -> None:

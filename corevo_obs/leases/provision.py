@@ -1,13 +1,15 @@
 """Deploy-time provisioning of a quota, and awaitables that cannot be dropped silently.
 
 A Redis quota's restart fence refuses grants for one lease timeout whenever its marker
-key is missing: after a restart that lost the keys (what the fence is for) and also at
-the very first use of a new quota. ``provision()`` (and ``corevo-obs leases provision``)
-writes the marker of a quota that has none, once, at deploy time: from then on a fence
-only ever means "this backend lost its state". It never touches an existing marker, so
-running it on every deploy is harmless while Redis keeps its data — but running it
-right after Redis lost its state ends that fence too, which is why it is a deploy step
-and not something the stores do on their own.
+key is missing or was written by another server process (its run id): after a restart, a
+failover or a flush (what the fence is for) and also at the very first use of a new
+quota. ``provision()`` (and ``corevo-obs leases provision``) writes the marker of a quota
+that has none, once, at deploy time: from then on a fence only ever means "this backend
+lost its state". It never touches an existing marker, so running it on every deploy is
+harmless while Redis keeps its data — and after a restart from persistence, which
+restores the marker, it does not end the fence either — but running it right after Redis
+lost its keys ends that fence, which is why it is a deploy step and not something the
+stores do on their own.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ def provision_command(quota: str, shards: int | None = None) -> str:
 def fence_hint(quota: str, store: str, command: str) -> str:
     """The one-time log line of a fenced admission: what the fence means, what to run."""
     return (f"corevo-obs quota {quota!r} ({store}) refused a grant: restart fence for one "
-            "lease timeout (its marker was missing: a quota never provisioned, or Redis "
-            "lost its state). For a new quota, provision it at deploy time: "
+            "lease timeout (its marker was missing, or another server wrote it: a quota "
+            "never provisioned, or Redis restarted, failed over or lost its state). For a "
+            "new quota, provision it at deploy time: "
             f"{command} (or store.provision())")

@@ -12,22 +12,26 @@ queued behind a frozen server is stamped when it runs, and a client clock that i
 changes nothing.
 
 Restart fence: a per-quota marker key (no TTL) records when the script first saw this
-keyspace. When it is missing — a first use, a restart without persistence, a failover to
-a replica that lost it, a FLUSHALL — the script writes it and refuses grants (outcome
-``fenced``) until one lease timeout has passed, so every holder from before has stopped
-on its own deadline. The fencing token is the server time of the grant in µs, or one more
-than the last token: it grows across restarts as long as the server clock does not step
-back. All keys of a quota share the hash tag ``{quota}`` (one Cluster slot), so every
-script runs on one slot: the stores take a ``redis.cluster.RedisCluster`` (or its asyncio
-twin) as well as a plain client, and EVALSHA is routed by the quota's key.
+keyspace, and a run key (``…:run``) the ``run_id`` of the server that wrote it (read by the
+script itself from ``INFO server`` on every acquire, the one way a script can tell one
+server process from another; it adds a few µs of server time). When the
+marker is missing — a first use, a restart without persistence, a FLUSHALL/FLUSHDB — or the
+run id is another — any restart, from an RDB snapshot or an AOF that restored the marker but
+not the grants made after it; a replica promoted; a restored backup — the script writes both
+and refuses grants (outcome ``fenced``) until one lease timeout has passed, so every holder
+from before has stopped on its own deadline. The check runs in the acquire script, on the
+server that grants, so plain, Sentinel-managed and Cluster clients get it alike, with or
+without replicas; renewals need none (a lost grant's renewal finds no member). The fencing
+token is the server time of the grant in µs, or one more than the last token: it grows
+across restarts as long as the server clock does not step back. All keys of a quota share
+the hash tag ``{quota}`` (one Cluster slot), so every script runs on one slot: the stores
+take a ``redis.cluster.RedisCluster`` (or its asyncio twin) as well as a plain client, and
+EVALSHA is routed by the quota's key.
 
-Failover (a primary with replicas, e.g. behind Sentinel): ``replicas=1`` acknowledges a
-grant only after ``WAIT 1 <wait_timeout>`` says a replica has it (else the grant is
-given back and rejected, counted), and a renewal counts as confirmed only once replicated
-too. The marker then also records the server's ``run_id`` (read by the script itself
-from ``INFO server``): a promoted replica has the marker (it was replicated) but another
-``run_id``, so it fences one timeout exactly like an empty restart. ``redis`` is
-imported only when used.
+Failover without lost grants (a primary with replicas, e.g. behind Sentinel):
+``replicas=1`` acknowledges a grant only after ``WAIT 1 <wait_timeout>`` says a replica has
+it (else the grant is given back and rejected, counted), and a renewal counts as confirmed
+only once replicated too. ``redis`` is imported only when used.
 """
 
 from __future__ import annotations
@@ -55,7 +59,7 @@ with contextlib.suppress(ImportError):  # the redis extra: its absence is raised
     import redis.backoff  # noqa: F401
     import redis.retry  # noqa: F401
 
-_NOW: Final = """
+NOW_LUA: Final = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local stamp = t[1] .. '.' .. string.format('%06d', tonumber(t[2]))
@@ -64,36 +68,43 @@ local stamp = t[1] .. '.' .. string.format('%06d', tonumber(t[2]))
 _RUN_ID: Final = "string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')"
 
 
-def acquire_lua(*, run_fence: bool = False, limit_key: bool = False) -> str:
+def fence_lua(marker: str, run: str, *, limit: str | None = None) -> str:
+    """The restart fence's Lua (after ``NOW_LUA``): sets ``mark``, the server time the fence
+    of this keyspace started. A missing marker or a run key naming another server process
+    starts it now (both are written); with ``limit`` (a shard's limit key) the limit goes
+    back to 0 too, since a restored one may hold slots the rebalancer has since given to
+    other shards. Shared by the acquire and the shard-limit scripts, so whichever runs
+    first after a restart sees it."""
+    reset = f"  redis.call('DEL', {limit})\n" if limit else ""
+    return (f"local mark = tonumber(redis.call('GET', {marker}))\n"
+            f"local run = {_RUN_ID}\n"
+            f"if redis.call('GET', {run}) ~= run then\n"
+            f"  redis.call('SET', {run}, run)\n  mark = nil\nend\n"
+            f"if not mark then\n  redis.call('SET', {marker}, stamp)\n  mark = now\n"
+            f"{reset}end\n")
+
+
+def acquire_lua(*, limit_key: bool = False) -> str:
     """The acquire script.
 
-    KEYS: quota zset, marker, token counter, then the run-id key (``run_fence``), then the
-    limit and misses keys (``limit_key``: a limit kept in Redis, as a sharded quota's
-    shards have; a rejection of an admission's last chance counts one miss).
+    KEYS: quota zset, marker, token counter, run-id key, then the limit and misses keys
+    (``limit_key``: a limit kept in Redis, as a sharded quota's shards have; a rejection of
+    an admission's last chance counts one miss).
     ARGV: timeout, limit (the default when the limit key is absent), holder, and with
     ``limit_key`` '1' when this try is the admission's last chance (sharded.py).
     Returns {granted (1 granted, 0 rejected, 2 fenced), reaped, held, token} and, with
     ``limit_key``, the limit applied. A holder already present is refreshed and never takes
     a second slot (safe retry).
     """
-    at = 5 if run_fence else 4
-    lim = f"local l = tonumber(redis.call('GET', KEYS[{at}]))\n" \
-          "if l then limit = l end\n" if limit_key else ""
-    miss = f"if ARGV[4] == '1' then redis.call('INCR', KEYS[{at + 1}]) end\n" \
+    fence = fence_lua("KEYS[2]", "KEYS[4]", limit="KEYS[5]" if limit_key else None)
+    lim = "local l = tonumber(redis.call('GET', KEYS[5]))\nif l then limit = l end\n" \
         if limit_key else ""
-    run = ("local run = " + _RUN_ID + "\n"
-           "if redis.call('GET', KEYS[4]) ~= run then\n"
-           "  redis.call('SET', KEYS[4], run)\n  mark = nil\nend\n") if run_fence else ""
+    miss = "if ARGV[4] == '1' then redis.call('INCR', KEYS[6]) end\n" if limit_key else ""
     tail = ", limit}" if limit_key else "}"
-    return _NOW + f"""
+    return NOW_LUA + f"""
 local timeout = tonumber(ARGV[1])
 local limit = tonumber(ARGV[2])
-{lim}local mark = tonumber(redis.call('GET', KEYS[2]))
-{run}if not mark then
-  redis.call('SET', KEYS[2], stamp)
-  mark = now
-end
-if now < mark + timeout then
+{fence}{lim}if now < mark + timeout then
   return {{2, 0, redis.call('ZCARD', KEYS[1]), 0{tail}
 end
 local reaped = redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf',
@@ -121,7 +132,7 @@ _LIVE: Final = ("redis.call('ZCOUNT', KEYS[1], string.format('%.6f', now - tonum
                 " '+inf')")
 
 # KEYS: quota zset. ARGV: timeout, holder. {1 if renewed, 0 if reaped or expired; live}.
-RENEW_LUA: Final = _NOW + f"""
+RENEW_LUA: Final = NOW_LUA + f"""
 local score = redis.call('ZSCORE', KEYS[1], ARGV[2])
 if not score then
   return {{0, {_LIVE}}}
@@ -135,20 +146,20 @@ return {{1, {_LIVE}}}
 """
 
 # KEYS: quota zset. ARGV: timeout, holder. {1 if removed, 0 if absent; live}.
-RELEASE_LUA: Final = _NOW + f"""
+RELEASE_LUA: Final = NOW_LUA + f"""
 local removed = redis.call('ZREM', KEYS[1], ARGV[2])
 return {{removed, {_LIVE}}}
 """
 
-# KEYS: marker [, run-id key]. Ends a fence: the quota is declared new (``declare_fresh``).
-FRESH_LUA: Final = ("redis.call('SET', KEYS[1], '0') if KEYS[2] then redis.call('SET', "
-                    "KEYS[2], " + _RUN_ID + ") end return 1")
+# KEYS: marker, run-id key. Ends a fence: the quota is declared new (``declare_fresh``).
+FRESH_LUA: Final = ("redis.call('SET', KEYS[1], '0') redis.call('SET', KEYS[2], "
+                    + _RUN_ID + ") return 1")
 
-# KEYS: marker [, run-id key]. Provisioning: writes the marker of a quota that has none
+# KEYS: marker, run-id key. Provisioning: writes the marker of a quota that has none
 # (a new quota is not fenced); an existing marker, and so a running fence, is left alone.
 PROVISION_LUA: Final = ("if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end "
-                        "redis.call('SET', KEYS[1], '0') if KEYS[2] then redis.call('SET', "
-                        "KEYS[2], " + _RUN_ID + ") end return 1")
+                        "redis.call('SET', KEYS[1], '0') redis.call('SET', KEYS[2], "
+                        + _RUN_ID + ") return 1")
 
 KEY_PREFIX: Final = "corevo:lease:"
 CONNECT_TIMEOUT: Final = 1.0
@@ -157,10 +168,11 @@ SOCKET_TIMEOUT: Final = 2.0
 WAIT_TIMEOUT: Final = 0.1
 
 
-def quota_keys(quota: str, key: str | None = None) -> tuple[str, str, str]:
-    """The zset, marker and token keys of a quota (one hash tag unless ``key`` is given)."""
+def quota_keys(quota: str, key: str | None = None) -> tuple[str, str, str, str]:
+    """The zset, marker, token and run-id keys of a quota (one hash tag unless ``key`` is
+    given): the first four keys of the acquire script."""
     base = key or f"{KEY_PREFIX}{{{quota}}}"
-    return base, f"{base}:marker", f"{base}:token"
+    return base, f"{base}:marker", f"{base}:token", f"{base}:run"
 
 
 class ReplicaLag(CorevoObsError):
@@ -267,18 +279,16 @@ class _RedisSetup:
             self._wait += float(read)  # the WAIT itself, on the same connection
         self.client = client
         self._node_kw: dict[str, Any] = {}
-        self.key, self.marker_key, self.token_key = quota_keys(quota, key)
-        keys = [self.key, self.marker_key, self.token_key]
-        self._fresh_keys = [self.marker_key]
-        if replicas:  # a failover is detected by the run id recorded with the marker
-            keys.append(f"{self.key}:run")
-            self._fresh_keys.append(keys[-1])
+        self.key, self.marker_key, self.token_key, self.run_key = quota_keys(quota, key)
+        # a restart, a failover or a restore is detected by the run id kept with the marker
+        keys = [self.key, self.marker_key, self.token_key, self.run_key]
+        self._fresh_keys = [self.marker_key, self.run_key]
         if limit_key:
             self.limit_key, self.misses_key = f"{self.key}:limit", f"{self.key}:misses"
             keys += [self.limit_key, self.misses_key]
         self.keys = keys
         self._acquire_script = client.register_script(
-            acquire_lua(run_fence=bool(replicas), limit_key=limit_key))
+            acquire_lua(limit_key=limit_key))
         self._renew_script = client.register_script(RENEW_LUA)
         self._release_script = client.register_script(RELEASE_LUA)
         self._fresh_script = client.register_script(FRESH_LUA)
@@ -322,7 +332,8 @@ class RedisLeaseStore(_RedisSetup, LeaseStore):
     From a URL the client gets ``socket_timeout`` (2 s) and ``connect_timeout`` (1 s)
     and no retries; their sum is the store wait that the timeout is checked against.
     ``replicas=1`` waits (``WAIT``, at most ``wait_timeout`` s) for a replica to have
-    each grant and renewal and fences after a failover (see the module docstring);
+    each grant and renewal, so confirmed ones survive a failover (the restart fence is
+    on with any ``replicas``: see the module docstring);
     ``replica_fail_open=True`` keeps a grant no replica confirmed. ``breaker=True`` (the
     default) builds a ``CircuitBreaker`` for the quota (5 failures, a back-off of a
     quarter timeout); pass your own, or ``False`` for none. ``timeout``,

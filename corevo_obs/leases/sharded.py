@@ -35,7 +35,11 @@ last round), *lowers* shards with idle slots and no misses (at most half their f
 per round, and never below their live holders: the lower runs in the shard's script, so
 a grant cannot slip in between), then *raises* shards that had misses by what was taken,
 plus any deficit (N minus the sum it read: the first round, a shard that restarted
-empty). Every limit write carries the rebalancer's fencing token and each shard keeps the
+empty). A shard whose restart fence runs (it restarted, failed over or was flushed; its
+limit went back to 0, since a restored one may count slots given away since) stops every
+raise until its fence ends — holders it lost may still be at work — and a shard's live
+holders count against N even over its limit (restored holders on a reset shard). Every
+limit write carries the rebalancer's fencing token and each shard keeps the
 largest it has seen (``…:fence``), so a rebalancer that lost its lease while frozen
 cannot raise a limit after its successor has read it. Until the first round a shard's
 limit is 0 (nothing granted): a new quota opens with the first round, which comes after
@@ -94,10 +98,12 @@ from .provision import provision_command
 from .redis_store import (
     CONNECT_TIMEOUT,
     KEY_PREFIX,
+    NOW_LUA,
     SOCKET_TIMEOUT,
     WAIT_TIMEOUT,
     AsyncRedisLeaseStore,
     RedisLeaseStore,
+    fence_lua,
 )
 
 SLOTS: Final = 16384
@@ -108,20 +114,22 @@ T = TypeVar("T")
 #: context variable, so concurrent tasks and threads each see their own
 _LAST: contextvars.ContextVar[str] = contextvars.ContextVar("corevo_shard_last", default="0")
 
-# KEYS: zset, limit, fence, misses. ARGV: token, op (read | lower | raise), amount, timeout.
-# Returns {limit, live holders, misses (read: taken and reset), amount applied}, or
-# {-1, 0, 0, 0} when a newer rebalancer has written here (this one is stale).
+# KEYS: zset, limit, fence, misses, marker, run. ARGV: token, op (read | lower | raise),
+# amount, timeout. Returns {limit, live holders, misses (read: taken and reset), amount
+# applied, 1 while the shard is fenced}, or {-1, 0, 0, 0, 0} when a newer rebalancer has
+# written here (this one is stale). The shard's restart fence runs here too, so a limit
+# restored from a snapshot is never read as current (it goes back to 0, fence_lua).
 LIMIT_LUA: Final = """
 local fence = tonumber(redis.call('GET', KEYS[3]) or '0')
 local token = tonumber(ARGV[1])
 if token < fence then
-  return {-1, 0, 0, 0}
+  return {-1, 0, 0, 0, 0}
 end
 if token > fence then
   redis.call('SET', KEYS[3], ARGV[1])
-end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+end""" + NOW_LUA + fence_lua("KEYS[5]", "KEYS[6]", limit="KEYS[2]") + """
+local fenced = 0
+if now < mark + tonumber(ARGV[4]) then fenced = 1 end
 local held = redis.call('ZCOUNT', KEYS[1], string.format('%.6f', now - tonumber(ARGV[4])),
                         '+inf')
 local limit = tonumber(redis.call('GET', KEYS[2]) or '0')
@@ -137,7 +145,7 @@ elseif ARGV[2] == 'raise' then
   limit = limit + amount
   redis.call('SET', KEYS[2], limit)
 end
-return {limit, held, misses, amount}
+return {limit, held, misses, amount, fenced}
 """
 
 
@@ -186,6 +194,8 @@ class ShardState:
     limit: int
     held: int
     misses: int
+    #: within its restart fence: holders it lost may still be at work
+    fenced: bool = False
 
     @property
     def free(self) -> int:
@@ -325,7 +335,7 @@ class _ShardCore(HasTelemetry):
     def _states(self, replies: list[Any]) -> list[ShardState] | None:
         if any(int(r[0]) < 0 for r in replies):
             return None  # a newer rebalancer wrote on some shard: this one is stale
-        states = [ShardState(int(r[0]), int(r[1]), int(r[2])) for r in replies]
+        states = [ShardState(int(r[0]), int(r[1]), int(r[2]), bool(r[4])) for r in replies]
         for shard, st in zip(self.shards, states, strict=True):
             shard._saw(st.held, st.limit)
         return states
@@ -352,7 +362,14 @@ class _ShardCore(HasTelemetry):
             taken += int(reply[3])
             states[i].limit = int(reply[0])
             self.shards[i]._saw(int(reply[1]), int(reply[0]))
-        spare = self.limit - sum(s.limit for s in states)
+        if any(s.fenced for s in states):
+            # a shard that lost grants (restart, failover) cannot say how many of its
+            # slots are still worked on until its fence ends: nothing is raised till then
+            if taken:
+                self._moved.inc(taken)
+            return taken
+        # a shard restored with live holders over its (reset) limit keeps their slots
+        spare = self.limit - sum(max(s.limit, s.held) for s in states)
         for i, amount in plan_raises(states, spare):
             reply = yield i, "raise", amount, token
             if int(reply[0]) < 0 or not lease.valid():
@@ -377,7 +394,8 @@ class _ShardCore(HasTelemetry):
             return self.rebalancer.acquire(self._leader)
         i, what, amount, token = op
         s = self.shards[i]
-        return self._limit_script(keys=[s.key, s.limit_key, f"{s.key}:fence", s.misses_key],
+        return self._limit_script(keys=[s.key, s.limit_key, f"{s.key}:fence", s.misses_key,
+                                        s.marker_key, s.run_key],
                                   args=[token, what, amount, self.timeout])
 
 
