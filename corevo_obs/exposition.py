@@ -26,7 +26,7 @@ from .core import promclient
 from .core.errors import ConfigError, MetricsDirError, MetricsPortBusy
 from .core.guard import absorb
 from .core.identity import WORKER_ENV
-from .core.lifecycle import renamed
+from .core.lifecycle import Service, renamed, starts, stops
 
 log = logging.getLogger("corevo_obs.exposition")
 
@@ -282,7 +282,7 @@ def _listen(port: int, host: str, registry: CollectorRegistry,
     return httpd, thread
 
 
-class MetricsServer:
+class MetricsServer(Service):
     """A ``/metrics`` endpoint on its own daemon thread.
 
     In multiprocess mode ``scope`` says what it serves: ``host``, every worker of the
@@ -332,7 +332,10 @@ class MetricsServer:
         self._httpd: object | None = None
         self._thread: threading.Thread | None = None
 
-    def start(self) -> MetricsServer:
+    @starts
+    def start(self) -> None:
+        """Listen (and start the janitor); returns the server. Started once: a second
+        ``start()`` or a ``with`` after it keeps the one listener."""
         registry = self._registry if self._registry is not None else exposition_registry(
             self._scope, by_worker=self._by_worker)
         self._httpd, self._thread = _listen(self._port, self._host, registry,
@@ -343,7 +346,6 @@ class MetricsServer:
             from .mpdir.janitor import Janitor
 
             self._janitor = Janitor(mp, interval=self._compact_every).start()
-        return self
 
     @property
     def port(self) -> int:
@@ -356,6 +358,7 @@ class MetricsServer:
         return f"http://{self._host}:{self.port}/metrics"
 
     def _abandon(self) -> None:
+        self._started = False
         httpd, self._httpd = self._httpd, None
         self._thread = self._janitor = None
         if httpd is not None:
@@ -367,6 +370,7 @@ class MetricsServer:
         renamed(self, "stop", "close")
         self.close()
 
+    @stops
     def close(self) -> None:
         """Stop serving and stop the janitor; safe to call twice."""
         if self._janitor is not None:
@@ -379,9 +383,3 @@ class MetricsServer:
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
-
-    def __enter__(self) -> MetricsServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

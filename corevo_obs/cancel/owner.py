@@ -37,7 +37,7 @@ from typing import Any, Final, Literal
 from ..claims import AsyncJobStore, Claim, JobStore
 from ..claims.store import JobsOnLoop
 from ..core.guard import absorb
-from ..core.lifecycle import renamed
+from ..core.lifecycle import AwaitedService, astarts, astops, renamed
 from ..leases import AsyncLease
 from ..observer import CancelPath, CommandOutcome, MetricsObserver, Observer
 from .bus import DEFAULT_MARKER_TTL, CancelBus, Command, Subscription
@@ -90,7 +90,7 @@ class Execution:
             self._stopping.set_result((state, path, requested_at))
 
 
-class CommandInbox:
+class CommandInbox(AwaitedService):
     """One per owner (worker process): listens on the owner's channel, runs executions.
 
     ``reconnect`` is the pause after the channel breaks before subscribing again: the
@@ -118,8 +118,10 @@ class CommandInbox:
         self._listener: asyncio.Task[None] | None = None
 
     # --- the channel ------------------------------------------------------------------
+    @astarts
     async def start(self) -> None:
-        """Subscribe now (commands sent after this returns can arrive), then listen."""
+        """Subscribe now (commands sent after this returns can arrive), then listen.
+        Returns the inbox; a second start (or an ``async with`` after it) subscribes once."""
         self._sub = await self.bus.subscribe(self.owner)
         self._listener = asyncio.get_running_loop().create_task(self._listen(0.0))
 
@@ -138,6 +140,7 @@ class CommandInbox:
         await self._close_sub()
         self._listener = asyncio.get_running_loop().create_task(self._listen(pause))
 
+    @astops
     async def aclose(self) -> None:
         """Stop listening and close the channel; safe to call twice."""
         await self._close_sub()
@@ -145,14 +148,6 @@ class CommandInbox:
     async def stop(self) -> None:
         """Deprecated: ``await aclose()``."""
         renamed(self, "stop", "aclose")
-        await self.aclose()
-
-    async def __aenter__(self) -> CommandInbox:
-        """Subscribes and listens (``start()``) until the block ends."""
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
     async def _listen(self, delay: float) -> None:

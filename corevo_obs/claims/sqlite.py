@@ -54,6 +54,7 @@ class AsyncSqliteDatabase(AsyncDatabase):
         self.path = str(path)
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="corevo-jobs-sqlite")
         self._db: SqliteDatabase | None = None
+        self._closed = False
 
     def _run(self, statement: str, params: Mapping[str, Any]) -> tuple[Rows, int]:
         if self._db is None:
@@ -69,6 +70,10 @@ class AsyncSqliteDatabase(AsyncDatabase):
         return await loop.run_in_executor(self._executor, self._run, statement, params)
 
     async def aclose(self) -> None:
+        """Close the file on its thread, then end the thread; the second call does nothing."""
+        if self._closed:
+            return
+        self._closed = True
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self._executor, self._close)
         self._executor.shutdown(wait=False)

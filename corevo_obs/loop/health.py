@@ -10,7 +10,7 @@ from typing import Any, Final
 
 from prometheus_client import CollectorRegistry
 
-from ..core.lifecycle import AsyncClosing, renamed
+from ..core.lifecycle import AsyncService, astops, renamed, starts
 from ..core.settings import option, resolve
 from ..core.telemetry import HasTelemetry, Telemetry
 from .lag import DEFAULT_INTERVAL, LoopLagSampler
@@ -70,7 +70,7 @@ class LoopHealthConfig:
         return resolve(cls, ENV_PREFIX, caller=caller, **overrides)
 
 
-class LoopHealth(HasTelemetry, AsyncClosing):
+class LoopHealth(HasTelemetry, AsyncService):
     """Lag sampler + heartbeat + stall watchdog on one loop.
 
     >>> from prometheus_client import CollectorRegistry
@@ -115,14 +115,22 @@ class LoopHealth(HasTelemetry, AsyncClosing):
     def reports(self) -> list[StallReport]:
         return [] if self.watchdog is None else list(self.watchdog.reports)
 
-    def start(self, loop: asyncio.AbstractEventLoop | None = None) -> LoopHealth:
+    def _is_running(self) -> bool:
+        """True while the sampler runs (the watchdog ends with it)."""
+        return self.sampler._is_running()
+
+    @starts
+    def start(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        """Start the sampler and the watchdog on the running loop (or ``loop``); returns
+        ``self``. Started once: a second start or an ``async with`` after it starts nothing."""
         loop = loop or asyncio.get_running_loop()
         if self.watchdog is not None:
             self.watchdog.start(loop_thread_id=threading.get_ident(),
                                 loop_native_id=threading.get_native_id())
-        self._task = self.sampler.start(loop)
+        self.sampler.start(loop)
+        self._task = self.sampler._task
+        assert self._task is not None
         self._task.add_done_callback(self._on_sampler_done)
-        return self
 
     def _on_sampler_done(self, _task: asyncio.Task[None]) -> None:
         # The loop is shutting down (or someone cancelled the sampler): a watchdog with
@@ -130,6 +138,7 @@ class LoopHealth(HasTelemetry, AsyncClosing):
         if self.watchdog is not None:
             self.watchdog._request_stop()
 
+    @astops
     async def aclose(self) -> None:
         """Stop the sampler and the watchdog; safe to call twice."""
         await self.sampler.aclose()

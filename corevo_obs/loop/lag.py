@@ -17,7 +17,7 @@ from prometheus_client import CollectorRegistry
 
 from ..core import guard
 from ..core.errors import ConfigError
-from ..core.lifecycle import renamed
+from ..core.lifecycle import AsyncService, astops, renamed, starts
 from ..core.telemetry import HasTelemetry, Telemetry
 
 DEFAULT_INTERVAL: Final = 0.02
@@ -27,13 +27,13 @@ BeatListener = Callable[[float, float], None]
 One that raises is counted (component ``lag_listener``) and called again next tick."""
 
 
-class LoopLagSampler(HasTelemetry):
+class LoopLagSampler(HasTelemetry, AsyncService):
     """Per-loop lag histogram and heartbeat, one series per worker.
 
     Example (inside a running loop)::
 
         sampler = LoopLagSampler(worker="w0")
-        task = sampler.start()
+        sampler.start()  # or: async with LoopLagSampler(worker="w0") as sampler:
         await sampler.aclose()
     """
 
@@ -63,27 +63,23 @@ class LoopLagSampler(HasTelemetry):
     def add_listener(self, listener: BeatListener) -> None:
         self._listeners.append(listener)
 
-    def start(self, loop: asyncio.AbstractEventLoop | None = None) -> asyncio.Task[None]:
-        if self._task is not None and not self._task.done():
-            raise RuntimeError("sampler already running")
+    def _is_running(self) -> bool:
+        """True while the sampling task runs (it ends with its loop, or by ``aclose()``)."""
+        return self._task is not None and not self._task.done()
+
+    @starts
+    def start(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        """Sample the running loop (or ``loop``) until ``aclose()``; returns the sampler.
+        Started once: a second start or an ``async with`` after it keeps the one task."""
         loop = loop or asyncio.get_running_loop()
         self._task = loop.create_task(self.run(), name=f"corevo-lag-sampler[{self.worker}]")
-        return self._task
 
     async def stop(self) -> None:
         """Deprecated: ``await aclose()``."""
         renamed(self, "stop", "aclose")
         await self.aclose()
 
-    async def __aenter__(self) -> LoopLagSampler:
-        """Starts sampling the running loop (unless already started)."""
-        if self._task is None or self._task.done():
-            self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
+    @astops
     async def aclose(self) -> None:
         """Stop sampling; safe to call twice."""
         task, self._task = self._task, None

@@ -25,13 +25,13 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, Self
+from typing import Any, Final, Literal
 
 from prometheus_client import CollectorRegistry
 
 from ..core import guard
 from ..core.errors import ConfigError
-from ..core.lifecycle import renamed
+from ..core.lifecycle import DualService, astops, renamed, starts, stops
 from ..core.telemetry import HasTelemetry, Telemetry
 from . import schedstat
 from .causes import (
@@ -174,7 +174,7 @@ StallListener = Callable[[StallReport], None]
 _BlockerFinder = Callable[[], "BusyThread | None"]
 
 
-class StallWatchdog(HasTelemetry):
+class StallWatchdog(HasTelemetry, DualService):
     """Notice a loop that has not run for ``threshold`` seconds, capture its stack, and
     attribute the stall to a cause (:mod:`corevo_obs.loop.causes`).
 
@@ -283,11 +283,11 @@ class StallWatchdog(HasTelemetry):
         """Called on the watchdog thread with each finished report (e.g. a py-spy capture)."""
         self._listeners.append(listener)
 
+    @starts
     def start(self, loop_thread_id: int | None = None,
-              loop_native_id: int | None = None) -> StallWatchdog:
-        """Start the side thread; call it on the loop thread, or name the loop thread."""
-        if self._thread is not None:
-            raise RuntimeError("watchdog already started")
+              loop_native_id: int | None = None) -> None:
+        """Start the side thread; call it on the loop thread, or name the loop thread.
+        Returns the watchdog; a second start (or a ``with`` after it) keeps the one thread."""
         self._loop_thread = loop_thread_id or threading.get_ident()
         self._loop_native = loop_native_id or _native_id(self._loop_thread)
         self._last_beat = self._clock()
@@ -303,13 +303,13 @@ class StallWatchdog(HasTelemetry):
             target=self._run, name=f"corevo-stall-watchdog[{self.worker}]", daemon=True
         )
         self._thread.start()
-        return self
 
     def _request_stop(self) -> None:
         """Ask the thread to finish (it records what is left, then ends); never blocks."""
         self._stop.set()
         self._gc.uninstall()
 
+    @stops
     def close(self, timeout: float = 2.0) -> None:
         """Stop and wait up to ``timeout`` for the thread (use :meth:`aclose` on a loop)."""
         self._request_stop()
@@ -318,8 +318,9 @@ class StallWatchdog(HasTelemetry):
             thread.join(timeout)
         self._finish()
 
+    @astops
     async def aclose(self) -> None:
-        """:meth:`stop` for the loop thread: awaits the thread's end (at most 2 s) instead
+        """:meth:`close` for the loop thread: awaits the thread's end (at most 2 s) instead
         of joining it, so the loop keeps running meanwhile."""
         loop = asyncio.get_running_loop()
         ended: asyncio.Future[None] = loop.create_future()
@@ -344,18 +345,6 @@ class StallWatchdog(HasTelemetry):
         renamed(self, "stop", "close")
         self.close(timeout)
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
     def _finish(self) -> None:
         thread = self._thread
         if thread is not None and (self._exited or not thread.is_alive()):
@@ -369,6 +358,9 @@ class StallWatchdog(HasTelemetry):
         """False once the thread has recorded its last report (it may take a moment more
         to leave ``threading.enumerate()``)."""
         return self._thread is not None and self._thread.is_alive() and not self._exited
+
+    def _is_running(self) -> bool:
+        return self.running
 
     @property
     def stalled_for(self) -> float:

@@ -15,7 +15,7 @@ from typing import Final
 from ..core import promclient
 from ..core.errors import ConfigError
 from ..core.guard import absorb
-from ..core.lifecycle import Closing, renamed
+from ..core.lifecycle import Service, renamed, starts, stops
 from .compactor import CompactionResult, compact_backlog
 from .lock import LockBusy
 from .status import scan
@@ -23,7 +23,7 @@ from .status import scan
 DEFAULT_INTERVAL: Final = 10.0
 
 
-class Janitor(Closing):
+class Janitor(Service):
     """Compact ``directory`` in the background.
 
     >>> import tempfile
@@ -69,15 +69,16 @@ class Janitor(Closing):
         while not self._stop.wait(self.interval):
             self.run_once()
 
-    def start(self) -> Janitor:
-        if self._thread is None:
-            self._stop.clear()
-            self._thread = threading.Thread(
-                target=self._run, name="corevo-mpdir-janitor", daemon=True
-            )
-            self._thread.start()
-        return self
+    @starts
+    def start(self) -> None:
+        """Start the thread (once: a second start keeps it); returns the janitor."""
+        self._stop.clear()
+        self._thread = threading.Thread(
+            target=self._run, name="corevo-mpdir-janitor", daemon=True
+        )
+        self._thread.start()
 
+    @stops
     def close(self) -> None:
         """Stop the thread after its current pass (bounded: 10 s); safe to call twice."""
         self._stop.set()
