@@ -117,6 +117,11 @@ def test_kill_counter_is_zero_per_slot_and_the_kill_names_the_stall_at_its_true_
     assert reg.get_sample_value("corevo_worker_killed_stall_seconds", {
         "worker": "w1", "cause": "blocking", "where": "app/export.py:42:render"}) == \
         pytest.approx(16.0)
+    # a later kill without a stall report does not show the older kill's line
+    report_kill(Log(), tmp_path, "w1", os.getpid() + 1, 20, counter, now=2000.0)
+    assert reg.get_sample_value("corevo_worker_killed_total",
+                                {"worker": "w1", "reason": "timeout"}) == 2.0
+    assert "corevo_worker_killed_stall_seconds{" not in generate_latest(reg).decode()
     # a hostile cause from the shared directory stays a bounded label value
     counter.stalled("w0", OngoingStall(1, "w0", 1.0, 1.0, "x" * 400, "a.py:1:f"))
     assert 'cause="unknown"' in generate_latest(reg).decode()

@@ -56,11 +56,14 @@ class KillCounter(Collector):
             for _, labels in zero_label_sets("gunicorn-master", worker=worker):
                 self._counts.setdefault((labels["worker"], labels["reason"]), 0)
 
-    def stalled(self, worker: str, stall: OngoingStall) -> None:
-        """Keep the stall ``worker`` was killed in (replacing its previous one)."""
-        causes = _STALL.values["cause"]
-        cause = stall.cause if stall.cause in causes else "unknown"
+    def stalled(self, worker: str, stall: OngoingStall | None) -> None:
+        """Keep the stall ``worker`` was killed in, replacing its previous one (None: the
+        kill came with no stall report, so an older kill's line is not shown for it)."""
         with self._lock:
+            if stall is None:
+                self._stalls.pop(worker, None)
+                return
+            cause = stall.cause if stall.cause in _STALL.values["cause"] else "unknown"
             self._stalls[worker] = (cause, stall.where, stall.seconds)
 
     def inc(self, worker: str, reason: str) -> None:
@@ -118,7 +121,7 @@ def report_kill(log: Any, directory: Path | None, worker: str, pid: int,
     stall = read_ongoing(directory, pid) if directory is not None else None
     if stall is not None:
         stall = at_kill(stall, time.time() if now is None else now)
-        counter.stalled(worker, stall)
+    counter.stalled(worker, stall)
     after = f" ({timeout}s)" if timeout is not None else ""
     head = f"corevo-obs: worker {worker} (pid {pid}) was killed by gunicorn's worker timeout{after}"
     if stall is not None:
