@@ -1,9 +1,9 @@
 """Code a test suite skips, and code that runs once per process: a clause the project
-excludes from coverage (``# pragma: no cover`` on an ``except``, ``if``, ``else`` or
-``def`` line) is read like any other (it runs where the suite does not look: another
-platform, a fallback, a live handler nobody tests); a call under ``if <module global>
-is None:`` fills a process-wide memo, so a chain through it is low confidence (first
-use)."""
+excludes from coverage is read like any other code: an ``except``, ``if`` or ``else``
+clause marked ``# pragma: no cover`` is a defensive fallback whose findings are low (it
+may run on another platform: a guess), a ``def`` marked so is live code nobody tests
+(its findings keep their tier); a call under ``if <module global> is None:`` fills a
+process-wide memo, so a chain through it is low confidence (first use)."""
 
 import os
 import socket
@@ -49,17 +49,17 @@ def fresh_context() -> ssl.SSLContext:
 
 
 async def connect(host: str) -> None:
-    seed()  # error: COB110
-    address(host)  # error: COB110
-    legacy()  # error: COB110
+    seed()  # error: COB110 [low]
+    address(host)  # error: COB110 [low]
+    legacy()  # error: COB110 [medium]
     default_context()  # error: COB110
     fresh_context()  # error: COB110
     if os.name == "nt":  # pragma: no cover
-        time.sleep(1)  # error: COB104
+        time.sleep(1)  # error: COB104 [low]
     else:
         time.sleep(0.1)  # error: COB104
 
 
 async def live_handler(request: object) -> bytes:  # pragma: no cover
-    with open("/srv/index.html", "rb") as fh:  # error: COB100
+    with open("/srv/index.html", "rb") as fh:  # error: COB100 [high]
         return fh.read()  # error: COB100

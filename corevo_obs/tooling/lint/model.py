@@ -25,6 +25,8 @@ class Finding:
 
 
 FIRST_USE = " [first use]"  # marks a block by a first-use loader (catalog [first-use])
+FALLBACK = " [fallback]"  # a block in a clause the project excludes from coverage
+GUESSED = (FIRST_USE, FALLBACK)  # a chain ending at one of these is low confidence
 # the end of a callee's name read as an attribute (``x.p``, no call): it runs only when it
 # resolves to a property getter (``FuncFacts.getter``)
 READ = "#read"
@@ -76,7 +78,7 @@ class FuncFacts:
         """The first call that blocks on every call whatever the arguments (and whatever
         types resolve); a first-use loader does not count."""
         return next((call for i, (call, guard) in enumerate(self.blocks)
-                     if not guard and i not in self.unless and not call.endswith(FIRST_USE)),
+                     if not guard and i not in self.unless and not call.endswith(GUESSED)),
                     None)
 
 

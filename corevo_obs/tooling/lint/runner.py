@@ -458,6 +458,7 @@ def _scan_tree(files: list[str], catalog: Catalog, noqa: NoqaPolicy,
         seen: set[str] = set()
         hops: dict[str, int] = {}  # re-export steps taken to reach a name
         abstract: set[str] = set()  # abstract methods reached: their subclasses are read
+        subclassing: dict[str, dict[str, list[str]]] = {}  # see _subclass_modules
         while frontier:
             wanted: dict[str, None] = {}
             pending: list[str] = []
@@ -475,7 +476,7 @@ def _scan_tree(files: list[str], catalog: Catalog, noqa: NoqaPolicy,
                     seen.add(name)
                     if facts.abstract and name not in abstract:
                         abstract.add(name)
-                        subs = _subclass_modules(name, deferred)
+                        subs = _subclass_modules(name, deferred, subclassing)
                         wanted.update(dict.fromkeys(subs))
                         pending.extend(f"{m}.*" for m in subs)
                     frontier.extend(facts.callees)
@@ -509,8 +510,10 @@ def _scan_tree(files: list[str], catalog: Catalog, noqa: NoqaPolicy,
             done.extend(more)
             known.update((q, f) for r in more for q, f in r.funcs.items())
             # a module read for its subclasses: their methods lead on like any other's
-            pending = [*(n for n in pending if not n.endswith(".*")),
-                       *(q for r in more if f"{r.module}.*" in pending for q in r.funcs)]
+            read_for = {n[:-2] for n in pending if n.endswith(".*")}
+            if read_for:
+                pending = [*(n for n in pending if not n.endswith(".*")),
+                           *(q for r in more if r.module in read_for for q in r.funcs)]
             reexports.update((k, v) for r in more for k, v in r.reexports.items())
             hierarchy.add(more)
             types.add((q, t) for r in more for q, t in r.returns.items())
@@ -521,27 +524,32 @@ def _scan_tree(files: list[str], catalog: Catalog, noqa: NoqaPolicy,
         pool.close()
 
 
-def _subclass_modules(method: str, deferred: dict[str, list[str]]) -> list[str]:
-    """The deferred modules of the abstract method's own top-level package (or folder)
-    whose source names its class as a base (``class SerialDevice(Device):``): the
-    implementations a call of it may run. Read only when a chain reaches one."""
+_BASES = re.compile(rb"^[ \t]*class\s+\w+\s*\(([^)]*)\)", re.MULTILINE)
+
+
+def _subclass_modules(method: str, deferred: dict[str, list[str]],
+                      index: dict[str, dict[str, list[str]]]) -> list[str]:
+    """The deferred modules of the abstract method's own package (its module's parent,
+    subpackages included) that name its class as a base (``class SerialDevice(Device):``):
+    the implementations a call of it may run. Each package's files are read once a run
+    (``index``: package -> base name -> modules), and only when a chain reaches one."""
     owner = method.rpartition(".")[0]
     module, _, short = owner.rpartition(".")
-    top = module.partition(".")[0]
-    pattern = re.compile(rb"class\s+\w+\s*\([^)]*\b" + re.escape(short.encode()) + rb"\b")
-    found = []
-    for name, paths in deferred.items():
-        if name != top and not name.startswith(top + "."):
-            continue
-        for path in paths:
-            try:
-                source = read_regular(path)
-            except OSError:
-                continue
-            if short.encode() in source and pattern.search(source):
-                found.append(name)
-                break
-    return found
+    package = module.rpartition(".")[0] or module
+    if package not in index:
+        bases: dict[str, list[str]] = {}
+        for name, paths in deferred.items():
+            if name == package or name.startswith(package + "."):
+                for path in paths:
+                    try:
+                        source = read_regular(path)
+                    except OSError:
+                        continue
+                    for m in _BASES.finditer(source) if b"class" in source else ():
+                        for base in re.findall(rb"\w+", m.group(1)):
+                            bases.setdefault(base.decode(), []).append(name)
+        index[package] = bases
+    return [m for m in dict.fromkeys(index[package].get(short, ())) if m in deferred]
 
 
 def _protocol_callbacks(r: FileResult, hierarchy: Hierarchy,

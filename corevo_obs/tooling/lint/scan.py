@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import re
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -31,7 +32,17 @@ from .imports import (
     item_type,
     walk,
 )
-from .model import FIRST_USE, READ, CallSite, Edge, FileResult, Finding, FuncFacts, Pending
+from .model import (
+    FALLBACK,
+    FIRST_USE,
+    READ,
+    CallSite,
+    Edge,
+    FileResult,
+    Finding,
+    FuncFacts,
+    Pending,
+)
 from .narrowing import OPAQUE, SELF, UNKNOWN, Args, Atom, Guard, Kind, Value, atoms
 from .newer import parse_with_newer
 from .noqa import DEFAULT_NOQA, NoqaPolicy, noqa_codes
@@ -109,6 +120,7 @@ class _Ctx:
     generator: bool = False  # a ``yield`` in the body: calling it returns a generator
     fds: dict[str, str] | None = None  # names bound once to a descriptor or pipe end
     once: int = 0  # inside ``if <module global> is None:`` blocks: a once-per-process memo
+    fallback: int = 0  # inside clauses marked ``# pragma: no cover``: whether they run is a guess
 
     def _scan_stores(self) -> None:
         facts, node = self.facts, self.node
@@ -431,6 +443,9 @@ class FileScanner(ast.NodeVisitor):
         self._class_nodes: list[ast.ClassDef] = []  # the classes being visited, innermost last
         self._main_names: frozenset[str] | None = None  # see _main_built
         self._module_node: ast.Module | None = None
+        # lines marked ``# pragma: no cover``: an except / if / else clause they open is a
+        # fallback (its findings low); a ``def`` marked so is read as usual
+        self._no_cover = _no_cover_lines(source) if b"no cover" in source else frozenset()
         self._properties: list[dict[str, tuple[str, ast.expr]]] = []
         self._consts: dict[str, object] = {}
         self._plain_defs: set[str] = set()
@@ -871,6 +886,7 @@ class FileScanner(ast.NodeVisitor):
     def visit_If(self, node: ast.If) -> None:
         node = _live(node)
         self.visit(node.test)
+        body_fallback, else_fallback = self._fallback_clauses(node)
         ctx = self._ctx[-1] if self._ctx else None
         guard = self._atoms(node.test, ctx) if ctx is not None and ctx.facts is not None else None
         narrow = self._narrowed(node.test, node.body)
@@ -878,20 +894,38 @@ class FileScanner(ast.NodeVisitor):
             old = self.tracker.narrow(*narrow)
         memo = ctx if ctx is not None and self._memo_test(node.test) else None
         if ctx is None or not guard:
-            self._visit_body(node.body, memo)
+            self._clause(body_fallback, lambda: self._visit_body(node.body, memo))
             if narrow is not None:
                 self.tracker.widen(narrow[0], old)
-            self._visit_block(node.orelse)
+            self._clause(else_fallback, lambda: self._visit_block(node.orelse))
             return
         ctx.guard.extend(guard)
-        self._visit_body(node.body, memo)
+        self._clause(body_fallback, lambda: self._visit_body(node.body, memo))
         if narrow is not None:
             self.tracker.widen(narrow[0], old)
         del ctx.guard[-len(guard):]
         negated = [guard[0].negated()] if len(guard) == 1 else []
         ctx.guard.extend(negated)
-        self._visit_block(node.orelse)
+        self._clause(else_fallback, lambda: self._visit_block(node.orelse))
         del ctx.guard[len(ctx.guard) - len(negated):]
+
+    def _fallback_clauses(self, node: ast.If) -> tuple[bool, bool]:
+        """Whether the body / the else of this if is marked ``# pragma: no cover``."""
+        if not self._no_cover:
+            return False, False
+        orelse = False
+        if node.orelse and node.body and not (len(node.orelse) == 1
+                                              and isinstance(node.orelse[0], ast.If)
+                                              and node.orelse[0].col_offset == node.col_offset):
+            end = node.body[-1].end_lineno or node.body[-1].lineno
+            orelse = any(n in self._no_cover for n in range(end + 1, node.orelse[0].lineno))
+        return node.lineno in self._no_cover, orelse
+
+    def _clause(self, fallback: bool, visit: Any) -> None:
+        if fallback:
+            self._as_fallback(visit)
+        else:
+            visit()
 
     def _visit_body(self, body: list[ast.stmt], memo: _Ctx | None) -> None:
         """An if's body; under a memo test (``memo``: the function's context) its calls
@@ -956,7 +990,24 @@ class FileScanner(ast.NodeVisitor):
     visit_AsyncFunctionDef = _visit_def
 
     def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
-        self.generic_visit(node)
+        if node.lineno in self._no_cover:  # ``except ...:  # pragma: no cover``
+            self._as_fallback(lambda: self.generic_visit(node))
+        else:
+            self.generic_visit(node)
+
+    def _as_fallback(self, visit: Any) -> None:
+        """Visit a clause the project excludes from coverage (a defensive fallback:
+        ``except NotImplementedError:  # pragma: no cover``): read like any other code,
+        its findings are low confidence, since whether it ever runs is a guess."""
+        ctx = self._ctx[-1] if self._ctx else None
+        if ctx is None:
+            visit()
+            return
+        ctx.fallback += 1
+        try:
+            visit()
+        finally:
+            ctx.fallback -= 1
 
     def _visit_comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp
                              | ast.DictComp) -> None:
@@ -1258,6 +1309,7 @@ class FileScanner(ast.NodeVisitor):
             if ctx.on_loop:
                 self._report(code, node, ctx, display, extra,
                              catalogued.deferred_buffers(node, ref, self.catalog, self.tracker),
+                             "low" if ctx.fallback else
                              "medium" if guessed or ref.name in self.catalog.first_use
                              or ctx.once or flushing == UNSURE else "high")
             elif ctx.facts is not None and ctx.facts.blocking is None:
@@ -1266,6 +1318,8 @@ class FileScanner(ast.NodeVisitor):
                     ctx.facts.unless[len(ctx.facts.blocks)] = unless
                 if ref.name in self.catalog.first_use or ctx.once:  # a chain to it is low
                     display += FIRST_USE
+                elif ctx.fallback:
+                    display += FALLBACK
                 ctx.facts.blocks.append((display, tuple(ctx.guard)))
             return
         if ref.kind not in ("def", "class", "import", "method"):
@@ -1280,16 +1334,25 @@ class FileScanner(ast.NodeVisitor):
             self.result.sites.append(CallSite(
                 ref.name, self.result.path, node.lineno, node.col_offset + 1, ctx.display,
                 ctx.qualname, self.line(node.lineno).strip(), self._noqa(node),
-                self._args(node, None, ctx), quiet, low=bool(ctx.once)))
+                self._args(node, None, ctx), quiet, low=bool(ctx.once or ctx.fallback)))
         elif ctx.facts is not None and ctx.facts.blocking is None:
             ctx.facts.edges.append(Edge(ref.name, tuple(ctx.guard), self._args(node, ctx),
-                                        quiet, once=bool(ctx.once)))
+                                        quiet, once=bool(ctx.once or ctx.fallback)))
 
     def finish(self) -> FileResult:
         for qualname in self._dups:
             del self.result.funcs[qualname]
         self.result.written = frozenset(self._written)
         return self.result
+
+
+_NO_COVER = re.compile(rb"#\s*pragma:\s*no\s*cover")
+
+
+def _no_cover_lines(source: bytes) -> frozenset[int]:
+    """Numbers of the lines marked ``# pragma: no cover``."""
+    return frozenset(i for i, line in enumerate(source.splitlines(), 1)
+                     if b"no cover" in line and _NO_COVER.search(line))
 
 
 def _is_abstract(node: ast.FunctionDef) -> bool:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..imports import Ref
-from ..model import FIRST_USE, READ, CallSite, FuncFacts
+from ..model import FIRST_USE, GUESSED, READ, CallSite, FuncFacts
 from ..narrowing import SELF, UNKNOWN, Args, Kind, Value, bind, instance, resolver, ruled_out
 from ..returns import ReturnTypes, follow_reexport
 from . import catalogued, declared
@@ -230,7 +230,7 @@ class ChainIndex:
             if self.lookup(target) is not None:
                 return (yield (target, args, outer, depth, quiet, None))
             hit = self.catalogued(target, quiet, direct=False)
-            return Chain((hit[1],), (), hit[1].endswith(FIRST_USE)) if hit is not None else None
+            return Chain((hit[1],), (), hit[1].endswith(GUESSED)) if hit is not None else None
         owner, runs, facts = found
         me = me or owner  # the object's class: a subclass's when called on one
         if depth > MAX_ARG_DEPTH:  # values may grow down a recursion: stop reading them
@@ -248,9 +248,9 @@ class ChainIndex:
             result = Chain((f"{facts.name}() [@blocking]",), (facts.path,))
         else:
             # a block on every call wins over a first-use loader (a stable sort)
-            for call, guard in sorted(facts.blocks, key=lambda b: b[0].endswith(FIRST_USE)):
+            for call, guard in sorted(facts.blocks, key=lambda b: b[0].endswith(GUESSED)):
                 if not ruled_out(guard, env, self._resolve, facts.rebinds):
-                    result = Chain((facts.name, call), (facts.path,), call.endswith(FIRST_USE))
+                    result = Chain((facts.name, call), (facts.path,), call.endswith(GUESSED))
                     break
             if result is None and id(facts) in self._observed:
                 result = Chain((facts.name, OBSERVED), (facts.path,),
