@@ -49,7 +49,8 @@ def test_the_wheel_is_typed_licensed_and_versioned(wheel: zipfile.ZipFile) -> No
     assert "corevo_obs/py.typed" in names  # PEP 561: mypy reads our hints in user code
     dist_info, meta = _metadata(wheel)
     assert meta["Version"] == [PYPROJECT["project"]["version"]]
-    assert meta["License"] == ["Apache-2.0"]
+    assert meta["License-Expression"] == ["Apache-2.0"]  # PEP 639 (SPDX)
+    assert "Typing :: Typed" in meta["Classifier"] and meta["Keywords"]
     licence = [n for n in names if n.startswith(dist_info) and "LICENSE" in n]
     assert licence, sorted(n for n in names if n.startswith(dist_info))
     assert "Apache License" in wheel.read(licence[0]).decode()
