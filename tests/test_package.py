@@ -116,3 +116,25 @@ def test_extras_leave_the_applications_choices_open() -> None:
     assert "opentelemetry-sdk" not in _requirement_names(extras["otel"])  # the app's SDK
     assert not any("[" in r for r in extras["postgres"])  # psycopg's build is the app's
     assert "psycopg[binary]" in " ".join(extras["postgres-binary"])
+
+
+def test_the_sdist_carries_what_its_tests_read(tmp_path: Path) -> None:
+    """Every tracked file but .gitignore is in the sdist (MANIFEST.in), so the unpacked
+    tree runs its own tests: conftest.py, the helpers and data, docs, CHANGELOG."""
+    import tarfile
+
+    built = subprocess.run(
+        [sys.executable, "-c", "import sys; from setuptools import build_meta; "
+         "print(build_meta.build_sdist(sys.argv[1]))", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    name = built.stdout.split()[-1]
+    with tarfile.open(tmp_path / name) as sdist:
+        shipped = {m.name.split("/", 1)[1] for m in sdist.getmembers() if "/" in m.name}
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True)
+    if tracked.returncode != 0:
+        pytest.skip("not a git checkout")
+    missing = {f for f in tracked.stdout.split() if f not in shipped and not any(
+        s.startswith(f + "/") for s in shipped)} - {".gitignore"}
+    assert not missing, sorted(missing)
+    assert {"tests/conftest.py", "tests/helpers/run_snippet.py", "CHANGELOG.md"} <= shipped
