@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate, repeat
+from itertools import accumulate
 from operator import add
 from typing import Any, Final, cast
 
@@ -93,9 +93,8 @@ class _FamilyState:
     documentation: str
     type: str
     slots: list[int] = field(default_factory=list)
-    #: a histogram's series: plain slots (``_sum``), bucket slots by bound, ``_count``'s
-    #: labels; made again when a slot is added
-    plan: list[tuple[list[int], list[int], Labels]] = field(default_factory=list)
+    #: a histogram's series, made again when a slot is added
+    plan: list[_Histogram] = field(default_factory=list)
     planned: int = 0  # len(slots) when ``plan`` was made
 
 
@@ -240,24 +239,30 @@ class Aggregate:
     def _histogram(self, fam: _FamilyState) -> list[Sample]:
         """Per series: ``_sum``, the buckets made cumulative, ``_count`` (their total)."""
         if fam.planned != len(fam.slots):
-            fam.plan, fam.planned = self._plan(fam), len(fam.slots)
-        acc, present, slots = self._acc, self._present, self._slots
-        bucket, count = f"{fam.name}_bucket", f"{fam.name}_count"
-        whole = present.issuperset(fam.slots)  # the usual case: no series has gone
+            fam.plan, fam.planned = [self._series(fam, *g) for g in self._groups(fam)], \
+                len(fam.slots)
+        acc, present = self._acc, self._present
         rows: list[Sample] = []
-        for plain, buckets, group in fam.plan:
-            if not whole:
-                plain = [s for s in plain if s in present]
-                buckets = [s for s in buckets if s in present]
-            rows += [(slots[s].name, slots[s].labels, acc[s]) for s in plain]
-            if not buckets:
-                continue
-            totals = list(accumulate([acc[s] for s in buckets]))
-            rows += zip(repeat(bucket), [slots[s].labels for s in buckets], totals)
-            rows.append((count, group, totals[-1]))
+        if present.issuperset(fam.slots):  # the usual case: every series is here
+            for h in fam.plan:
+                rows += zip(h.plain_names, h.plain_labels, [acc[s] for s in h.plain], strict=True)
+                if h.buckets:
+                    totals = list(accumulate(h.values(acc)))
+                    rows += zip(h.bucket_names, h.bucket_labels, totals, strict=True)
+                    rows.append((h.count_name, h.group, totals[-1]))
+            return rows
+        for h in fam.plan:  # some series have gone (a live gauge's writer, a file)
+            g = self._series(fam, [s for s in h.plain if s in present],
+                             [s for s in h.buckets if s in present], h.group)
+            rows += zip(g.plain_names, g.plain_labels, [acc[s] for s in g.plain], strict=True)
+            if g.buckets:
+                totals = list(accumulate(g.values(acc)))
+                rows += zip(g.bucket_names, g.bucket_labels, totals, strict=True)
+                rows.append((g.count_name, g.group, totals[-1]))
         return rows
 
-    def _plan(self, fam: _FamilyState) -> list[tuple[list[int], list[int], Labels]]:
+    def _groups(self, fam: _FamilyState) -> list[tuple[list[int], list[int], Labels]]:
+        """A histogram's series: plain slots (``_sum``), bucket slots by bound, labels."""
         groups: dict[Labels, tuple[list[int], list[tuple[float, int]]]] = {}
         for s in fam.slots:
             slot = self._slots[s]
@@ -268,3 +273,28 @@ class Aggregate:
                 buckets.append((slot.le, s))
         return [(plain, [s for _, s in sorted(buckets)], group)
                 for group, (plain, buckets) in groups.items()]
+
+    def _series(self, fam: _FamilyState, plain: list[int], buckets: list[int],
+                group: Labels) -> _Histogram:
+        slots = self._slots
+        return _Histogram(
+            plain, [slots[s].name for s in plain], [slots[s].labels for s in plain],
+            buckets, [f"{fam.name}_bucket"] * len(buckets),
+            [slots[s].labels for s in buckets], f"{fam.name}_count", group)
+
+
+@dataclass
+class _Histogram:
+    """One histogram series' slots and what its rows say besides the values."""
+
+    plain: list[int]
+    plain_names: list[str]
+    plain_labels: list[Labels]
+    buckets: list[int]
+    bucket_names: list[str]
+    bucket_labels: list[Labels]
+    count_name: str
+    group: Labels
+
+    def values(self, acc: list[float]) -> Iterable[float]:
+        return [acc[s] for s in self.buckets]

@@ -110,16 +110,6 @@ def add_own_errors(merge: Aggregate, own: CollectorRegistry) -> None:
                                  tuple(sorted(sample.labels.items())), sample.value)
 
 
-def read_directory(d: Path, plan: Plan | None, only_pid: int | None = None) -> list[Metric]:
-    """Merge every metric file of ``d`` that can be read safely, as ``plan`` would leave it
-    (only ``only_pid``'s own files when it is given), with no memo of earlier reads."""
-    merge = Aggregate()
-    merge.begin()
-    merge_directory(d, plan, FileCache(), merge, only_pid)
-    found: list[Metric] = [*merge.families()]
-    return found
-
-
 def merge_directory(d: Path, plan: Plan | None, files: FileCache, merge: Aggregate,
                     only_pid: int | None = None) -> None:
     """Add every metric file of ``d`` that can be read safely, as ``plan`` would leave

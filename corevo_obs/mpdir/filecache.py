@@ -1,7 +1,7 @@
 """Read a metric file's values without parsing its keys again on every scrape.
 
 A writer only appends entries to its file, so between scrapes its keys stay where they
-were and only the values move. ``FileCache`` remembers, per file name, the keys it
+were and only the values move. ``FileCache`` remembers, per file path, the keys it
 parsed (``dbfile``, strict) and one ``struct`` layout of the whole used region; a scrape
 then reads the used bytes and unpacks every entry's length, key bytes, value and
 timestamp in one C call. The cache is only a memo of the parse: the unpacked lengths and
@@ -62,7 +62,7 @@ def _padded(n: int) -> int:
 
 
 class FileCache:
-    """Per-file memo of parsed layouts, for one reader of one directory.
+    """Per-file memo of parsed layouts (by path), for one reader of one directory.
 
     ``read`` returns ``(layout, values, timestamps)``: values and timestamps of
     ``layout.keys``, in file order. Names not read in a scrape are forgotten at ``prune``.
@@ -76,15 +76,15 @@ class FileCache:
         """The entries of ``name`` at ``dir_fd``; raises like ``dbfile.read_db``."""
         fd = open_regular(dir_fd, name, where)
         try:
-            self._seen.add(name)
-            known = self._layouts.get(name)
+            self._seen.add(where)  # the path: a name may be read at two directory fds
+            known = self._layouts.get(where)
             if known is not None and known.keys:
                 cells = self._unpack(fd, known.unpack)
                 if cells is not None:
                     return (known, cast("tuple[float, ...]", cells[2::4]),
                             cast("tuple[float, ...]", cells[3::4]))
             entries = read_fd(fd, accumulator=accumulator)  # strict, in file order
-            layout = self._layouts[name] = Layout(tuple(entries))
+            layout = self._layouts[where] = Layout(tuple(entries))
             return (layout, tuple(v for v, _ in entries.values()),
                     tuple(t for _, t in entries.values()))
         finally:
@@ -106,6 +106,6 @@ class FileCache:
 
     def prune(self) -> None:
         """Forget the files no scrape read since the last ``prune`` (gone, compacted)."""
-        for name in set(self._layouts) - self._seen:
-            del self._layouts[name]
+        for where in set(self._layouts) - self._seen:
+            del self._layouts[where]
         self._seen.clear()
