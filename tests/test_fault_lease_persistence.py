@@ -5,12 +5,12 @@ For each persistence mode (``tests/helpers/redis_persist.py``: none, Debian's RD
 rules, AOF everysec, AOF always) a primary and a replica with that redis.conf run behind a
 proxy; 3 holder processes × 4 loss-aware holders (``store.hold()``, default store options
 but short waits and a 1 s timeout) contend for a limit-3 quota, and three cells follow
-one another, each at least ``CELL_S`` seconds and 3 faults of one kind, 0.8–2.5 s apart:
+one another, each at least ``CELL_S`` seconds and 3 faults of one kind, 0.6–2 s apart:
 
 - ``sigkill``: SIGKILL the primary and restart it from its own files (with RDB and AOF,
   ``BGSAVE`` forced at random moments before each fault, the last one 0–2 timeouts
   before it, so the kill falls at a random point after a snapshot);
-- ``sigstop``: SIGSTOP the primary for 0.3–2.5 s (often past the lease timeout), SIGCONT;
+- ``sigstop``: SIGSTOP the primary for 0.3–2 s (often past the lease timeout), SIGCONT;
 - ``failover``: SIGKILL the primary, promote the replica (``REPLICAOF NO ONE``), move the
   proxy to it (every link cut, as a Sentinel client sees it), restart the old primary
   from its files as the new replica.
@@ -56,11 +56,11 @@ def _seed() -> int:
 
 
 def _gap(topo: ReplicatedRedis, rng: random.Random, persistent: bool) -> int:
-    """0.8–2.5 s of work before the next fault; with persistence, ``BGSAVE`` at random
+    """0.6–2 s of work before the next fault; with persistence, ``BGSAVE`` at random
     moments in it, the last one 0–2 timeouts before the fault (so a SIGKILL falls at a
     random point after a snapshot: often with grants made since, at work, and the
     snapshot's own holders already expired). The number of snapshots forced."""
-    t0, gap = time.monotonic(), rng.uniform(0.8, 2.5)
+    t0, gap = time.monotonic(), rng.uniform(0.6, 2.0)
     last = gap - rng.uniform(0.0, min(gap, 2 * TIMEOUT))
     saves = 0
     if persistent:
@@ -81,7 +81,7 @@ def _inject(topo: ReplicatedRedis, fault: str, rng: random.Random) -> None:
         topo.restart()
     elif fault == "sigstop":
         topo.primary.signal(signal.SIGSTOP)
-        time.sleep(rng.uniform(0.3, 2.5))
+        time.sleep(rng.uniform(0.3, 2.0))
         topo.primary.signal(signal.SIGCONT)
     else:
         topo.promote()
@@ -146,12 +146,12 @@ def test_persistence_by_fault_never_oversells_work(mode: str, tmp_path: Path,
             start, faults = time.monotonic(), 0
             # at least MIN_FAULTS faults and CELL_S seconds; the last fault's recovery
             # (a fence, a relink) inside the cell
-            while faults < MIN_FAULTS or time.monotonic() < start + CELL_S - 2.0:
+            while faults < MIN_FAULTS or time.monotonic() < start + CELL_S - 1.5:
                 # with save "" a BGSAVE would still write a dump for the restart to load
                 saves += _gap(topo, rng, mode != "none")
                 _inject(topo, fault, rng)
                 faults += 1
-            time.sleep(2.0)
+            time.sleep(1.5)
             cells.append((fault, start, time.monotonic(), faults))
         stats = _stop(procs)
     finally:

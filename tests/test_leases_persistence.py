@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from tests.conftest import _need
 from tests.helpers.redis_persist import PersistentRedis, ServerGone
 
 pytestmark = pytest.mark.system
-TRIES = 4
+TRIES = 3
 
 
 def _server(d: Path, mode: str, *extra: str) -> PersistentRedis:
@@ -54,6 +55,16 @@ def _cluster(url: str, quota: str) -> Any:
     client = RedisCluster(host="127.0.0.1", port=port, socket_timeout=2,
                           socket_connect_timeout=1, retry=Retry(NoBackoff(), 0))
     return RedisLeaseStore(quota, client, limit=1)
+
+
+def _cluster_node(d: Path) -> tuple[tuple[str, ...], int]:
+    """redis.conf lines of a Cluster node in ``d`` and its bus port: a free one, named,
+    since the default (port + 10000) is past 65535 for a high free port."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        bus = int(s.getsockname()[1])
+    return ("cluster-enabled yes", f"cluster-port {bus}",
+            f"cluster-config-file {d / 'nodes.conf'}", "cluster-node-timeout 2000"), bus
 
 
 def _cluster_ok(server: PersistentRedis) -> bool:
@@ -101,8 +112,7 @@ def _oversold(server: PersistentRedis, make: Any, quota: str, *,
 @pytest.mark.parametrize("client", ["plain", "cluster"])
 def test_a_restart_from_the_snapshot_fences_instead_of_granting_twice(
         tmp_path: Path, client: str) -> None:
-    extra = ("cluster-enabled yes", f"cluster-config-file {tmp_path / 'nodes.conf'}") \
-        if client == "cluster" else ()
+    extra = _cluster_node(tmp_path / "r")[0] if client == "cluster" else ()
     server = _server(tmp_path / "r", "rdb", *extra)
     make = _plain if client == "plain" else _cluster
     try:
@@ -153,16 +163,10 @@ def test_a_restart_from_the_append_only_file_keeps_the_grant(tmp_path: Path,
 def _two_node_cluster(tmp: Path) -> tuple[PersistentRedis, PersistentRedis]:
     """Node a (Debian's RDB rules) with slots 0-8191, node b (no persistence) with the
     rest: a sharded quota's two shards land one on each."""
-    import socket
-
     nodes, buses = [], []
     for name, mode, slots in (("a", "rdb", (0, 8191)), ("b", "none", (8192, 16383))):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            bus = s.getsockname()[1]
-        node = _server(tmp / name, mode, "cluster-enabled yes", f"cluster-port {bus}",
-                       f"cluster-config-file {tmp / name / 'nodes.conf'}",
-                       "cluster-node-timeout 2000")
+        extra, bus = _cluster_node(tmp / name)
+        node = _server(tmp / name, mode, *extra)
         with node.client() as c:
             c.execute_command("CLUSTER", "ADDSLOTSRANGE", *slots)
         nodes.append(node)

@@ -8,7 +8,8 @@ come back as a replica, then SIGKILLs the new primary so the Sentinels promote a
 restarts the killed one, empty, as the new replica). The
 sweep over the holders' own grant → end-of-work intervals must never exceed 3; after each
 promotion no grant may come before one lease timeout (the run-id fence: the promoted
-replica has the marker, but another ``run_id``), and work must resume. The holders run
+replica has the marker, but another ``run_id``), and work must resume; a second quota on
+a store without ``replicas`` is fenced on the promoted primary too. The holders run
 until the parent says stop (SIGUSR1), some seconds after the second replica is linked again: how
 long a relink takes is Sentinel's business (5 to 17 s), the work after it is the test's.
 """
@@ -65,6 +66,11 @@ def test_storm_through_sentinel_failover_and_primary_sigkill_never_oversells(
         lease = store.acquire()
         assert lease is not None and lease.release()  # WAIT 1 confirmed by the replica
         store.close()
+        # a quota whose store does not wait for replicas: the run-id fence is its own
+        plain = store_for(where.replace("replicas=1", "replicas=0"), "fo0", limit=1,
+                          timeout=TIMEOUT, heartbeat_interval=INTERVAL, margin=MARGIN,
+                          **WAITS)
+        assert plain.provision() and plain.acquire() is not None
         t0 = time.monotonic()
         until = t0 + 150.0  # a safety net only: SIGUSR1 ends the run
         tracks = []
@@ -83,6 +89,14 @@ def test_storm_through_sentinel_failover_and_primary_sigkill_never_oversells(
         time.sleep(max(0.0, t0 + 5.0 - time.monotonic()))
         first = topo.failover()
         promoted = [time.monotonic()]
+        # new connections ask the Sentinels; an old one would still reach the old primary,
+        # a master for seconds after SENTINEL FAILOVER (docs: split brain, not covered)
+        plain.client.connection_pool.disconnect()
+        for _ in range(3):  # a pooled connection to the demoted primary fails once
+            if plain.acquire() is not None or plain._last_outcome == "fenced":
+                break
+        assert plain._last_outcome == "fenced", "replicas=0: a promoted replica granted"
+        plain.close()
         topo.wait_replica_link()
         relinked = [time.monotonic()]
         time.sleep(max(0.0, promoted[0] + TIMEOUT - time.monotonic()) + 4.0)
