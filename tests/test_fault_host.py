@@ -278,3 +278,25 @@ def test_stop_and_the_watchdog_thread_drain_ended_stalls_exactly_once(registry):
     assert registry.get_sample_value(
         "corevo_event_loop_stalls_total", {"worker": "w0"}) == planted
     assert _errors(registry, "stall_watchdog") == 0
+
+
+def test_a_forked_child_logs_its_own_first_failure(caplog) -> None:
+    """A gunicorn worker is forked from a master that may have logged a component's
+    failure already: the worker's own first one still gets its line (it was silent, so a
+    worker's values held in memory on a full disk left no trace)."""
+    from corevo_obs.core import guard
+
+    guard.reset_for_tests()
+    guard.absorb("forked-probe", OSError("in the parent"), registry=CollectorRegistry())
+    r, w = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.close(r)
+        first = "forked-probe" not in guard._seen
+        os.write(w, b"1" if first else b"0")
+        os._exit(0)
+    os.close(w)
+    said = os.read(r, 1)
+    os.close(r)
+    os.waitpid(child, 0)
+    assert said == b"1", "the child inherited its parent's 'already logged'"

@@ -8,6 +8,7 @@ increments ``corevo_instrumentation_errors_total{component}`` when that itself w
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from typing import TYPE_CHECKING
 
@@ -21,6 +22,19 @@ if TYPE_CHECKING:
 log = logging.getLogger("corevo_obs")
 _seen: set[str] = set()
 _lock = threading.Lock()
+
+
+def _forked() -> None:
+    """A forked child (a gunicorn worker) is a process of its own: its first failure of
+    each component gets its line, even when its parent had logged that component's (it
+    said nothing of the child's own state: a worker's values held in memory on a full
+    disk went unlogged)."""
+    global _lock
+    _lock = threading.Lock()
+    _seen.clear()
+
+
+os.register_at_fork(after_in_child=_forked)
 
 
 def absorb(

@@ -32,6 +32,7 @@ __all__ = [
     "SPACE_COMPONENT",
     "SUPPORTED",
     "ReservedMmapedDict",
+    "flush_held",
     "in_memory_values",
     "merge_multiprocess",
     "reserve_value_files",

@@ -249,7 +249,7 @@ def life(o: Outcome, inc: Incarnation) -> str:
     lines = inc.jobs.read_text().splitlines() if inc.jobs.exists() else []
     times = [float(x.split()[-1]) for x in lines if x[:1] in "WSF"]
     grants = [a for a, _ in read_spans([inc.track], died=died)[0]]
-    around = [str(a.fault).strip() for a in o.applied
+    around = [f"{a.fault.kind} {a.began - o.t0:.2f}-{a.ended - o.t0:.2f} s" for a in o.applied
               if died is not None and a.began - 1.0 <= died <= a.ended + HELD_GRACE]
     pid = _pid(inc)
     logged = [x.strip()[:160] for x in (inc.log.read_text(errors="replace").splitlines()

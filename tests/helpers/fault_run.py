@@ -331,14 +331,19 @@ class Runner:
     def _kill_gunicorn_worker(self, target: int, a: Applied) -> None:
         """SIGKILL one of the master's workers (it boots a replacement)."""
         assert self.master is not None
-        children = sorted(_children(self.master.pid))
-        if children:
+        for _ in range(3):   # a child listed may be reaped (one killed before) by now
+            children = sorted(p for p in _children(self.master.pid) if p not in self.gkilled)
+            if not children:
+                break
             victim = children[target % len(children)]
-            os.kill(victim, signal.SIGKILL)
+            try:
+                os.kill(victim, signal.SIGKILL)
+            except ProcessLookupError:
+                continue
             self.gkilled[victim] = time.monotonic()
             a.note = f"g{victim}"
-        else:
-            a.note = "no worker"
+            return
+        a.note = "no worker"
 
     def _room_first(self) -> None:
         """Room for ``ROOM_BETWEEN`` s before the disk fills again (a boot wait may have
