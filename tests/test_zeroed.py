@@ -16,6 +16,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from corevo_obs.claims.sqlite import SqliteJobStore
 from corevo_obs.core.catalog import CATALOG, NOT_ZEROED, ZEROED, zero_label_sets
 from corevo_obs.core.errors import CatalogError
+from corevo_obs.integrations.asgi import StagesMiddleware
 from corevo_obs.integrations.frozen_kills import KillCounter, report_kill
 from corevo_obs.leases.breaker import CircuitBreaker
 from corevo_obs.leases.sqlite_store import SqliteLeaseStore
@@ -87,6 +88,10 @@ def test_components_that_bind_at_start_expose_their_counters_at_zero() -> None:
     assert _at_zero(reg, "breaker", worker="w2", backend="lease:llm") == []
     assert _at_zero(reg, "offload", worker="w2", adapter="sdk") == []
     assert _at_zero(reg, "watchdog", worker="w2") == []
+    mw = StagesMiddleware(lambda scope, receive, send: None, worker="w2", registry=reg)
+    assert _at_zero(reg, "stages-middleware", worker="w2") != []  # bound at its first use
+    assert mw.recorder is not None
+    assert _at_zero(reg, "stages-middleware", worker="w2") == []
 
 
 def test_kill_counter_is_zero_per_slot_and_the_kill_names_the_stall_at_its_true_age(

@@ -493,6 +493,7 @@ ZEROED: Mapping[str, Mapping[str, Mapping[str, tuple[str, ...]]]] = MappingProxy
     "watchdog": {"corevo_event_loop_stalls_total": {},
                  "corevo_event_loop_stalls_by_cause_total": {}},
     "gunicorn-master": {"corevo_worker_killed_total": {}},
+    "stages-middleware": {"corevo_task_unrouted_total": {}},
 })
 #: Counters no owner can zero: their label values are not known at any start (a task
 #: kind, any component's failure), or a collector serves them whole.
