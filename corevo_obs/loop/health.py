@@ -14,6 +14,7 @@ from ..core.lifecycle import AsyncClosing, renamed
 from ..core.settings import option, resolve
 from ..core.telemetry import HasTelemetry, Telemetry
 from .lag import DEFAULT_INTERVAL, LoopLagSampler
+from .utilization import LoopUtilization
 from .watchdog import (
     DEFAULT_CHECK_INTERVAL,
     DEFAULT_LOG_INTERVAL,
@@ -93,6 +94,8 @@ class LoopHealth(HasTelemetry, AsyncClosing):
         self.config = config
         self.sampler = LoopLagSampler(interval=config.interval, worker=t.worker,
                                       registry=t.registry)
+        self.utilization = LoopUtilization(worker=t.worker, registry=t.registry)
+        self.sampler.add_listener(self.utilization.beat)
         self.watchdog: StallWatchdog | None = None
         if config.watchdog:
             self.watchdog = StallWatchdog(
@@ -120,6 +123,7 @@ class LoopHealth(HasTelemetry, AsyncClosing):
         if self.watchdog is not None:
             self.watchdog.start(loop_thread_id=threading.get_ident(),
                                 loop_native_id=threading.get_native_id())
+        self.utilization.start(loop)
         self._task = self.sampler.start(loop)
         self._task.add_done_callback(self._on_sampler_done)
         return self
@@ -127,12 +131,14 @@ class LoopHealth(HasTelemetry, AsyncClosing):
     def _on_sampler_done(self, _task: asyncio.Task[None]) -> None:
         # The loop is shutting down (or someone cancelled the sampler): a watchdog with
         # no beats would report one endless stall, so it goes too.
+        self.utilization.close()
         if self.watchdog is not None:
             self.watchdog._request_stop()
 
     async def aclose(self) -> None:
         """Stop the sampler and the watchdog; safe to call twice."""
         await self.sampler.aclose()
+        self.utilization.close()
         if self.watchdog is not None:
             await self.watchdog.aclose()
 
