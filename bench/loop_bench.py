@@ -124,8 +124,10 @@ def _dilated(slowdown: float) -> dict[str, Any]:
             "check_interval": DEFAULT_CHECK_INTERVAL * slowdown}
 
 
-def _counted(variant: str, tasks: int, slowdown: float = 1.0) -> tuple[int, Round]:
+def _counted(variant: str, tasks: int, slowdown: float = 1.0,
+             serial: bool = False) -> tuple[int, Round]:
     argv = [__file__, "--only", variant, "--tasks", str(tasks), "--dilate", str(slowdown)]
+    argv += ["--serial"] if serial else []
     count, out = callgrind.instructions(argv)
     return count, Round(**json.loads(out))
 
@@ -148,6 +150,16 @@ def instruction_overhead(tasks: int, native_wall: float) -> None:
           f"{1000 * (r2.wakes - r1.wakes) / tasks:.2f} (the native default run: see above)")
     print(f"callgrind: instructions per task {(base_2 - base_1) / tasks:,.0f} bare, "
           f"{(inst_2 - inst_1) / tasks:,.0f} with loop health -> {extra * 100:+.2f} %")
+    for serial in (False, True):  # the utilization timer alone: no time-driven wake-ups
+        if serial:
+            base_1, _ = _counted("baseline", tasks, serial=True)
+            base_2, _ = _counted("baseline", 2 * tasks, serial=True)
+        util_1, _ = _counted("utilization", tasks, serial=serial)
+        util_2, _ = _counted("utilization", 2 * tasks, serial=serial)
+        extra = (util_2 - util_1) / (base_2 - base_1) - 1
+        print(f"callgrind: utilization timer alone, {'serial' if serial else 'batched'} "
+              f"workload: {(base_2 - base_1) / tasks:,.0f} -> "
+              f"{(util_2 - util_1) / tasks:,.0f} instructions per task, {extra * 100:+.2f} %")
 
 
 def _median_ratio(a: list[float], b: list[float]) -> float:
@@ -173,13 +185,16 @@ def main() -> None:
     p.add_argument("--tasks", type=int, default=60000)
     p.add_argument("--instructions", action="store_true",
                    help="also count instructions under callgrind (valgrind, about a minute)")
-    p.add_argument("--only", choices=("baseline", "default"), help=argparse.SUPPRESS)
+    p.add_argument("--only", choices=("baseline", "default", "utilization"),
+                   help=argparse.SUPPRESS)
     p.add_argument("--dilate", type=float, default=1.0, help=argparse.SUPPRESS)
+    p.add_argument("--serial", action="store_true", help=argparse.SUPPRESS)
     ns = p.parse_args()
     logging.getLogger("corevo_obs.stall").setLevel(logging.ERROR)
     if ns.only:  # one round of one variant, for callgrind
-        options = None if ns.only == "baseline" else _dilated(ns.dilate)
-        print(json.dumps(asdict(_round(ns.tasks, options))))
+        options = {"baseline": None, "utilization": UTILIZATION_ONLY}.get(
+            ns.only, _dilated(ns.dilate))
+        print(json.dumps(asdict(_round(ns.tasks, options, serial=ns.serial))))
         return
     if ns.instructions and not callgrind.available():
         p.error("--instructions needs valgrind (apt-get install valgrind)")

@@ -122,7 +122,7 @@ class LoopHealth(HasTelemetry, AsyncClosing):
         loop = loop or asyncio.get_running_loop()
         if self.watchdog is not None:
             self.watchdog.start(loop_thread_id=threading.get_ident(),
-                                loop_native_id=threading.get_native_id())
+                                loop_native_id=threading.get_native_id(), loop=loop)
         self.utilization.start(loop)
         self._task = self.sampler.start(loop)
         self._task.add_done_callback(self._on_sampler_done)
