@@ -7,8 +7,9 @@ room for a burst even while its lag is still low.
 Two sources, chosen by the loop:
 
 * asyncio's selector loops: the selector's ``select`` is timed (one wrapper on the
-  selector instance, two clock reads per loop iteration); busy is wall time minus time
-  inside ``select``, exactly what Node counts.
+  selector instance; two clock reads per call that may wait, none for the zero-timeout
+  poll between ready callbacks); busy is wall time minus time inside ``select``,
+  exactly what Node counts.
 * any other loop (uvloop's libuv poll is out of Python's reach): the loop thread's time
   on a CPU or runnable waiting for one (``/proc/self/task/<tid>/schedstat``, one
   ``pread``): the time it was not asleep in the kernel. Two differences from the
@@ -62,6 +63,8 @@ class _SelectTimer:
         selector.select = self._own
 
     def _timed(self, timeout: float | None = None) -> Any:
+        if timeout == 0:  # a poll between ready callbacks: the loop is not waiting
+            return self._inner(timeout)
         t0 = time.perf_counter()
         ready = self._inner(timeout)
         self.idle += time.perf_counter() - t0
