@@ -154,3 +154,16 @@ def test_busy_seconds_reach_the_counter_and_the_selector_is_given_back(registry)
     assert 0.4 <= counted <= busy + 0.01
     assert "select" not in vars(selector)  # aclose took the wrapper off
     assert isinstance(selector, selectors.BaseSelector)
+
+
+def test_utilization_false_leaves_the_selector_alone_and_makes_no_series(registry):
+    async def main() -> tuple[object, object]:
+        async with install_loop_health(worker="w0", registry=registry,
+                                       utilization=False) as health:
+            await asyncio.sleep(0.3)
+            selector = asyncio.get_running_loop()._selector  # type: ignore[attr-defined]
+            return vars(selector).get("select"), health.utilization.kind
+
+    assert asyncio.run(main()) == (None, None)
+    assert registry.get_sample_value("corevo_event_loop_busy_seconds_total",
+                                     {"worker": "w0"}) is None

@@ -35,6 +35,7 @@ class LoopHealthConfig:
     """Settings: keyword argument > ``$COREVO_LOOP_<NAME>`` > default, each checked once.
 
     ``watchdog=False`` keeps only the sampler and heartbeat (no side thread);
+    ``utilization=False`` leaves the loop's selector untimed (no busy-seconds series);
     ``stack_frames`` is how many innermost frames a stall report prints as they are
     (above them only the host's frames, library runs folded). A stall still going on
     after ``ongoing_after`` seconds is logged at once and again at doubling ages;
@@ -63,6 +64,7 @@ class LoopHealthConfig:
     project_roots: tuple[str, ...] = option(())
     ongoing_after: float = option(DEFAULT_ONGOING_AFTER, minimum=0, maximum=3600)
     log_format: str = option("text", choices=LOG_FORMATS)
+    utilization: bool = option(True)
 
     @classmethod
     def resolve(cls, *, caller: str = "install_loop_health",
@@ -123,7 +125,8 @@ class LoopHealth(HasTelemetry, AsyncClosing):
         if self.watchdog is not None:
             self.watchdog.start(loop_thread_id=threading.get_ident(),
                                 loop_native_id=threading.get_native_id(), loop=loop)
-        self.utilization.start(loop)
+        if self.config.utilization:
+            self.utilization.start(loop)
         self._task = self.sampler.start(loop)
         self._task.add_done_callback(self._on_sampler_done)
         return self
@@ -163,6 +166,7 @@ def install_loop_health(
     stack_frames: int | None = None,
     ongoing_after: float | None = None,
     log_format: str | None = None,
+    utilization: bool | None = None,
 ) -> LoopHealth:
     """Start the sampler, heartbeat and watchdog on the running loop (or ``loop``).
 
@@ -176,5 +180,5 @@ def install_loop_health(
         project_roots=project_roots, interval=interval, stall_threshold=stall_threshold,
         check_interval=check_interval, max_reports=max_reports, log_interval=log_interval,
         watchdog=watchdog, stack_frames=stack_frames, ongoing_after=ongoing_after,
-        log_format=log_format)
+        log_format=log_format, utilization=utilization)
     return LoopHealth(config, worker=telemetry.worker, registry=telemetry.registry).start(loop)
