@@ -43,15 +43,18 @@ from prometheus_client import CollectorRegistry
 from corevo_obs import install_loop_health
 from corevo_obs.loop.health import LoopHealth
 from corevo_obs.loop.lag import DEFAULT_INTERVAL
+from corevo_obs.loop.utilization import LoopUtilization
 from corevo_obs.loop.watchdog import DEFAULT_CHECK_INTERVAL, DEFAULT_THRESHOLD
 
 SCALE = 10
+UTILIZATION_ONLY: dict[str, Any] = {}  # by identity: the utilization timer alone
 VARIANTS: dict[str, dict[str, Any] | None] = {
     "baseline": None,
     "default": {},
     "sampler only": {"watchdog": False},
     f"x{SCALE} rate": {"interval": DEFAULT_INTERVAL / SCALE,
                        "stall_threshold": DEFAULT_THRESHOLD / SCALE},
+    "utilization": UTILIZATION_ONLY,
 }
 
 
@@ -67,6 +70,13 @@ async def _workload(tasks: int) -> None:
         await asyncio.gather(*(_tiny(3) for _ in range(batch)))
 
 
+async def _serial(tasks: int) -> None:
+    """One task at a time: a loop iteration (and a select) per await, the worst case for
+    anything that costs per iteration, such as the utilization timer."""
+    for _ in range(tasks // 10):
+        await _tiny(30)
+
+
 @dataclass
 class Round:
     wall: float  # seconds of the workload
@@ -74,22 +84,26 @@ class Round:
     wakes: int  # sampler ticks + watchdog wake-ups during the workload
 
 
-def _round(tasks: int, options: dict[str, Any] | None) -> Round:
+def _round(tasks: int, options: dict[str, Any] | None, serial: bool = False) -> Round:
     """One round of the workload on a fresh loop with ``options`` installed (None: bare)."""
 
     async def main() -> Round:
         idle = asyncio.get_running_loop().call_later(3600, lambda: None)
-        health = None
-        if options is not None:
+        health = util = None
+        if options is UTILIZATION_ONLY:
+            util = LoopUtilization(registry=CollectorRegistry(), worker="bench").start()
+        elif options is not None:
             health = install_loop_health(registry=CollectorRegistry(), worker="bench", **options)
         await asyncio.sleep(0.05)  # let the sampler settle into its rhythm
         before = _wakes(health)
         w0, c0 = time.perf_counter(), time.process_time()
-        await _workload(tasks)
+        await (_serial if serial else _workload)(tasks)
         wall, cpu = time.perf_counter() - w0, time.process_time() - c0
         wakes = _wakes(health) - before
         if health is not None:
             await health.aclose()
+        if util is not None:
+            util.close()
         idle.cancel()
         return Round(wall, cpu, wakes)
 
@@ -110,8 +124,10 @@ def _dilated(slowdown: float) -> dict[str, Any]:
             "check_interval": DEFAULT_CHECK_INTERVAL * slowdown}
 
 
-def _counted(variant: str, tasks: int, slowdown: float = 1.0) -> tuple[int, Round]:
+def _counted(variant: str, tasks: int, slowdown: float = 1.0,
+             serial: bool = False) -> tuple[int, Round]:
     argv = [__file__, "--only", variant, "--tasks", str(tasks), "--dilate", str(slowdown)]
+    argv += ["--serial"] if serial else []
     count, out = callgrind.instructions(argv)
     return count, Round(**json.loads(out))
 
@@ -134,11 +150,33 @@ def instruction_overhead(tasks: int, native_wall: float) -> None:
           f"{1000 * (r2.wakes - r1.wakes) / tasks:.2f} (the native default run: see above)")
     print(f"callgrind: instructions per task {(base_2 - base_1) / tasks:,.0f} bare, "
           f"{(inst_2 - inst_1) / tasks:,.0f} with loop health -> {extra * 100:+.2f} %")
+    for serial in (False, True):  # the utilization timer alone: no time-driven wake-ups
+        if serial:
+            base_1, _ = _counted("baseline", tasks, serial=True)
+            base_2, _ = _counted("baseline", 2 * tasks, serial=True)
+        util_1, _ = _counted("utilization", tasks, serial=serial)
+        util_2, _ = _counted("utilization", 2 * tasks, serial=serial)
+        extra = (util_2 - util_1) / (base_2 - base_1) - 1
+        print(f"callgrind: utilization timer alone, {'serial' if serial else 'batched'} "
+              f"workload: {(base_2 - base_1) / tasks:,.0f} -> "
+              f"{(util_2 - util_1) / tasks:,.0f} instructions per task, {extra * 100:+.2f} %")
 
 
 def _median_ratio(a: list[float], b: list[float]) -> float:
     """Median of per-round ratios: robust to the machine drifting between rounds."""
     return statistics.median(x / y for x, y in zip(a, b, strict=True))
+
+
+def _serial_overhead(rounds: int, tasks: int) -> tuple[float, float]:
+    """(wall, cpu) ratio of the utilization timer alone on the serial workload."""
+    bare: list[Round] = []
+    timed: list[Round] = []
+    for i in range(rounds):
+        for util in (False, True) if i % 2 == 0 else (True, False):
+            r = _round(tasks, UTILIZATION_ONLY if util else None, serial=True)
+            (timed if util else bare).append(r)
+    return (_median_ratio([r.wall for r in timed], [r.wall for r in bare]),
+            _median_ratio([r.cpu for r in timed], [r.cpu for r in bare]))
 
 
 def main() -> None:
@@ -147,13 +185,16 @@ def main() -> None:
     p.add_argument("--tasks", type=int, default=60000)
     p.add_argument("--instructions", action="store_true",
                    help="also count instructions under callgrind (valgrind, about a minute)")
-    p.add_argument("--only", choices=("baseline", "default"), help=argparse.SUPPRESS)
+    p.add_argument("--only", choices=("baseline", "default", "utilization"),
+                   help=argparse.SUPPRESS)
     p.add_argument("--dilate", type=float, default=1.0, help=argparse.SUPPRESS)
+    p.add_argument("--serial", action="store_true", help=argparse.SUPPRESS)
     ns = p.parse_args()
     logging.getLogger("corevo_obs.stall").setLevel(logging.ERROR)
     if ns.only:  # one round of one variant, for callgrind
-        options = None if ns.only == "baseline" else _dilated(ns.dilate)
-        print(json.dumps(asdict(_round(ns.tasks, options))))
+        options = {"baseline": None, "utilization": UTILIZATION_ONLY}.get(
+            ns.only, _dilated(ns.dilate))
+        print(json.dumps(asdict(_round(ns.tasks, options, serial=ns.serial))))
         return
     if ns.instructions and not callgrind.available():
         p.error("--instructions needs valgrind (apt-get install valgrind)")
@@ -181,6 +222,9 @@ def main() -> None:
     print(f"default settings, CPU loss measured directly:        {direct * 100:+.2f} %")
     print(f"default settings, CPU loss from the x{SCALE} run / {SCALE}:    "
           f"{scaled / SCALE * 100:+.2f} %")
+    serial = _serial_overhead(ns.rounds, ns.tasks // 4)
+    print(f"utilization timer alone, one task at a time (a select per await): "
+          f"wall {serial[0]:.4f}, cpu {serial[1]:.4f} vs baseline")
     if ns.instructions:
         cg_tasks = 10_000
         native = statistics.median(wall["baseline"]) * cg_tasks / ns.tasks

@@ -235,7 +235,7 @@ class TaskStages:
     its true age; a timestamp in the future (clock skew) counts as "now".
     """
 
-    __slots__ = ("_s", "_rec", "_accepted", "_marks", "_span", "_wall_anchor")
+    __slots__ = ("_s", "_rec", "_accepted", "_marks", "_span", "_wall_anchor", "_exemplar")
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         raise TypeError("a TaskStages is made by StageRecorder(...).task(kind) "
@@ -255,6 +255,7 @@ class TaskStages:
         self._s = rec._series.get(kind) or rec.series(kind)
         self._marks = 0
         self._span: TaskSpan | None = None
+        self._exemplar: dict[str, str] | None = None
         if accepted_at is None:
             self._accepted = now
         else:
@@ -295,7 +296,7 @@ class TaskStages:
                 self._s.mark_error("out_of_order")
             self._marks = m | bit
             seconds = now - self._accepted
-            hist.observe(seconds)
+            hist.observe(seconds, self._exemplar)
             if self._span is not None:
                 self._span.event(name, self._wall_ns(now), seconds)
         except Exception as exc:  # noqa: BLE001 - never raise into the host task
@@ -329,7 +330,7 @@ class TaskStages:
                 self._absorb(ValueError(f"task outcome {outcome!r} is not one of {OUTCOMES}"))
                 outcome, hist = "failed", self._s.total["failed"]
             seconds = now - self._accepted
-            hist.observe(seconds)
+            hist.observe(seconds, self._exemplar)
             if self._span is not None:
                 self._span.end(outcome, self._wall_ns(now), seconds)
         except Exception as exc:  # noqa: BLE001 - never raise into the host task
@@ -359,6 +360,7 @@ class TaskStages:
                 self._rec.tracer, kind=self._s.kind, worker=self._rec.worker,
                 start_ns=self._wall_ns(self._accepted), attributes=attrs,
             )
+            self._exemplar = self._span.exemplar()
         except Exception as exc:  # noqa: BLE001 - tracing is optional, the task is not
             self._span = None
             self._absorb(exc)
@@ -392,7 +394,7 @@ class ExternalWait:
     def __exit__(self, et: object, exc: BaseException | None, tb: object) -> None:
         now = _now()
         try:
-            self._hist.observe(now - self._t0)
+            self._hist.observe(now - self._t0, self._t._exemplar)
             if self._child is not None:
                 TaskSpan.end_external(self._child, self._t._wall_ns(now), exc)
         except Exception as err:  # noqa: BLE001 - never raise into the host task

@@ -60,6 +60,14 @@ class TaskSpan:
     def span(self) -> Any:
         return self._span
 
+    def exemplar(self) -> dict[str, str] | None:
+        """The span's ids as the stage histograms' exemplar labels (OpenMetrics: the
+        scrape links a bucket to this trace), or None for an invalid span context."""
+        ctx = self._span.get_span_context()
+        if not ctx.is_valid:
+            return None
+        return {"trace_id": f"{ctx.trace_id:032x}", "span_id": f"{ctx.span_id:016x}"}
+
     def event(self, name: str, at_ns: int, seconds: float) -> None:
         self._span.add_event(name, {"corevo.seconds": seconds}, timestamp=at_ns)
 

@@ -1,5 +1,9 @@
 """Loop health: per-worker lag, the frozen-now heartbeat age, stalls (failure class 1)."""
 
+from grafanalib.core import TimeSeries
+
+from corevo_obs.core.catalog import spec
+from corevo_obs.tooling.grafana import promql
 from corevo_obs.tooling.grafana.panels import (
     dashboard,
     gauges,
@@ -7,8 +11,18 @@ from corevo_obs.tooling.grafana.panels import (
     increases,
     quantiles,
     rates,
+    timeseries,
     worst_quantile,
 )
+
+
+def utilization() -> TimeSeries:
+    """Busy seconds per second: the loop's utilization, 0..1 per job and worker."""
+    s = spec("corevo_event_loop_busy_seconds_total")
+    return timeseries("loop utilization (busy share of wall time)",
+                      [(promql.counter_rate(s, by=("job", "worker")), "{{job}} {{worker}}")],
+                      unit="percentunit", description=s.help)
+
 
 dashboard = dashboard(
     "corevo / loop health", "corevo-loop-health",
@@ -18,6 +32,7 @@ dashboard = dashboard(
                  heartbeat_age(), worst_quantile("corevo_event_loop_lag_seconds")]),
         ("Lag", [quantiles("corevo_event_loop_lag_seconds", title="loop lag per worker"),
                  rates("corevo_event_loop_lag_seconds", title="lag samples per second")]),
+        ("Utilization", [utilization()]),
         ("Stalls", [rates("corevo_event_loop_stalls_total", title="stalls per second"),
                     quantiles("corevo_event_loop_stall_seconds", title="stall duration"),
                     rates("corevo_event_loop_stalls_by_cause_total",

@@ -13,6 +13,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from prometheus_client import CollectorRegistry
 
 from corevo_obs.stages import (
     BoundedValues,
@@ -357,3 +358,23 @@ def test_global_sdk_provider_is_picked_up(tmp_path):
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
     )
     assert out.stdout.strip() == "['corevo_task', 'corevo_task_external']"
+
+
+def test_stage_histograms_carry_the_task_span_as_exemplar_in_openmetrics(
+        registry, provider, exporter):
+    from prometheus_client.openmetrics.exposition import generate_latest as openmetrics
+
+    rec = StageRecorder(worker="w0", registry=registry, tracer_provider=provider)
+    asyncio.run(run_chat_turn(rec.task("chat")))
+    (task,) = [s for s in exporter.get_finished_spans() if s.name == "corevo_task"]
+    ids = f'# {{span_id="{task.context.span_id:016x}",trace_id="{task.context.trace_id:032x}"}}'
+    text = openmetrics(registry).decode()
+    stage_lines = [line for line in text.splitlines() if "_bucket{" in line and "# {" in line]
+    names = {line.split("_bucket{")[0] for line in stage_lines}
+    assert names == {"corevo_task_dispatch_seconds", "corevo_task_first_event_seconds",
+                     "corevo_task_total_seconds", "corevo_task_external_seconds"}
+    assert all(ids in line for line in stage_lines)
+    # without a tracer: no exemplar, and the classic exposition is unchanged
+    bare = CollectorRegistry()
+    asyncio.run(run_chat_turn(StageRecorder(worker="w0", registry=bare).task("chat")))
+    assert "# {" not in openmetrics(bare).decode()

@@ -132,6 +132,13 @@ _SPECS: tuple[MetricSpec, ...] = (
         "loop", ("worker", "cause"),
         values={"cause": STALL_CAUSES},
     ),
+    # --- loop utilization (issue 38) ---
+    MetricSpec(
+        "corevo_event_loop_busy_seconds_total", "counter",
+        "Wall seconds the loop spent running callbacks rather than waiting for I/O or "
+        "timers; its rate is the loop's utilization (0 idle .. 1 never waiting).",
+        "loop", W,
+    ),
     # --- task stages ---
     MetricSpec(
         "corevo_task_dispatch_seconds", "histogram",

@@ -14,6 +14,7 @@ from ..core.lifecycle import AsyncService, astops, renamed, starts
 from ..core.settings import option, resolve
 from ..core.telemetry import HasTelemetry, Telemetry
 from .lag import DEFAULT_INTERVAL, LoopLagSampler
+from .utilization import LoopUtilization
 from .watchdog import (
     DEFAULT_CHECK_INTERVAL,
     DEFAULT_LOG_INTERVAL,
@@ -34,6 +35,7 @@ class LoopHealthConfig:
     """Settings: keyword argument > ``$COREVO_LOOP_<NAME>`` > default, each checked once.
 
     ``watchdog=False`` keeps only the sampler and heartbeat (no side thread);
+    ``utilization=False`` leaves the loop's selector untimed (no busy-seconds series);
     ``stack_frames`` is how many innermost frames a stall report prints as they are
     (above them only the host's frames, library runs folded). A stall still going on
     after ``ongoing_after`` seconds is logged at once and again at doubling ages;
@@ -62,6 +64,7 @@ class LoopHealthConfig:
     project_roots: tuple[str, ...] = option(())
     ongoing_after: float = option(DEFAULT_ONGOING_AFTER, minimum=0, maximum=3600)
     log_format: str = option("text", choices=LOG_FORMATS)
+    utilization: bool = option(True)
 
     @classmethod
     def resolve(cls, *, caller: str = "install_loop_health",
@@ -93,6 +96,8 @@ class LoopHealth(HasTelemetry, AsyncService):
         self.config = config
         self.sampler = LoopLagSampler(interval=config.interval, worker=t.worker,
                                       registry=t.registry)
+        self.utilization = LoopUtilization(worker=t.worker, registry=t.registry)
+        self.sampler.add_listener(self.utilization.beat)
         self.watchdog: StallWatchdog | None = None
         if config.watchdog:
             self.watchdog = StallWatchdog(
@@ -126,7 +131,9 @@ class LoopHealth(HasTelemetry, AsyncService):
         loop = loop or asyncio.get_running_loop()
         if self.watchdog is not None:
             self.watchdog.start(loop_thread_id=threading.get_ident(),
-                                loop_native_id=threading.get_native_id())
+                                loop_native_id=threading.get_native_id(), loop=loop)
+        if self.config.utilization:
+            self.utilization.start(loop)
         self.sampler.start(loop)
         self._task = self.sampler._task
         assert self._task is not None
@@ -135,6 +142,7 @@ class LoopHealth(HasTelemetry, AsyncService):
     def _on_sampler_done(self, _task: asyncio.Task[None]) -> None:
         # The loop is shutting down (or someone cancelled the sampler): a watchdog with
         # no beats would report one endless stall, so it goes too.
+        self.utilization.close()
         if self.watchdog is not None:
             self.watchdog._request_stop()
 
@@ -142,6 +150,7 @@ class LoopHealth(HasTelemetry, AsyncService):
     async def aclose(self) -> None:
         """Stop the sampler and the watchdog; safe to call twice."""
         await self.sampler.aclose()
+        self.utilization.close()
         if self.watchdog is not None:
             await self.watchdog.aclose()
 
@@ -166,6 +175,7 @@ def install_loop_health(
     stack_frames: int | None = None,
     ongoing_after: float | None = None,
     log_format: str | None = None,
+    utilization: bool | None = None,
 ) -> LoopHealth:
     """Start the sampler, heartbeat and watchdog on the running loop (or ``loop``).
 
@@ -179,5 +189,5 @@ def install_loop_health(
         project_roots=project_roots, interval=interval, stall_threshold=stall_threshold,
         check_interval=check_interval, max_reports=max_reports, log_interval=log_interval,
         watchdog=watchdog, stack_frames=stack_frames, ongoing_after=ongoing_after,
-        log_format=log_format)
+        log_format=log_format, utilization=utilization)
     return LoopHealth(config, worker=telemetry.worker, registry=telemetry.registry).start(loop)

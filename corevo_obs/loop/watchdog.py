@@ -48,6 +48,7 @@ from .causes import (
     may_be_gil,
 )
 from .gcwatch import GcWatch
+from .held_task import HeldTask, held_task
 from .stacks import FrameFilter, FrameInfo, capture_thread
 
 log = logging.getLogger("corevo_obs.stall")
@@ -96,6 +97,7 @@ class StallReport:
     measures: Mapping[str, float] = field(default_factory=dict, compare=False)
     ongoing: bool = False
     pid: int = field(default_factory=os.getpid, compare=False)
+    task: HeldTask | None = None  # the asyncio task caught holding the loop
 
     @property
     def started_at(self) -> float:
@@ -125,6 +127,8 @@ class StallReport:
         if self.summary:
             lines.append(f"  why: {self.summary}")
         lines.extend(f"  evidence: {e}" for e in self.evidence)
+        if self.task is not None:
+            lines.append(f"  held by {self.task}")
         if self.project_frames:
             lines.append("  project frames (innermost last):")
             lines.extend(f"    {f}" for f in self.project_frames)
@@ -167,6 +171,7 @@ class StallReport:
             "project_frames": [str(f) for f in self.project_frames],
             "frames": [str(f) for f in self.frames],
             "blocker": None if self.blocker is None else self.blocker.as_dict(),
+            "task": None if self.task is None else self.task.as_dict(),
         }
 
 
@@ -248,6 +253,7 @@ class StallWatchdog(HasTelemetry, DualService):
         self._ended: deque[tuple[float, float, Beat | None, Beat]] = deque()
         self._pending: _Pending | None = None
         self._loop_thread: int | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_native: int | None = None
         self._gc = GcWatch(clock)
         self._probe: Probe | None = None
@@ -285,9 +291,15 @@ class StallWatchdog(HasTelemetry, DualService):
 
     @starts
     def start(self, loop_thread_id: int | None = None,
-              loop_native_id: int | None = None) -> None:
-        """Start the side thread; call it on the loop thread, or name the loop thread.
-        Returns the watchdog; a second start (or a ``with`` after it) keeps the one thread."""
+              loop_native_id: int | None = None,
+              loop: asyncio.AbstractEventLoop | None = None) -> None:
+        """Start the side thread; call it on the loop thread, or name the loop thread (and
+        the loop, whose running task a report names). Returns the watchdog; a second start
+        (or a ``with`` after it) keeps the one thread."""
+        if loop is None:
+            with contextlib.suppress(RuntimeError):
+                loop = asyncio.get_running_loop()
+        self._loop = loop
         self._loop_thread = loop_thread_id or threading.get_ident()
         self._loop_native = loop_native_id or _native_id(self._loop_thread)
         self._last_beat = self._clock()
@@ -485,6 +497,7 @@ class StallWatchdog(HasTelemetry, DualService):
             project_frames=self.frame_filter.project_frames(frames),
             stack=tuple(self.frame_filter.trimmed(frames, self.stack_frames, why.culprit)),
             idle=self.frame_filter.is_idle(frames), blocker=why.blocker, ongoing=True,
+            task=pending.task,
         )
 
     def _announce(self, report: StallReport) -> None:
@@ -523,7 +536,15 @@ class StallWatchdog(HasTelemetry, DualService):
             syscall=schedstat.syscall(native) if native else None,
             # caught in the act: a thread holding the GIL may be gone by the report
             blocker=self._find_blocker() if native else None,
+            task=self._held_task(),
         )
+
+    def _held_task(self) -> HeldTask | None:
+        try:
+            return None if self._loop is None else held_task(self._loop)
+        except Exception as exc:  # noqa: BLE001 - a report without the task, not no report
+            guard.absorb("stall_task", exc, telemetry=self._telemetry)
+            return None
 
     def _sample(self, pending: _Pending) -> None:
         assert self._loop_thread is not None
@@ -616,6 +637,7 @@ class StallWatchdog(HasTelemetry, DualService):
             idle=ff.is_idle(frames),
             blocker=why.blocker,
             measures=window.measures() if window is not None else {},
+            task=None if pending is None else pending.task,
         )
 
     def _record_all(self, reports: list[tuple[StallReport, bool]]) -> None:
@@ -676,6 +698,7 @@ class _Pending:
     state: str | None
     syscall: str | None
     blocker: BusyThread | None = None
+    task: HeldTask | None = None
     next_report: float = 0.0  # the age at which the next in-progress report is due
     announced: bool = False
 
