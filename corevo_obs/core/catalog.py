@@ -508,6 +508,9 @@ NOT_ZEROED: Final = frozenset({
     "corevo_task_mark_errors_total",  # per task kind, bound at the kind's first task
     "corevo_instrumentation_errors_total",  # every other component: at its first failure
     "corevo_metrics_compactions_total",  # served by the mpdir collector, always present
+    # made at 0 by the utilization timer's start, only where the loop gives a reading
+    # (uvloop off Linux has none: no series rather than a 0 that means nothing)
+    "corevo_event_loop_busy_seconds_total",
 })
 
 CATALOG: Mapping[str, MetricSpec] = MappingProxyType({s.name: s for s in _SPECS})
