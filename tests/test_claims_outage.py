@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -18,8 +19,8 @@ from tests.helpers.pg_proxy import PgProxy
 
 pytestmark = pytest.mark.system
 
-FAST = {"statement_timeout": 1.0, "pool_timeout": 1.0, "connect_timeout": 2,
-        "reconnect_timeout": 1.0}
+FAST: dict[str, Any] = {"statement_timeout": 1.0, "pool_timeout": 1.0, "connect_timeout": 2,
+                         "reconnect_timeout": 1.0}
 
 
 @pytest.fixture(scope="module")
@@ -52,8 +53,9 @@ def test_a_finish_the_database_never_took_is_counted(cluster: PgCluster) -> None
         with pytest.raises(BackendUnavailable):
             store.finish(claim, "e1", "completed")
         assert reg.get_sample_value("corevo_job_finish_errors_total", errors) == 1.0
-        assert reg.get_sample_value("corevo_instrumentation_errors_total",
-                                    {"worker": "w3", "component": "claims-db"}) >= 1.0
+        db_errors = reg.get_sample_value("corevo_instrumentation_errors_total",
+                                         {"worker": "w3", "component": "claims-db"})
+        assert db_errors is not None and db_errors >= 1.0
         assert reg.get_sample_value("corevo_job_terminal_total",
                                     {"worker": "w3", "state": "completed"}) == 0.0
         row = direct.get(claim.job_id)  # the store cannot tell; the database can

@@ -155,7 +155,7 @@ def test_gunicorn_names_a_frozen_worker_before_its_timeout_kill(tmp_path: Path) 
         kill_alert = eventually("its frozen line in the annotations", lambda: [
             a for a in alerts_full(prom) if a["labels"]["alertname"]
             == "CorevoWorkerTimeoutKilled" and WHERE in a["annotations"].get("frozen_line", "")])
-        assert kill_alert[0]["annotations"]["stall_age"], kill_alert
+        assert kill_alert[0]["annotations"]["stall_age"], kill_alert  # type: ignore[index]
         print(f"named {named_after:.2f}s, series {series_after:.2f}s, alert {fired_after:.2f}s "
               f"after the request: {alert}")
 

@@ -104,7 +104,7 @@ def test_the_frameworks_router_is_found_behind_wrappers(framework: str):
         quart = Quart(__name__)
 
         @quart.get("/items/<int:item_id>")
-        async def item(item_id: int) -> str:
+        async def quart_item(item_id: int) -> str:
             return str(item_id)
 
         inner = quart.asgi_app

@@ -36,7 +36,7 @@ def test_the_stores_import_their_backends_off_the_loop(redis_url: str) -> None:
     # a stall inside the slow import is caught in the finder's sleep (its cause may read
     # "starved" on a loaded box, where the thread also waited for a CPU: not asserted)
     control = _worker("in-loop", redis_url, pg)
-    planted = [s for s in control["stalls"]  # type: ignore[union-attr]
+    planted = [s for s in control["stalls"]  # type: ignore[union-attr, attr-defined]
                if s["in_slow_import"] and s["seconds"] >= 0.75 * DELAY]
     assert len(planted) == 1, control
     assert control["counted"] == len(control["stalls"])  # type: ignore[arg-type]

@@ -88,7 +88,10 @@ def test_components_that_bind_at_start_expose_their_counters_at_zero() -> None:
     assert _at_zero(reg, "breaker", worker="w2", backend="lease:llm") == []
     assert _at_zero(reg, "offload", worker="w2", adapter="sdk") == []
     assert _at_zero(reg, "watchdog", worker="w2") == []
-    mw = StagesMiddleware(lambda scope, receive, send: None, worker="w2", registry=reg)
+    async def app(scope: object, receive: object, send: object) -> None:
+        return None
+
+    mw = StagesMiddleware(app, worker="w2", registry=reg)
     assert _at_zero(reg, "stages-middleware", worker="w2") != []  # bound at its first use
     assert mw.recorder is not None
     assert _at_zero(reg, "stages-middleware", worker="w2") == []
