@@ -25,6 +25,7 @@ from another directory (default: this checkout's alerts/).
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 import urllib.error
@@ -36,6 +37,7 @@ import pytest
 from .conftest import _need
 from .helpers.fleet import (
     ALERTMANAGER,
+    GUNICORN_TIMEOUT,
     LEASE_TIMEOUT,
     LIMIT,
     PROMETHEUS,
@@ -88,9 +90,12 @@ class Phase:
     ended: float = float("inf")
     #: first firing delivery of each new episode that arrived during the phase
     delivered: list[Delivery] = field(default_factory=list)
+    #: what a fault's own check found wrong in what was delivered
+    notes: list[str] = field(default_factory=list)
 
     def problems(self) -> list[str]:
-        out = [f"{self.name}: {w} not delivered" for w in self.expected
+        out = [f"{self.name}: {note}" for note in self.notes]
+        out += [f"{self.name}: {w} not delivered" for w in self.expected
                if not any(w.matches(d) for d in self.delivered)]
         out += [f"{self.name}: unexpected {d.describe()}" for d in self.delivered
                 if not any(w.matches(d) for w in self.expected + self.allowed)]
@@ -229,6 +234,35 @@ def burst(f: Fleet, stop: threading.Event) -> None:
             pass
 
 
+def humanized_seconds(text: str) -> float:
+    """Prometheus' ``humanizeDuration`` ("10.31s", "1m 5s") back to seconds."""
+    units = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
+    parts = re.findall(r"(\d+(?:\.\d+)?)([dhms])\b", text)
+    if not parts:
+        raise ValueError(f"not a duration: {text!r}")
+    return sum(float(n) * units[u] for n, u in parts)
+
+
+def kill_names_the_freeze(f: Fleet, phase: Phase) -> None:
+    """The kill page carries the frozen line and the stall's age at the kill: gunicorn
+    kills no sooner than timeout / 2 = 10 s into the freeze."""
+    kills = [d for d in f.receiver.deliveries(phase.started)
+             if d.name == "CorevoWorkerTimeoutKilled" and d.status == "firing"]
+    if not kills:
+        return  # reported as not delivered
+    note = kills[0].annotations
+    if "matrix_web.py" not in note.get("frozen_line", ""):
+        phase.notes.append(f"the kill page does not name the frozen line: {note}")
+    try:
+        age = humanized_seconds(note.get("stall_age", ""))
+    except ValueError:
+        phase.notes.append(f"the kill page carries no stall age: {note}")
+        return
+    if not GUNICORN_TIMEOUT / 2 - 0.5 <= age <= 45:
+        phase.notes.append(f"stall age at the kill {age:g} s, not within "
+                           f"{GUNICORN_TIMEOUT / 2:g}..45 s: {note}")
+
+
 def gap(f: Fleet, seconds: float) -> None:
     for g in f.gates.values():
         g.refuse(seconds)
@@ -285,6 +319,7 @@ def run_matrix(f: Fleet, m: Matrix) -> None:
                 [want("CorevoLoopFrozen", **web, worker="w0")])
     freeze(f)
     m.delivered(p)
+    kill_names_the_freeze(f, p)
     m.settle()
 
     p = m.begin("Redis down", [want("CorevoBreakerOpen", **pool, worker="j0"),

@@ -23,6 +23,7 @@ class Delivery:
     labels: dict[str, str]
     starts_at: str
     fingerprint: str
+    annotations: dict[str, str]
 
     @property
     def name(self) -> str:
@@ -79,7 +80,8 @@ class Receiver:
                 self._seen.append(Delivery(now, path, str(alert.get("status")),
                                            dict(alert.get("labels", {})),
                                            str(alert.get("startsAt")),
-                                           str(alert.get("fingerprint"))))
+                                           str(alert.get("fingerprint")),
+                                           dict(alert.get("annotations", {}))))
 
     def deliveries(self, since: float = 0.0) -> list[Delivery]:
         with self._lock:
