@@ -37,7 +37,9 @@ class Delivery:
     def describe(self) -> str:
         subject = ",".join(f"{k}={v}" for k, v in sorted(self.labels.items())
                            if k not in ("alertname", "severity"))
-        return f"{self.name}{{{subject}}} {self.status} via {self.path}"
+        said = "".join(f" {k}={self.annotations[k]}" for k in ("stall_age", "frozen_line")
+                       if self.annotations.get(k))
+        return f"{self.name}{{{subject}}} {self.status} via {self.path}{said}"
 
 
 class Receiver:
