@@ -302,7 +302,6 @@ def test_alert_matrix(tmp_path: Path, pg_dsn: str) -> None:
 
 def run_matrix(f: Fleet, m: Matrix) -> None:
     web, pool = {"job": "web"}, {"job": "pool"}
-    web_instance = f.instance("web")
 
     m.begin("healthy baseline under load", [])
     time.sleep(_scaled(BASELINE))  # the baseline is a span of time: nothing may page
@@ -391,7 +390,6 @@ def run_matrix(f: Fleet, m: Matrix) -> None:
         gap(f, _scaled(GAP))
         time.sleep(_scaled(GAP))
         m.settle()
-    assert web_instance  # the web target took the gaps too
 
     m.begin("quiet past the longest rule window", [])
     time.sleep(f.longest_window + 10.0)  # a span of time again: nothing may fire in it
