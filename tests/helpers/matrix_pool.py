@@ -104,8 +104,9 @@ class Pool:
                         return  # fenced: the claim moved on; run nothing
                     await asyncio.sleep(work)
                 break
-            except LeaseRejected:
-                continue  # quota full, or the backend unreachable: keep the claim, wait
+            except LeaseRejected:  # quota full, or the backend unreachable (an open breaker
+                await asyncio.sleep(POLL)  # refuses at once): keep the claim, wait, retry
+                continue
             except LeaseLost:
                 state = "failed"
                 break
