@@ -42,9 +42,11 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)],
                    check=True)
     py = venv / "bin" / "python"
-    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-                    "--root-user-action=ignore", "--disable-pip-version-check", str(ROOT)],
-                   check=True, capture_output=True)
+    built = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps",
+                            "--no-build-isolation", "--root-user-action=ignore",
+                            "--disable-pip-version-check", str(ROOT)],
+                           capture_output=True, text=True)
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
     # the tools the docs name (gunicorn, uvicorn, ...) run under the venv's interpreter
     scripts = Path(sysconfig.get_path("scripts"))
     for tool in ("gunicorn", "uvicorn", "lint-imports", "pytest"):
