@@ -39,8 +39,10 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if os.environ.get("COREVO_DOCS_INSTALLED") == "1":
         return _checked(Path(sys.prefix))
     venv = tmp_path_factory.mktemp("docs-venv")
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)],
-                   check=True)
+    # no pip of its own (ensurepip brings an old setuptools): this interpreter's pip and
+    # build backend, through the system site-packages
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip",
+                    str(venv)], check=True)
     py = venv / "bin" / "python"
     built = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps",
                             "--no-build-isolation", "--root-user-action=ignore",
@@ -124,7 +126,7 @@ def test_page_runs_as_written(page: str, page_env: dict[str, str], tmp_path: Pat
         env = dict(page_env)
         if redis_url:
             env["REDIS_URL"] = redis_url
-        if "postgres" in block.needs:
+        if "postgres" in block.needs or "$DATABASE_URL" in block.source:
             env["DATABASE_URL"] = request.getfixturevalue("pg_dsn")
         if "multiproc-dir" in block.needs:
             metrics = tmp_path / f"metrics-{block.line}"
