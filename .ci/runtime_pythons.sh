@@ -41,7 +41,7 @@ for version in 3.12 3.13; do
   ci_venv "$py" "$venv" --force-reinstall --no-deps .
   ci_venv "$py" "$venv" \
     ".[redis,postgres-binary,otel,monitor,pyspy,contracts,dashboards,aiohttp,httpx,gunicorn,uvicorn,pytest]" \
-    pytest-timeout opentelemetry-sdk jsonschema pyyaml fastapi pyflakes requests
+    pytest-timeout opentelemetry-sdk jsonschema pyyaml fastapi pyflakes requests litestar
   PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" \
     "$venv/bin/python" -m pytest -q -p no:cacheprovider "${TESTS[@]}" || status=1
   # every docs Python block as a script, importing the package installed in the venv (not
