@@ -84,12 +84,12 @@ def test_the_schedule_with_redis_persistence_as_shipped(tmp_path: Path) -> None:
     between snapshots and each restart loads the last one; with the other faults aimed
     at what a restart could lose: workers killed, one booted on a full metrics disk.
 
-    Gated until the lease store's fence covers a restart from a snapshot (issue 35, item
-    1): on the landed code the fence's marker comes back with the snapshot, and grants
-    are made within one timeout of each restart (11 in 2 restarts, seed 10)."""
+    Gated: before the run-id fence it granted within one timeout of each restart (11 in
+    2 restarts, seed 10); on the merged fence it passed 2 of 3 runs by hand (2026-12-07),
+    and it stays out of CI until the failing run is explained."""
     if os.environ.get(PERSISTENCE_GATE) != "1":
-        pytest.skip(f"set {PERSISTENCE_GATE}=1: the lease fence does not yet cover a Redis "
-                    "restart from its snapshot (issue 35, item 1)")
+        pytest.skip(f"set {PERSISTENCE_GATE}=1: passed 2 of 3 runs on the run-id fence, "
+                    "kept out of CI until the failing run is explained (issue 35)")
     outcome = _run_and_check(tmp_path, 10, 45.0, ("redis-kill", "redis-stop", "worker-kill",
                                                   "disk-full-start"),
                              gunicorn=True, redis_save=PACKAGED_SAVE)
