@@ -39,6 +39,7 @@ from tests.conftest import _need, helper_cmd
 from tests.helpers.lease_kit import store_for
 from tests.helpers.lease_tracker import Span, max_overlap, read_spans
 from tests.helpers.redis_persist import PERSISTENCE, ReplicatedRedis, ServerGone
+from tests.test_fault_leases import _finish
 
 pytestmark = pytest.mark.system
 
@@ -109,13 +110,7 @@ def _holders(url: str, tmp: Path, env: dict[str, str], seed: int
 def _stop(procs: list[subprocess.Popen[str]]) -> dict[str, int]:
     for p in procs:
         p.send_signal(signal.SIGUSR1)
-    stats: dict[str, int] = {}
-    for p in procs:
-        out, _ = p.communicate(timeout=60)
-        assert p.returncode == 0, out
-        for k, v in json.loads(out.strip().splitlines()[-1]).items():
-            stats[k] = stats.get(k, 0) + v
-    return stats
+    return _finish(procs)
 
 
 def _cell(spans: list[Span], start: float, end: float) -> tuple[int, int]:

@@ -243,17 +243,11 @@ class Aggregate:
                 len(fam.slots)
         acc, present = self._acc, self._present
         rows: list[Sample] = []
-        if present.issuperset(fam.slots):  # the usual case: every series is here
-            for h in fam.plan:
-                rows += zip(h.plain_names, h.plain_labels, [acc[s] for s in h.plain], strict=True)
-                if h.buckets:
-                    totals = list(accumulate(h.values(acc)))
-                    rows += zip(h.bucket_names, h.bucket_labels, totals, strict=True)
-                    rows.append((h.count_name, h.group, totals[-1]))
-            return rows
-        for h in fam.plan:  # some series have gone (a live gauge's writer, a file)
-            g = self._series(fam, [s for s in h.plain if s in present],
-                             [s for s in h.buckets if s in present], h.group)
+        everyone = present.issuperset(fam.slots)  # the usual case: every series is here
+        for h in fam.plan:
+            g = h if everyone else self._series(  # some have gone (a gauge's writer, a file)
+                fam, [s for s in h.plain if s in present],
+                [s for s in h.buckets if s in present], h.group)
             rows += zip(g.plain_names, g.plain_labels, [acc[s] for s in g.plain], strict=True)
             if g.buckets:
                 totals = list(accumulate(g.values(acc)))
