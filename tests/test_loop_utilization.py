@@ -78,11 +78,14 @@ def _favoured() -> Iterator[None]:
     """This session's autogroup at nice -15 (a fair share of a loaded machine), then back."""
     try:
         with open(AUTOGROUP) as f:
-            before = f.read().split()[-1]  # "/autogroup-6807 nice 0"
+            words = f.read().split()  # "/autogroup-6807 nice 0"; empty where autogroups are off
+        if len(words) != 3 or words[1] != "nice":
+            raise OSError(f"{AUTOGROUP} reads {words!r}")
+        before = words[2]
         with open(AUTOGROUP, "w") as f:
             f.write("-15")
     except OSError:
-        yield  # not Linux, or not allowed: the retries are what is left
+        yield  # not Linux, no autogroups, or not allowed: the retries are what is left
         return
     try:
         yield
