@@ -17,7 +17,7 @@ import corevo_obs
 OPTIONAL_BACKENDS = ("redis", "psycopg", "psycopg_pool", "opentelemetry", "aiomonitor",
                      "grafanalib", "importlinter", "aiohttp", "httpx", "starlette")
 RUNTIME = ("loop", "stages", "offload", "leases", "claims", "events", "cancel", "mpdir",
-           "exposition", "observer", "tracing", "integrations", "monitor", "pyspy")
+           "exposition", "observer", "tracing", "otel", "integrations", "monitor", "pyspy")
 
 
 def _loaded(code: str) -> set[str]:

@@ -11,7 +11,7 @@ import threading
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.metrics import MetricWrapperBase
@@ -130,6 +130,36 @@ def metric(name: str, registry: CollectorRegistry | None = None) -> Any:
         return found
 
 
+class Mirror(Protocol):
+    """A second destination for every series (``corevo_obs.otel`` installs one): given a
+    spec, its labels, its bucket bounds and the prometheus child (None when the mirror
+    replaces prometheus), it returns the child the instrumentation writes to."""
+
+    replaces: bool
+
+    def __call__(self, s: MetricSpec, labels: dict[str, str], bounds: tuple[float, ...] | None,
+                 prometheus: Any) -> Any: ...
+
+
+_mirror: Mirror | None = None
+
+
+def set_mirror(mirror: Mirror | None) -> None:
+    """Send the series built from now on to ``mirror`` too (None: prometheus only).
+
+    The hook is here, in the one place every series is bound, so the runtime packages
+    need not know a second destination exists: with none installed ``child()`` pays one
+    global read.
+    """
+    global _mirror
+    _mirror = mirror
+
+
+def _bounds(name: str, registry: CollectorRegistry | None) -> tuple[float, ...] | None:
+    field = BUCKET_FIELDS.get(name)
+    return spec(name).buckets if field is None else getattr(buckets(registry), field)
+
+
 def child(name: str, registry: CollectorRegistry | None = None, **labels: str) -> Any:
     """A pre-bound child (``labels()`` costs ~1 µs per call; bind once, observe often).
 
@@ -141,8 +171,14 @@ def child(name: str, registry: CollectorRegistry | None = None, **labels: str) -
     for label, allowed in s.values.items():
         if labels[label] not in allowed:
             raise CatalogError(f"{name}: {label}={labels[label]!r} is not one of {allowed}")
+    mirror = _mirror
+    if mirror is not None and mirror.replaces:
+        return mirror(s, labels, _bounds(name, registry), None)
     m = metric(name, registry)
-    return m.labels(**labels) if s.labels else m
+    bound = m.labels(**labels) if s.labels else m
+    if mirror is not None:
+        return mirror(s, labels, _bounds(name, registry), bound)
+    return bound
 
 
 def zero_counters(owner: str, registry: CollectorRegistry | None = None, **labels: str) -> None:
@@ -161,7 +197,9 @@ def zero_counters(owner: str, registry: CollectorRegistry | None = None, **label
     0.0
     """
     for s, label_set in zero_label_sets(owner, **labels):
-        if s.labels:  # an unlabelled counter is exposed at 0 once built
+        if _mirror is not None:  # the mirror's series at 0 as well (binding exposes it)
+            child(s.name, registry, **label_set)
+        elif s.labels:  # an unlabelled counter is exposed at 0 once built
             metric(s.name, registry).labels(**label_set)
         else:
             metric(s.name, registry)

@@ -71,6 +71,12 @@ _SCHEDS: Final = 32  # watchdog readings kept (about 3 s of a healthy loop's wak
 _BLOCKER_LINES: Final = 8
 
 
+def _exemplar(task: HeldTask | None) -> dict[str, str] | None:
+    if task is None or task.trace_id is None or task.span_id is None:
+        return None
+    return {"trace_id": task.trace_id, "span_id": task.span_id}
+
+
 @dataclass(frozen=True)
 class StallReport:
     """One stall: how long, why, where (code locations only), whether caught in the act.
@@ -656,7 +662,8 @@ class StallWatchdog(HasTelemetry, DualService):
         self.reports.append(report)
         try:
             self._stalls.inc()
-            self._stall_seconds.observe(report.duration)
+            # the stall's exemplar is the trace of the task that held the loop
+            self._stall_seconds.observe(report.duration, _exemplar(report.task))
             self._by_cause[report.cause].inc()
         except Exception as exc:  # noqa: BLE001
             guard.absorb("stall_metrics", exc, telemetry=self._telemetry)
