@@ -78,6 +78,7 @@ SYSTEM_MODULES: dict[str, str] = {
     "test_mpdir_churn.py": "1,000 SIGKILLed writers",
     "test_mpdir_crash.py": "SIGKILLed compactors",
     "test_mpdir_scrape.py": "writers under a scraper",
+    "test_otel_system.py": "gunicorn workers, an OTLP receiver, prometheus",
     "test_precommit.py": "pre-commit builds hook environments",
     "test_prometheus_e2e.py": "prometheus",
     "test_pyspy.py": "py-spy on live processes",

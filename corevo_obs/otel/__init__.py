@@ -19,11 +19,13 @@ if TYPE_CHECKING:
     from .export import CountedExporter, ExportFailed
     from .instruments import unit_of
     from .mirror import OtelMetrics, instrument_metrics
+    from .prometheus_reader import ExemplarPrometheusReader
     from .resource import WORKER_ATTRIBUTE, worker_resource
 
 __all__ = [
     "WORKER_ATTRIBUTE",
     "CountedExporter",
+    "ExemplarPrometheusReader",
     "ExportFailed",
     "OtelMetrics",
     "instrument_metrics",
@@ -33,6 +35,7 @@ __all__ = [
 
 _LAZY: Final = {"CountedExporter": "export", "ExportFailed": "export", "unit_of": "instruments",
                 "OtelMetrics": "mirror", "instrument_metrics": "mirror",
+                "ExemplarPrometheusReader": "prometheus_reader",
                 "WORKER_ATTRIBUTE": "resource", "worker_resource": "resource"}
 
 
