@@ -16,6 +16,10 @@ by ten is the default settings' cost with ten times the signal (slightly pessimi
 10 ms threshold the watchdog also catches a few real 10-20 ms pauses, such as a gather of
 500 tasks, and captures their stacks; their log lines are silenced here).
 
+The OTel metrics path (issue 38) runs in the same rounds: default settings with the
+series bound through ``corevo_obs.otel.instrument_metrics`` on a real SDK
+``MeterProvider`` (an ``InMemoryMetricReader``), OTel only and beside prometheus.
+
 The run-to-run noise of wall and CPU time on a shared VM is still a few percent, so
 ``--instructions`` also counts instructions under callgrind, which repeat exactly: a
 bare and an instrumented run at two task counts, the instrumented one with its intervals
@@ -38,6 +42,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import callgrind  # bench/callgrind.py, beside this script
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from prometheus_client import CollectorRegistry
 
 from corevo_obs import install_loop_health
@@ -45,6 +51,7 @@ from corevo_obs.loop.health import LoopHealth
 from corevo_obs.loop.lag import DEFAULT_INTERVAL
 from corevo_obs.loop.utilization import LoopUtilization
 from corevo_obs.loop.watchdog import DEFAULT_CHECK_INTERVAL, DEFAULT_THRESHOLD
+from corevo_obs.otel import instrument_metrics
 
 SCALE = 10
 UTILIZATION_ONLY: dict[str, Any] = {}  # by identity: the utilization timer alone
@@ -55,7 +62,11 @@ VARIANTS: dict[str, dict[str, Any] | None] = {
     f"x{SCALE} rate": {"interval": DEFAULT_INTERVAL / SCALE,
                        "stall_threshold": DEFAULT_THRESHOLD / SCALE},
     "utilization": UTILIZATION_ONLY,
+    "default otel": {"otel": False},  # OTel only ("otel": keep prometheus too)
+    "default both": {"otel": True},
 }
+#: one SDK provider for every OTel round (its instruments are made once)
+_PROVIDER = MeterProvider([InMemoryMetricReader()])
 
 
 async def _tiny(n: int) -> int:
@@ -89,12 +100,16 @@ def _round(tasks: int, options: dict[str, Any] | None, serial: bool = False) -> 
 
     async def main() -> Round:
         idle = asyncio.get_running_loop().call_later(3600, lambda: None)
-        health = util = None
-        if options is UTILIZATION_ONLY:
+        health = util = otel = None
+        chosen = options
+        if chosen is not None and "otel" in chosen:
+            otel = instrument_metrics(meter_provider=_PROVIDER, prometheus=chosen["otel"])
+            chosen = {k: v for k, v in chosen.items() if k != "otel"}
+        if chosen is UTILIZATION_ONLY:
             util = LoopUtilization(registry=CollectorRegistry(), worker="bench").start()
-        elif options is not None:
-            health = install_loop_health(registry=CollectorRegistry(), worker="bench", **options)
-        await asyncio.sleep(0.05)  # let the sampler settle into its rhythm
+        elif chosen is not None:
+            health = install_loop_health(registry=CollectorRegistry(), worker="bench", **chosen)
+        await asyncio.sleep(0.05)  # let the sampler settle into its rhythm (and bind)
         before = _wakes(health)
         w0, c0 = time.perf_counter(), time.process_time()
         await (_serial if serial else _workload)(tasks)
@@ -104,6 +119,8 @@ def _round(tasks: int, options: dict[str, Any] | None, serial: bool = False) -> 
             await health.aclose()
         if util is not None:
             util.close()
+        if otel is not None:
+            otel.close()
         idle.cancel()
         return Round(wall, cpu, wakes)
 
@@ -150,6 +167,13 @@ def instruction_overhead(tasks: int, native_wall: float) -> None:
           f"{1000 * (r2.wakes - r1.wakes) / tasks:.2f} (the native default run: see above)")
     print(f"callgrind: instructions per task {(base_2 - base_1) / tasks:,.0f} bare, "
           f"{(inst_2 - inst_1) / tasks:,.0f} with loop health -> {extra * 100:+.2f} %")
+    otel_1, o1 = _counted("otel", tasks, slowdown)
+    otel_2, o2 = _counted("otel", 2 * tasks, slowdown)
+    print(f"callgrind: loop health on the OTel path only: "
+          f"{(otel_2 - otel_1) / tasks:,.0f} instructions per task -> "
+          f"{((otel_2 - otel_1) / (base_2 - base_1) - 1) * 100:+.2f} % vs bare, "
+          f"{((otel_2 - otel_1) / (inst_2 - inst_1) - 1) * 100:+.2f} % vs the prometheus "
+          f"path; wake-ups per 1000 tasks {1000 * (o2.wakes - o1.wakes) / tasks:.2f}")
     for serial in (False, True):  # the utilization timer alone: no time-driven wake-ups
         if serial:
             base_1, _ = _counted("baseline", tasks, serial=True)
@@ -185,7 +209,7 @@ def main() -> None:
     p.add_argument("--tasks", type=int, default=60000)
     p.add_argument("--instructions", action="store_true",
                    help="also count instructions under callgrind (valgrind, about a minute)")
-    p.add_argument("--only", choices=("baseline", "default", "utilization"),
+    p.add_argument("--only", choices=("baseline", "default", "utilization", "otel"),
                    help=argparse.SUPPRESS)
     p.add_argument("--dilate", type=float, default=1.0, help=argparse.SUPPRESS)
     p.add_argument("--serial", action="store_true", help=argparse.SUPPRESS)
@@ -194,6 +218,8 @@ def main() -> None:
     if ns.only:  # one round of one variant, for callgrind
         options = {"baseline": None, "utilization": UTILIZATION_ONLY}.get(
             ns.only, _dilated(ns.dilate))
+        if ns.only == "otel":
+            options = {**_dilated(ns.dilate), "otel": False}
         print(json.dumps(asdict(_round(ns.tasks, options, serial=ns.serial))))
         return
     if ns.instructions and not callgrind.available():
@@ -222,6 +248,10 @@ def main() -> None:
     print(f"default settings, CPU loss measured directly:        {direct * 100:+.2f} %")
     print(f"default settings, CPU loss from the x{SCALE} run / {SCALE}:    "
           f"{scaled / SCALE * 100:+.2f} %")
+    for v in ("default otel", "default both"):
+        print(f"{v}: CPU loss {(_median_ratio(cpu[v], cpu['baseline']) - 1) * 100:+.2f} % "
+              f"vs baseline, {(_median_ratio(cpu[v], cpu['default']) - 1) * 100:+.2f} % "
+              "vs default (the prometheus path)")
     serial = _serial_overhead(ns.rounds, ns.tasks // 4)
     print(f"utilization timer alone, one task at a time (a select per await): "
           f"wall {serial[0]:.4f}, cpu {serial[1]:.4f} vs baseline")

@@ -155,6 +155,11 @@ def set_mirror(mirror: Mirror | None) -> None:
     _mirror = mirror
 
 
+def current_mirror() -> Mirror | None:
+    """The installed mirror, if any."""
+    return _mirror
+
+
 def _bounds(name: str, registry: CollectorRegistry | None) -> tuple[float, ...] | None:
     field = BUCKET_FIELDS.get(name)
     return spec(name).buckets if field is None else getattr(buckets(registry), field)

@@ -10,7 +10,6 @@ instrumentation starts (a child bound earlier keeps writing where it was bound).
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
 from typing import Any, Final
 
 from opentelemetry import metrics
@@ -50,14 +49,10 @@ class OtelMetrics:
         otel = self._instruments.child(s, labels, bounds)
         return otel if prometheus is None else tee(s.kind, prometheus, otel)
 
-    def child(self, s: MetricSpec, labels: Mapping[str, str]) -> Any:
-        """The OTel-only child of a series (what the bench and tests compare)."""
-        return self._instruments.child(s, labels, None)
-
     def close(self) -> None:
         """Stop mirroring the series bound from now on (the provider stays the host's)."""
         with _lock:
-            if core_metrics._mirror is self:
+            if core_metrics.current_mirror() is self:
                 core_metrics.set_mirror(None)
 
     def __enter__(self) -> OtelMetrics:
@@ -88,7 +83,7 @@ def instrument_metrics(
                           source="instrument_metrics")
     installed = OtelMetrics(meter_provider, prometheus=prometheus)
     with _lock:
-        if core_metrics._mirror is not None:
+        if core_metrics.current_mirror() is not None:
             raise ConfigError("OTel metrics are on already: close() the first one",
                               source="instrument_metrics")
         core_metrics.set_mirror(installed)
