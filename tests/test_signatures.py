@@ -35,6 +35,10 @@ ALLOWED: dict[str, str] = {
         "builds any settings class: the keywords are that class's fields",
     "corevo_obs.core.settings.resolve_in_host":
         "builds any settings class: the keywords are that class's fields",
+    "corevo_obs.otel.export.CountedExporter.export":
+        "the SDK's MetricExporter.export signature: its keywords go to the wrapped exporter",
+    "corevo_obs.otel.export.CountedExporter.shutdown":
+        "the SDK's MetricExporter.shutdown signature: its keywords go to the wrapped exporter",
 }
 
 

@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry
 
 from ..core import guard
 from ..core.errors import CorevoObsError
-from ..core.telemetry import Telemetry
+from ..core.telemetry import HasTelemetry, Telemetry
 
 __all__ = ["COMPONENT", "CountedExporter", "ExportFailed"]
 
@@ -30,9 +30,10 @@ class ExportFailed(CorevoObsError):
     """The wrapped exporter reported a failed export (its own log says why)."""
 
 
-class CountedExporter(MetricExporter):
+class CountedExporter(HasTelemetry, MetricExporter):
     """``exporter`` with its failures counted (a real ``MetricExporter``: pass it to
-    ``PeriodicExportingMetricReader`` as you would the one it wraps)."""
+    ``PeriodicExportingMetricReader`` as you would the one it wraps); ``worker`` and
+    ``registry`` are those of the failure counter."""
 
     def __init__(self, exporter: MetricExporter, *, worker: str | None = None,
                  registry: CollectorRegistry | None = None) -> None:

@@ -82,8 +82,10 @@ class ExemplarPrometheusReader(PrometheusMetricReader):
     >>> reader = ExemplarPrometheusReader(registry=CollectorRegistry())
     """
 
-    def __init__(self, *, registry: CollectorRegistry = REGISTRY, **options: Any) -> None:
-        super().__init__(registry=registry, **options)
+    def __init__(self, *, registry: CollectorRegistry = REGISTRY,
+                 disable_target_info: bool = False, prefix: str = "") -> None:
+        super().__init__(disable_target_info=disable_target_info, prefix=prefix,
+                         registry=registry)
         collector = self._collector
         translate: Callable[[MetricsData, dict[str, Any]], None] | None = getattr(
             collector, "_translate_to_prometheus", None)
