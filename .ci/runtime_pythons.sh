@@ -23,7 +23,7 @@ TESTS=(
   tests/test_catalog.py tests/test_settings.py tests/test_settings_sources.py
   tests/test_telemetry.py tests/test_promclient.py tests/test_exposition_scope.py
   tests/test_mpdir.py tests/test_leases.py tests/test_leases_breaker.py
-  tests/test_cancel.py
+  tests/test_cancel.py tests/test_otel_metrics.py
 )
 status=0
 
@@ -40,7 +40,7 @@ for version in 3.12 3.13; do
   echo "-- Python $version ($py, venv $venv)"
   ci_venv "$py" "$venv" --force-reinstall --no-deps .
   ci_venv "$py" "$venv" \
-    ".[redis,postgres-binary,otel,monitor,pyspy,contracts,dashboards,aiohttp,httpx,gunicorn,uvicorn,pytest]" \
+    ".[redis,postgres-binary,otel,otel-metrics,monitor,pyspy,contracts,dashboards,aiohttp,httpx,gunicorn,uvicorn,pytest]" \
     pytest-timeout opentelemetry-sdk jsonschema pyyaml fastapi pyflakes requests litestar
   PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" \
     "$venv/bin/python" -m pytest -q -p no:cacheprovider "${TESTS[@]}" || status=1

@@ -10,16 +10,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader, PeriodicExportingMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import CollectorRegistry
 
+from corevo_obs import install_loop_health
 from corevo_obs.core import guard
 from corevo_obs.core.catalog import CATALOG, specs
 from corevo_obs.core.errors import ConfigError
@@ -167,3 +170,27 @@ def test_a_failing_exporter_is_counted_and_logged_once(registry, caplog) -> None
     warnings = [r for r in caplog.records if r.name == "corevo_obs"
                 and r.levelno == logging.WARNING and "otel-export" in r.getMessage()]
     assert len(warnings) == 1
+
+
+@pytest.mark.system  # a real stall on a real loop (seconds, timing): the system tier
+def test_a_stalls_point_carries_the_trace_of_the_task_that_held_the_loop(reader) -> None:
+    tracer = TracerProvider().get_tracer("test")
+
+    async def request() -> str:
+        with tracer.start_as_current_span("GET /slow") as span:
+            time.sleep(0.3)  # noqa: ASYNC251 - the stall under test
+            return trace.format_trace_id(span.get_span_context().trace_id)
+
+    async def main() -> str:
+        async with install_loop_health(worker="w0", registry=CollectorRegistry(),
+                                       stall_threshold=0.1):
+            await asyncio.sleep(0.1)
+            trace_id = await asyncio.get_running_loop().create_task(request())
+            await asyncio.sleep(0.3)  # the watchdog reports once beats come back
+        return trace_id
+
+    trace_id = asyncio.run(main())
+    (point,) = points(reader)["corevo_event_loop_stall_seconds"]
+    assert point.count == 1
+    assert [f"{e.trace_id:032x}" for e in point.exemplars] == [trace_id]
+    assert point.exemplars[0].value >= 0.25
