@@ -260,6 +260,13 @@ def _named(module: str, name: str, *args: str, **kw: Any) -> Callable[[Path], An
 
 
 #: name -> factory, on SQLite or in memory (the default tier)
+def _otel_metrics(tmp: Path) -> Any:
+    from opentelemetry.sdk.metrics import MeterProvider
+
+    from corevo_obs.otel import instrument_metrics
+    return instrument_metrics(meter_provider=MeterProvider())
+
+
 LOCAL: dict[str, Callable[[Path], Any]] = {
     "SqliteLeaseStore": _sqlite_lease,
     "AsyncSqliteLeaseStore": _async_sqlite_lease,
@@ -277,6 +284,7 @@ LOCAL: dict[str, Callable[[Path], Any]] = {
     "OffloadAdapter": _offload,
     "CorevoTransport": _transport,
     "NativeStallCapture": _native_capture,
+    "OtelMetrics": _otel_metrics,
 }
 
 
