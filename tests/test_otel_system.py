@@ -8,7 +8,8 @@ scrapes, its targets found by file_sd. Requests and one 0.5 s stall later:
 - OTLP carries the exact request, claim and stall counts, and the stall's exemplar names
   the trace of the request that held the loop, from the worker that served it;
 - Prometheus answers the shipped dashboards' queries (unchanged: the OTel names are the
-  catalog's) with the same exact counts, and its exemplar store names the stall's trace;
+  catalog's) with the same exact counts, evaluates the shipped alert rules without an
+  error, and its exemplar store names the stall's trace;
 - a worker SIGKILLed after an export loses nothing it had exported: the receiver keeps
   its counts, and the totals after more requests are exact.
 """
@@ -47,6 +48,7 @@ DRIVEN = {"corevo_task_dispatch_seconds", "corevo_task_first_event_seconds",
           "corevo_event_loop_stall_seconds", "corevo_event_loop_stalls_by_cause_total",
           "corevo_event_loop_busy_seconds_total"}
 BOARDS = ("task-stages", "loop-health")
+RULES = ROOT / "alerts" / "corevo.rules.yml"
 FIRST, SECOND = 45, 30  # /hit requests before and after the kill
 
 
@@ -61,7 +63,9 @@ def prometheus_sd(tmp: Path, targets: Path) -> Iterator[str]:
     """A real Prometheus (1 s scrapes, exemplar storage) over the file_sd targets the
     workers write; yields its base URL."""
     web = free_port()
-    config = {"global": {"scrape_interval": "1s", "scrape_timeout": "900ms"},
+    config = {"global": {"scrape_interval": "1s", "scrape_timeout": "900ms",
+                         "evaluation_interval": "1s"},
+              "rule_files": [str(RULES)],
               "scrape_configs": [{"job_name": "otel", "file_sd_configs": [
                   {"files": [str(targets / "*.json")], "refresh_interval": "1s"}]}]}
     (tmp / "prometheus.yml").write_text(yaml.safe_dump(config))
@@ -168,6 +172,11 @@ def test_three_workers_export_exact_counts_and_the_stalls_trace(tmp_path: Path) 
             assert len(_panels()) >= 8
             assert _exemplar_traces(prom, "corevo_event_loop_stall_seconds_bucket") == {
                 stall["trace_id"]}
+            # the shipped alert rules evaluate on the OTel series (extra labels and all)
+            rules = [r for g in _get(f"{prom}/api/v1/rules")["data"]["groups"]
+                     for r in g["rules"]]
+            assert rules and all(r.get("lastEvaluation", "").startswith("2") for r in rules)
+            assert {r["name"]: r.get("lastError") for r in rules if r["health"] != "ok"} == {}
             # a worker SIGKILLed after its export: nothing it exported is lost
             by_instance = got.by_instance("corevo_task_total_seconds")
             victim = max(by_instance, key=by_instance.__getitem__)
