@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -194,3 +196,11 @@ def test_a_stalls_point_carries_the_trace_of_the_task_that_held_the_loop(reader)
     assert point.count == 1
     assert [f"{e.trace_id:032x}" for e in point.exemplars] == [trace_id]
     assert point.exemplars[0].value >= 0.25
+
+
+def test_the_package_imports_no_opentelemetry_until_a_name_is_used() -> None:
+    probe = ("import sys, corevo_obs.otel, corevo_obs.stages, corevo_obs.loop; "
+             "print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]", out.stdout
