@@ -8,8 +8,8 @@ attribute set gets it (``trace_id``, ``span_id``), which the OpenMetrics exposit
 serves and a Prometheus with ``--enable-feature=exemplar-storage`` keeps.
 
 The step wraps ``_CustomCollector._translate_to_prometheus`` (private; checked against
-opentelemetry-exporter-prometheus 0.48b0 to 0.66b2): if a version lacks it, the reader
-works as the plain one and says so once (``corevo_obs`` log, counted).
+opentelemetry-exporter-prometheus 0.66b2 only): if a version lacks it, the reader works
+as the plain one and says so once (``corevo_obs`` log, counted).
 """
 
 from __future__ import annotations
