@@ -26,7 +26,7 @@ from .core import promclient
 from .core.errors import ConfigError, MetricsDirError, MetricsPortBusy
 from .core.guard import absorb
 from .core.identity import WORKER_ENV
-from .core.lifecycle import Service, renamed, starts, stops
+from .core.lifecycle import Service, starts, stops
 
 log = logging.getLogger("corevo_obs.exposition")
 
@@ -365,10 +365,6 @@ class MetricsServer(Service):
             with contextlib.suppress(OSError):
                 httpd.socket.close()  # type: ignore[attr-defined]
 
-    def stop(self) -> None:
-        """Deprecated: ``close()``."""
-        renamed(self, "stop", "close")
-        self.close()
 
     @stops
     def close(self) -> None:

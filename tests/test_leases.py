@@ -74,7 +74,7 @@ def test_retry_with_the_same_holder_never_takes_a_second_slot(make_store):
     store = make_store(limit=1)
     lease = store.acquire()
     assert lease is not None
-    again = store.acquire(lease.holder)  # full quota, but this holder already holds
+    again = store.acquire(holder=lease.holder)  # full quota, but this holder already holds
     assert again is not None and again.holder == lease.holder
     assert len(store.holders()) == 1
 
@@ -224,7 +224,7 @@ def test_auditor_names_holders_whose_process_is_gone(make_store, registry):
     ghost = subprocess.run([sys.executable, "-c", code, where], capture_output=True, text=True,
                            check=True).stdout.strip()
     foreign = "not-one-of-ours"
-    assert store.acquire(foreign) is not None
+    assert store.acquire(holder=foreign) is not None
     report = LeaseAuditor(store).audit()
     assert report.held == 3
     assert report.orphaned == (ghost,)
@@ -366,7 +366,7 @@ def test_tokens_grow_with_every_grant(make_store):
     leases[0].release()
     nxt = store.acquire()
     assert nxt is not None and nxt.token > tokens[-1]
-    retry = store.acquire(nxt.holder)            # a retry refreshes and gets a newer token
+    retry = store.acquire(holder=nxt.holder)            # a retry refreshes and gets a newer token
     assert retry is not None and retry.token > nxt.token
 
 
@@ -430,7 +430,8 @@ def test_async_hold_cancels_the_body_when_the_lease_is_lost(make_async_store, re
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        assert await store.run(asyncio.sleep, 0.3, "ok") == "ok"   # kept alive meanwhile
+        async with store.hold():
+            assert await asyncio.sleep(0.3, "ok") == "ok"          # kept alive meanwhile
         assert await store.holders() == []                         # released each time
         await store.aclose()
 
@@ -482,7 +483,7 @@ def test_sync_hold_raises_at_exit_and_sets_the_event(make_store):
         time.sleep(1.3)                            # the keeper thread renews meanwhile
         assert lease.valid()
         with pytest.raises(LeaseRejected, match="last: rejected"):
-            store.acquire_within(0.3)
+            store.hold(wait=0.3).__enter__()
     with pytest.raises(LeaseLost):
         with store.hold() as lease:
             store._remove(lease.holder)

@@ -20,12 +20,10 @@ Example::
 from __future__ import annotations
 
 import asyncio
-import inspect
 import ipaddress
 import socket
 import threading
 import time
-import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast, runtime_checkable
 
@@ -122,38 +120,15 @@ def track_offload(adapter: Any) -> Callable[[], None]:
 class LeaseHoldings:
     """The leases this process got from one store and has not released, with their age.
 
-    Wraps ``acquire`` and ``release`` on that store *instance* (sync or async); handles
-    are held weakly, so a dropped lease disappears once collected. A degraded (fail-open)
-    lease never reaches the store on release and stays listed until it is collected.
+    Reads the store's own record of its live handles (``store.track()``, sync or async
+    alike); handles are held weakly, so a dropped lease disappears once collected. A
+    degraded (fail-open) lease never reaches the store on release and stays listed until
+    it is collected.
     """
 
     def __init__(self, store: Any) -> None:
         self.store = store
-        self._held: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
-        acquire, release = store.acquire, store.release
-        if inspect.iscoroutinefunction(acquire):
-            async def acquire_async(holder: str | None = None) -> Any:
-                return self._add(await acquire(holder))
-
-            async def release_async(holder: str, granted_at: float | None = None) -> bool:
-                self._held.pop(holder, None)
-                return bool(await release(holder, granted_at))
-
-            store.acquire, store.release = acquire_async, release_async
-        else:
-            def acquire_sync(holder: str | None = None) -> Any:
-                return self._add(acquire(holder))
-
-            def release_sync(holder: str, granted_at: float | None = None) -> bool:
-                self._held.pop(holder, None)
-                return bool(release(holder, granted_at))
-
-            store.acquire, store.release = acquire_sync, release_sync
-
-    def _add(self, lease: Any) -> Any:
-        if lease is not None:
-            self._held[lease.holder] = lease
-        return lease
+        self._held: Mapping[str, Any] = store.track()
 
     def snapshot(self) -> Mapping[str, Any]:
         now = time.monotonic()

@@ -36,7 +36,6 @@ from prometheus_client import CollectorRegistry
 
 from ..core.errors import ConfigError, CorevoObsError
 from ..core.guard import absorb
-from ..core.lifecycle import renamed
 from ..core.settings import option, resolve
 from ..loop.stacks import FrameInfo, innermost_project_frame
 from ..loop.watchdog import StallReport, StallWatchdog
@@ -388,10 +387,6 @@ class NativeStallCapture:
         self._thread.start()
         return self
 
-    def stop(self, timeout: float | None = None) -> None:
-        """Deprecated: ``close()``."""
-        renamed(self, "stop", "close")
-        self.close(timeout)
 
     def __enter__(self) -> NativeStallCapture:
         return self

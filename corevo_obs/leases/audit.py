@@ -9,7 +9,7 @@ window and will be reaped by the next acquire. Ages are measured on the backend'
 
 Example::
 
-    report = LeaseAuditor(store).audit()
+    report = LeaseAuditor(store).audit()             # AsyncLeaseAuditor: await .audit()
     print(report.oldest_age, report.orphaned)
 """
 
@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..core.errors import ConfigError
 from ..core.marker import blocking
 from ..observer import Observer
 from .base import AsyncLeaseStore, LeaseStore, _LeaseCore
@@ -59,11 +60,11 @@ def audit_members(
     )
 
 
-class LeaseAuditor:
-    """Audits one store and reports through its observer (or the one given)."""
+class _AuditorCore:
+    """What both auditors share: the store, where they report, and the verdicts."""
 
-    def __init__(self, store: LeaseStore | AsyncLeaseStore, *, observer: Observer | None = None,
-                 alive: Alive = holder_alive) -> None:
+    def __init__(self, store: _LeaseCore, *, observer: Observer | None,
+                 alive: Alive) -> None:
         self.store = store
         self.observer = observer or store.observer
         self.alive = alive
@@ -78,16 +79,40 @@ class LeaseAuditor:
                                     limit=report.limit)
         return report
 
+
+class LeaseAuditor(_AuditorCore):
+    """Audits one blocking store and reports through its observer (or the one given)."""
+
+    store: LeaseStore
+
+    def __init__(self, store: LeaseStore, *, observer: Observer | None = None,
+                 alive: Alive = holder_alive) -> None:
+        if not isinstance(store, LeaseStore):
+            raise ConfigError(f"LeaseAuditor needs a blocking store, got "
+                              f"{type(store).__name__}: use AsyncLeaseAuditor",
+                              source="LeaseAuditor")
+        super().__init__(store, observer=observer, alive=alive)
+
     @blocking
     def audit(self) -> LeaseAudit:
-        """Audit a blocking store."""
-        if not isinstance(self.store, LeaseStore):
-            raise TypeError("audit() needs a blocking store; use await audit_async()")
+        """Who holds, how stale, whose worker is gone (one read of the backend)."""
         return self._report(self.store.holders(), self.store.server_time())
 
-    async def audit_async(self) -> LeaseAudit:
-        """Audit an asyncio store."""
-        if not isinstance(self.store, AsyncLeaseStore):
-            raise TypeError("audit_async() needs an asyncio store; use audit()")
+
+class AsyncLeaseAuditor(_AuditorCore):
+    """``LeaseAuditor`` for an asyncio store: ``await auditor.audit()``."""
+
+    store: AsyncLeaseStore
+
+    def __init__(self, store: AsyncLeaseStore, *, observer: Observer | None = None,
+                 alive: Alive = holder_alive) -> None:
+        if not isinstance(store, AsyncLeaseStore):
+            raise ConfigError(f"AsyncLeaseAuditor needs an asyncio store, got "
+                              f"{type(store).__name__}: use LeaseAuditor",
+                              source="AsyncLeaseAuditor")
+        super().__init__(store, observer=observer, alive=alive)
+
+    async def audit(self) -> LeaseAudit:
+        """See ``LeaseAuditor.audit``."""
         members = await self.store.holders()
         return self._report(members, await self.store.server_time())
