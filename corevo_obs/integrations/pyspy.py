@@ -42,6 +42,9 @@ from ..loop.watchdog import StallReport, StallWatchdog
 
 log = logging.getLogger("corevo_obs.integrations.pyspy")
 
+__all__ = ["NativeStallCapture", "PySpyError", "PySpyNotFound", "PySpyPermissionError",
+           "dump", "install_native_capture"]
+
 ENV_PREFIX: Final = "COREVO"  # PySpySettings: $COREVO_PYSPY
 CAPTURE_PREFIX: Final = "COREVO_PYSPY"  # CaptureSettings: $COREVO_PYSPY_MIN_STALL
 PYSPY_ENV: Final = "COREVO_PYSPY"

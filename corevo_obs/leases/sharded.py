@@ -292,9 +292,9 @@ class _ShardCore(HasTelemetry):
 
     def track(self) -> Mapping[str, Any]:
         """``LeaseStore.track`` over the shards: one view of every shard's live leases."""
-        live = self.shards[0].track()
+        live: Mapping[str, Any] = self.shards[0].track()
         for s in self.shards[1:]:
-            s._live = live  # type: ignore[assignment]
+            s._live = live
         return live
 
     def order(self, key: str | None) -> list[int]:
