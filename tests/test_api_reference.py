@@ -75,11 +75,37 @@ def test_docs_api_lists_every_public_namespace() -> None:
     assert set(PUBLIC) <= listed, sorted(set(PUBLIC) - listed)
 
 
-def _documented_names() -> dict[str, set[str]]:
+def documented_purposes() -> dict[str, dict[str, str]]:
+    """docs/api.md's "Every public name": namespace -> {name: its one purpose}, in page
+    order (a ``### `namespace``` heading, then one ``| `name` | purpose |`` row each)."""
     text = (ROOT / "docs" / "api.md").read_text()
     section = text.split("## Every public name", 1)[1].split("\n## ", 1)[0]
-    rows = re.findall(r"^\| `(corevo_obs[\w.]*)` \| (.*) \|$", section, re.MULTILINE)
-    return {module: set(re.findall(r"`(\w+)`", names)) for module, names in rows}
+    found: dict[str, dict[str, str]] = {}
+    for block in section.split("\n### ")[1:]:
+        heading, _, body = block.partition("\n")
+        module = re.fullmatch(r"`(corevo_obs[\w.]*)`", heading.strip())
+        assert module, f"not a namespace heading: {heading!r}"
+        rows = re.findall(r"^\| `(\w+)` \| (.*) \|$", body, re.MULTILINE)
+        found[module.group(1)] = dict(rows)
+    return found
+
+
+def _documented_names() -> dict[str, set[str]]:
+    return {module: set(rows) for module, rows in documented_purposes().items()}
+
+
+def test_every_public_name_has_one_stated_purpose_and_the_count_is_todays() -> None:
+    """Each name's row says what it is for, and the page states today's count against
+    0.2.0's (127 names in 17 namespaces)."""
+    empty = [f"{m}.{n}" for m, rows in documented_purposes().items()
+             for n, purpose in rows.items() if len(purpose.strip()) < 10]
+    assert not empty, f"no purpose stated: {empty}"
+    names = sum(len(importlib.import_module(m).__all__) for m in PUBLIC)
+    text = (ROOT / "docs" / "api.md").read_text()
+    stated = re.search(r"\*\*(\d+) names in (\d+) namespaces\*\* \(0\.2\.0: 127 in 17\)", text)
+    assert stated, "docs/api.md does not state the count against 0.2.0's"
+    assert (int(stated.group(1)), int(stated.group(2))) == (names, len(PUBLIC)), (
+        f"docs/api.md says {stated.group(0)}; today: {names} names in {len(PUBLIC)}")
 
 
 def test_docs_api_lists_every_public_name_and_no_other() -> None:

@@ -16,10 +16,10 @@ from corevo_obs import install_loop_health
 from corevo_obs.integrations.monitor import (
     MonitorError,
     RecentLag,
+    install_monitor,
     offload_snapshot,
     register_inspectable,
     snapshots,
-    install_monitor,
 )
 from tests.conftest import HELPERS, free_port, helper_cmd
 
