@@ -227,7 +227,7 @@ async def _claims_under_lock(store: JobStore | AsyncJobStore, hold: Callable[...
         won = sum(await asyncio.gather(*(one(j) for j in jobs)))
         await asyncio.sleep(0.02)   # the sampler's tick that spans a stall ends after it
     finally:
-        await sampler.aclose()
+        await sampler.stop()
         await asyncio.to_thread(holder.join)
     return sampler.worst, sampler.worst_raw, won
 

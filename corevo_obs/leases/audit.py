@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from ..core.errors import ConfigError
 from ..core.marker import blocking
@@ -60,12 +60,24 @@ def audit_members(
     )
 
 
-class _AuditorCore:
-    """What both auditors share: the store, where they report, and the verdicts."""
+S = TypeVar("S", LeaseStore, AsyncLeaseStore)
 
-    def __init__(self, store: _LeaseCore, *, observer: Observer | None,
-                 alive: Alive) -> None:
-        self.store = store
+
+class _AuditorCore(Generic[S]):
+    """What both auditors share: the store (of the kind the class audits), where they
+    report, and the verdicts."""
+
+    #: the store kind this auditor reads, and the auditor for the other kind
+    _kind: type[_LeaseCore]
+    _other: str
+
+    def __init__(self, store: S, *, observer: Observer | None = None,
+                 alive: Alive = holder_alive) -> None:
+        if not isinstance(store, self._kind):
+            raise ConfigError(f"{type(self).__name__} needs a store of kind "
+                              f"{self._kind.__name__}, got {type(store).__name__}: "
+                              f"use {self._other}", source=type(self).__name__)
+        self.store: S = store
         self.observer = observer or store.observer
         self.alive = alive
 
@@ -80,18 +92,10 @@ class _AuditorCore:
         return report
 
 
-class LeaseAuditor(_AuditorCore):
+class LeaseAuditor(_AuditorCore[LeaseStore]):
     """Audits one blocking store and reports through its observer (or the one given)."""
 
-    store: LeaseStore
-
-    def __init__(self, store: LeaseStore, *, observer: Observer | None = None,
-                 alive: Alive = holder_alive) -> None:
-        if not isinstance(store, LeaseStore):
-            raise ConfigError(f"LeaseAuditor needs a blocking store, got "
-                              f"{type(store).__name__}: use AsyncLeaseAuditor",
-                              source="LeaseAuditor")
-        super().__init__(store, observer=observer, alive=alive)
+    _kind, _other = LeaseStore, "AsyncLeaseAuditor"
 
     @blocking
     def audit(self) -> LeaseAudit:
@@ -99,18 +103,10 @@ class LeaseAuditor(_AuditorCore):
         return self._report(self.store.holders(), self.store.server_time())
 
 
-class AsyncLeaseAuditor(_AuditorCore):
+class AsyncLeaseAuditor(_AuditorCore[AsyncLeaseStore]):
     """``LeaseAuditor`` for an asyncio store: ``await auditor.audit()``."""
 
-    store: AsyncLeaseStore
-
-    def __init__(self, store: AsyncLeaseStore, *, observer: Observer | None = None,
-                 alive: Alive = holder_alive) -> None:
-        if not isinstance(store, AsyncLeaseStore):
-            raise ConfigError(f"AsyncLeaseAuditor needs an asyncio store, got "
-                              f"{type(store).__name__}: use LeaseAuditor",
-                              source="AsyncLeaseAuditor")
-        super().__init__(store, observer=observer, alive=alive)
+    _kind, _other = AsyncLeaseStore, "LeaseAuditor"
 
     async def audit(self) -> LeaseAudit:
         """See ``LeaseAuditor.audit``."""
