@@ -398,15 +398,13 @@ class LeaseStore(_LeaseCore, Closing, ABC):
         not kept alive (``keep_alive()``) — ``hold()`` is that, in a block.
         """
         holder = holder or self._ids.new()
-        if wait <= 0:
-            return self._try(holder)
-        try:
-            return self._obtain(wait, holder, poll)
-        except LeaseRejected:
-            return None
-
-    def _try(self, holder: str) -> Lease | None:
-        """One atomic acquire: the hot path (no retry loop, no exception)."""
+        if wait > 0:
+            try:
+                return self._obtain(wait, holder, poll)
+            except LeaseRejected:
+                return None
+        # one atomic try, inline: the hot path the bench measures (no retry loop, no
+        # exception, no further call layer)
         t0 = monotonic()
         try:
             self._gate()
@@ -425,7 +423,7 @@ class LeaseStore(_LeaseCore, Closing, ABC):
         holder = holder or self._ids.new()
         started = monotonic()
         while True:
-            lease = self._try(holder)
+            lease = self.acquire(holder=holder)
             if lease is not None:
                 return lease
             pause = self._pause(started, wait, poll)
@@ -511,14 +509,11 @@ class AsyncLeaseStore(_LeaseCore, AsyncClosing, ABC):
                       poll: float = DEFAULT_POLL) -> AsyncLease | None:
         """See ``LeaseStore.acquire``."""
         holder = holder or self._ids.new()
-        if wait <= 0:
-            return await self._try(holder)
-        try:
-            return await self._obtain(wait, holder, poll)
-        except LeaseRejected:
-            return None
-
-    async def _try(self, holder: str) -> AsyncLease | None:
+        if wait > 0:
+            try:
+                return await self._obtain(wait, holder, poll)
+            except LeaseRejected:
+                return None
         t0 = monotonic()
         try:
             self._gate()
@@ -536,7 +531,7 @@ class AsyncLeaseStore(_LeaseCore, AsyncClosing, ABC):
         holder = holder or self._ids.new()
         started = monotonic()
         while True:
-            lease = await self._try(holder)
+            lease = await self.acquire(holder=holder)
             if lease is not None:
                 return lease
             pause = self._pause(started, wait, poll)
