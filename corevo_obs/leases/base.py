@@ -42,11 +42,11 @@ import threading
 import time
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from time import monotonic
 from types import TracebackType
-from typing import Any, Final, NamedTuple, TypeVar
+from typing import Any, Final, NamedTuple, Protocol, TypeVar
 
 from prometheus_client import CollectorRegistry
 
@@ -350,6 +350,28 @@ class _LeaseCore(HasTelemetry):
         return pause
 
 
+class _Waits(Protocol):
+    quota: str
+
+    def _pause(self, started: float, wait: float, poll: float) -> float | None: ...
+
+
+def pauses(source: _Waits, wait: float, poll: float,
+           outcome: Callable[[], str]) -> Iterator[float]:
+    """The pauses of a waiting acquire, one per failed try (the sync and asyncio loops
+    only sleep them); ``LeaseRejected`` naming the last ``outcome()`` once the wait is
+    over (``BreakerOpen`` from ``_pause`` when the backend is known down past it). The
+    wait is counted from this call, made before the first try."""
+    started = monotonic()
+
+    def each() -> Iterator[float]:
+        while (pause := source._pause(started, wait, poll)) is not None:
+            yield pause
+        raise LeaseRejected(source.quota, outcome(), wait)
+
+    return each()
+
+
 class LeaseStore(_LeaseCore, Closing, ABC):
     """A blocking lease store; every call is one short round trip or transaction."""
 
@@ -421,15 +443,10 @@ class LeaseStore(_LeaseCore, Closing, ABC):
         """A lease within ``wait`` s, else ``LeaseRejected`` (``BreakerOpen`` when the
         backend is known down past the wait): what ``hold()`` enters with."""
         holder = holder or self._ids.new()
-        started = monotonic()
-        while True:
-            lease = self.acquire(holder=holder)
-            if lease is not None:
-                return lease
-            pause = self._pause(started, wait, poll)
-            if pause is None:
-                raise LeaseRejected(self.quota, self._last_outcome, wait)
-            time.sleep(pause)
+        waits = pauses(self, wait, poll, lambda: self._last_outcome)
+        while (lease := self.acquire(holder=holder)) is None:
+            time.sleep(next(waits))
+        return lease
 
     def _beat(self, holder: str) -> bool | None:
         """Renew: True renewed, False lost, None unknown (backend error, counted)."""
@@ -529,15 +546,12 @@ class AsyncLeaseStore(_LeaseCore, AsyncClosing, ABC):
     async def _obtain(self, wait: float, holder: str | None, poll: float) -> AsyncLease:
         """See ``LeaseStore._obtain``."""
         holder = holder or self._ids.new()
-        started = monotonic()
-        while True:
+        waits = pauses(self, wait, poll, lambda: self._last_outcome)
+        while True:  # a retry every pause: the backend is polled, nothing to wait on
             lease = await self.acquire(holder=holder)
             if lease is not None:
                 return lease
-            pause = self._pause(started, wait, poll)
-            if pause is None:
-                raise LeaseRejected(self.quota, self._last_outcome, wait)
-            await asyncio.sleep(pause)
+            await asyncio.sleep(next(waits))
 
     async def _beat(self, holder: str) -> bool | None:
         try:

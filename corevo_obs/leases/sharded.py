@@ -92,6 +92,7 @@ from .base import (
     Hold,
     Lease,
     _LeaseCore,
+    pauses,
 )
 from .breaker import CircuitBreaker, open_pause
 from .provision import provision_command
@@ -510,15 +511,13 @@ class ShardedLeaseStore(_ShardCore, Closing):
         """See ``LeaseStore._obtain``; ``BreakerOpen`` when every shard's backend is known
         down (``_pause``)."""
         holder = holder or self.shards[0].new_holder()
-        started = monotonic()
+        last = 0  # the shard tried last: its outcome names a rejection
+        waits = pauses(self, wait, poll, lambda: self.shards[last]._last_outcome)
         while True:
             lease, last = self._admit(key, holder)
             if lease is not None:
                 return lease
-            pause = self._pause(started, wait, poll)
-            if pause is None:
-                raise LeaseRejected(self.quota, self.shards[last]._last_outcome, wait)
-            time.sleep(pause)
+            time.sleep(next(waits))
 
     def hold(self, *, key: str | None = None, wait: float = 0.0, holder: str | None = None,
              poll: float = DEFAULT_POLL) -> Hold:
@@ -603,15 +602,13 @@ class AsyncShardedLeaseStore(_ShardCore, AsyncClosing):
     async def _obtain(self, wait: float, holder: str | None, poll: float,
                       key: str | None = None) -> AsyncLease:
         holder = holder or self.shards[0].new_holder()
-        started = monotonic()
+        last = 0  # the shard tried last: its outcome names a rejection
+        waits = pauses(self, wait, poll, lambda: self.shards[last]._last_outcome)
         while True:
             lease, last = await self._admit(key, holder)
             if lease is not None:
                 return lease
-            pause = self._pause(started, wait, poll)
-            if pause is None:
-                raise LeaseRejected(self.quota, self.shards[last]._last_outcome, wait)
-            await asyncio.sleep(pause)
+            await asyncio.sleep(next(waits))
 
     def hold(self, *, key: str | None = None, wait: float = 0.0, holder: str | None = None,
              poll: float = DEFAULT_POLL) -> AsyncHold:
