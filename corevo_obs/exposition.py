@@ -320,6 +320,10 @@ class MetricsServer(Service):
         if scope not in ("auto", "host", "process"):
             raise ConfigError(f"scope must be auto, host or process, got {scope!r}",
                               source="MetricsServer")
+        if registry is not None and (scope != "auto" or by_worker is not None):
+            raise ConfigError("registry= with scope= or by_worker= conflict: those choose the "
+                              "registry to serve, so pass one or the other",
+                              source="MetricsServer")
         self._scope: Scope = scope
         self._by_worker = by_worker  # host scope: keep stage histograms per worker
         self._port = port

@@ -272,6 +272,11 @@ def test_conflicting_arguments_raise_config_error(tmp_path: Path) -> None:
         with pytest.raises(ConfigError, match=r"recorder= and .* conflict") as caught:
             call()
         assert caught.value.source == source
+    from corevo_obs import MetricsServer
+    for conflict in ({"scope": "host"}, {"by_worker": True}):
+        with pytest.raises(ConfigError, match="conflict"):
+            MetricsServer(registry=CollectorRegistry(), **conflict)  # type: ignore[arg-type]
+    MetricsServer(registry=CollectorRegistry())
     StagesMiddleware(app, recorder=rec)  # either alone is fine
     StagesMiddleware(app, worker="b", registry=CollectorRegistry())
     sync = SqliteLeaseStore("q", tmp_path / "l.db", limit=1, registry=CollectorRegistry())
