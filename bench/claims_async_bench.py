@@ -77,7 +77,7 @@ async def _round(store: JobStore | AsyncJobStore, jobs: list[str], dialect: str,
     won = sum(await asyncio.gather(*(one(j) for j in jobs)))
     took = time.perf_counter() - t0
     await asyncio.sleep(0.02)              # the tick spanning a stall ends after it
-    await sampler.stop()
+    await sampler.aclose()
     if writer:
         await asyncio.to_thread(hold.join)
     assert won == len(jobs), f"{won} of {len(jobs)} claims won"
@@ -100,7 +100,7 @@ def run(dialect: str, target: str, rounds: int, claims: int, writer: float) -> N
         try:
             return await _round(store, jobs, dialect, target, writer)
         finally:
-            await store.close()
+            await store.aclose()
 
     try:
         for r in range(rounds):

@@ -133,7 +133,7 @@ def workload(topo: RedisCluster3, kind: int, steps: int, hot: float,
             tenant = 0 if rng.random() < hot else rng.randrange(1, tenants)
             attempts += 1
             w = rng.randrange(workers)
-            lease = front[w].acquire() if kind == 0 else front[w].acquire(f"tenant-{tenant}")
+            lease = front[w].acquire() if kind == 0 else front[w].acquire(key=f"tenant-{tenant}")
             if lease is None:
                 rejections += 1
                 # with buffers, a slot unused in another worker's buffer strands too
@@ -180,7 +180,7 @@ def inner(port: int, kind: int, pairs: int) -> None:
     """Under callgrind: ``pairs`` uncontended acquire + release pairs (one caller key)."""
     store = make(kind, client(port), f"cg{kind}")
     for _ in range(pairs):
-        lease = store.acquire() if kind == 0 else store.acquire("tenant-1")
+        lease = store.acquire() if kind == 0 else store.acquire(key="tenant-1")
         assert lease is not None
         lease.release()
     store.close()

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
         CatalogError,
         ConfigError,
         CorevoObsError,
+        MetricsDirError,
         MetricsPortBusy,
     )
     from .core.identity import worker_name
@@ -56,6 +57,7 @@ _API: Final = {
     "CorevoObsError": "core.errors",
     "ConfigError": "core.errors",
     "MetricsPortBusy": "core.errors",
+    "MetricsDirError": "core.errors",
     "BackendUnavailable": "core.errors",
     "CatalogError": "core.errors",
 }
@@ -67,6 +69,7 @@ __all__ = [
     "CorevoObsError",
     "LoopHealth",
     "LoopHealthConfig",
+    "MetricsDirError",
     "MetricsObserver",
     "MetricsPortBusy",
     "MetricsServer",

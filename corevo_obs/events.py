@@ -13,13 +13,13 @@ Counting: every offered event is counted once as ``applied``, ``duplicate``,
 and ``applied`` again when its gap fills. ``corevo_events_replayed_total`` counts events
 that reached the client only through a replay.
 
-Example (on an event loop; ``EventHistory`` and ``replay`` serve threads)::
+Example (on an event loop; ``EventHistory`` serves threads)::
 
     history = AsyncEventHistory("/var/lib/app/events.db")  # the executor appends here
     await history.append(event)
     projector = Projector(websocket_send)                   # the gateway
     projector.offer(Event.from_dict(message))               # from the live channel
-    await projector.replay_async(history, job_id)           # on (re)connect
+    projector.replay(await history.latest(job_id))          # on (re)connect
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -140,23 +140,13 @@ class Projector(HasTelemetry):
         self.sink(e)
         s.next_seq = e.seq + 1
 
-    @blocking
-    def replay(self, history: EventHistory, job_id: str) -> int:
-        """Feed the job's current generation from durable history; returns how many
-        events were applied only thanks to it (already-seen ones count as duplicates).
-        Reads the history on this thread: on a loop, ``await replay_async(...)``.
+    def replay(self, events: Iterable[Event]) -> int:
+        """Feed a job's current generation from durable history — ``history.latest(job)``
+        of an ``EventHistory``, or ``await`` it on an ``AsyncEventHistory`` — and return
+        how many events were applied only thanks to it (already-seen ones count as
+        duplicates). The projector does no I/O: the history's own class says where the
+        read runs (this thread, or off the loop).
         """
-        return self._feed(history.latest(job_id))
-
-    async def replay_async(self, history: AsyncEventHistory | EventHistory, job_id: str) -> int:
-        """``replay`` for an event loop: the history is read off the loop's thread."""
-        if isinstance(history, AsyncEventHistory):
-            events = await history.latest(job_id)
-        else:
-            events = await asyncio.to_thread(history.latest, job_id)
-        return self._feed(events)
-
-    def _feed(self, events: list[Event]) -> int:
         n = 0
         for event in events:
             if self.offer(event) == "applied":

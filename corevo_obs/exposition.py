@@ -26,7 +26,7 @@ from .core import promclient
 from .core.errors import ConfigError, MetricsDirError, MetricsPortBusy
 from .core.guard import absorb
 from .core.identity import WORKER_ENV
-from .core.lifecycle import Service, renamed, starts, stops
+from .core.lifecycle import Service, starts, stops
 
 log = logging.getLogger("corevo_obs.exposition")
 
@@ -320,6 +320,10 @@ class MetricsServer(Service):
         if scope not in ("auto", "host", "process"):
             raise ConfigError(f"scope must be auto, host or process, got {scope!r}",
                               source="MetricsServer")
+        if registry is not None and (scope != "auto" or by_worker is not None):
+            raise ConfigError("registry= with scope= or by_worker= conflict: those choose the "
+                              "registry to serve, so pass one or the other",
+                              source="MetricsServer")
         self._scope: Scope = scope
         self._by_worker = by_worker  # host scope: keep stage histograms per worker
         self._port = port
@@ -365,10 +369,6 @@ class MetricsServer(Service):
             with contextlib.suppress(OSError):
                 httpd.socket.close()  # type: ignore[attr-defined]
 
-    def stop(self) -> None:
-        """Deprecated: ``close()``."""
-        renamed(self, "stop", "close")
-        self.close()
 
     @stops
     def close(self) -> None:

@@ -452,6 +452,17 @@ _current: contextvars.ContextVar[TaskStages | None] = contextvars.ContextVar(
 )
 
 
+def one_recorder(recorder: StageRecorder | None, worker: str | None,
+                 registry: CollectorRegistry | None, *, source: str) -> None:
+    """A ``recorder=`` already says who reports: with ``worker=`` or ``registry=`` too, one
+    of them would be silently ignored, so the pair is a ``ConfigError`` naming both."""
+    if recorder is not None and (worker is not None or registry is not None):
+        given = " and ".join(k for k, v in (("worker=", worker), ("registry=", registry))
+                             if v is not None)
+        raise ConfigError(f"recorder= and {given} conflict: the recorder's own worker and "
+                          f"registry are used; pass one or the other", source=source)
+
+
 def current_stages() -> TaskStages | None:
     """The tracker of the task running in this context (set by ``@track_task``)."""
     return _current.get()
@@ -475,7 +486,9 @@ def track_task(
     keyword arguments whose values become the span's ``corevo.job.id`` /
     ``corevo.execution.id`` (never metric labels). Inside, ``current_stages()`` gives the
     tracker, so the handler marks its own first event (a stream's first chunk).
+    ``recorder=`` with ``worker=`` / ``registry=`` is a ``ConfigError``.
     """
+    one_recorder(recorder, worker, registry, source="track_task")
 
     def decorate(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
         @functools.wraps(fn)

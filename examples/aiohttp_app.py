@@ -16,7 +16,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from corevo_obs import install_loop_health
 from corevo_obs.exposition import exposition_registry
-from corevo_obs.integrations.aiohttp_web import setup_stages
+from corevo_obs.integrations.aiohttp_web import install_stages
 from corevo_obs.integrations.http_clients import aiohttp_trace_config
 
 UPSTREAM = os.environ.get("UPSTREAM_URL", "http://127.0.0.1:9/")
@@ -77,7 +77,7 @@ async def lifecycle(app: web.Application):  # type: ignore[no-untyped-def]
 
 def make_app() -> web.Application:
     app = web.Application()
-    setup_stages(app)
+    install_stages(app)
     app.cleanup_ctx.append(lifecycle)
     app.router.add_get("/items/{item_id}", item)
     app.router.add_get("/upstream", upstream)

@@ -176,7 +176,7 @@ class JobRuntime:
             execution = started.execution_id
             if execution is None:
                 return  # fenced: someone reclaimed it meanwhile; run nothing
-            lease = await self.leases.acquire(execution_holder(self.inbox.owner, execution))
+            lease = await self.leases.acquire(holder=execution_holder(self.inbox.owner, execution))
             if lease is None:
                 await asyncio.to_thread(self.jobs.finish, claim, execution, "failed")
                 return

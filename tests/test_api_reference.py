@@ -9,7 +9,9 @@ import importlib
 import inspect
 import re
 import typing
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -74,11 +76,37 @@ def test_docs_api_lists_every_public_namespace() -> None:
     assert set(PUBLIC) <= listed, sorted(set(PUBLIC) - listed)
 
 
-def _documented_names() -> dict[str, set[str]]:
+def documented_purposes() -> dict[str, dict[str, str]]:
+    """docs/api.md's "Every public name": namespace -> {name: its one purpose}, in page
+    order (a ``### `namespace``` heading, then one ``| `name` | purpose |`` row each)."""
     text = (ROOT / "docs" / "api.md").read_text()
     section = text.split("## Every public name", 1)[1].split("\n## ", 1)[0]
-    rows = re.findall(r"^\| `(corevo_obs[\w.]*)` \| (.*) \|$", section, re.MULTILINE)
-    return {module: set(re.findall(r"`(\w+)`", names)) for module, names in rows}
+    found: dict[str, dict[str, str]] = {}
+    for block in section.split("\n### ")[1:]:
+        heading, _, body = block.partition("\n")
+        module = re.fullmatch(r"`(corevo_obs[\w.]*)`", heading.strip())
+        assert module, f"not a namespace heading: {heading!r}"
+        rows = re.findall(r"^\| `(\w+)` \| (.*) \|$", body, re.MULTILINE)
+        found[module.group(1)] = dict(rows)
+    return found
+
+
+def _documented_names() -> dict[str, set[str]]:
+    return {module: set(rows) for module, rows in documented_purposes().items()}
+
+
+def test_every_public_name_has_one_stated_purpose_and_the_count_is_todays() -> None:
+    """Each name's row says what it is for, and the page states today's count against
+    0.2.0's (127 names in 17 namespaces)."""
+    empty = [f"{m}.{n}" for m, rows in documented_purposes().items()
+             for n, purpose in rows.items() if len(purpose.strip()) < 10]
+    assert not empty, f"no purpose stated: {empty}"
+    names = sum(len(importlib.import_module(m).__all__) for m in PUBLIC)
+    text = (ROOT / "docs" / "api.md").read_text()
+    stated = re.search(r"\*\*(\d+) names in (\d+) namespaces\*\* \(0\.2\.0: 127 in 17\)", text)
+    assert stated, "docs/api.md does not state the count against 0.2.0's"
+    assert (int(stated.group(1)), int(stated.group(2))) == (names, len(PUBLIC)), (
+        f"docs/api.md says {stated.group(0)}; today: {names} names in {len(PUBLIC)}")
 
 
 def test_docs_api_lists_every_public_name_and_no_other() -> None:
@@ -105,7 +133,7 @@ SERIES_WRITERS = {
     "corevo_obs.events": ("Projector",),
     "corevo_obs.otel": ("CountedExporter",),
     "corevo_obs.integrations.asgi": ("StagesMiddleware",),
-    "corevo_obs.integrations.aiohttp_web": ("setup_stages",),
+    "corevo_obs.integrations.aiohttp_web": ("install_stages",),
 }
 #: public callables with a parameter named worker or registry that is not "who reports"
 OTHER_MEANING = {
@@ -162,7 +190,7 @@ def test_every_series_writer_takes_worker_and_registry_keyword_only() -> None:
 def test_every_series_writer_shows_worker_and_registry_read_only() -> None:
     """Who reports is read back as ``.worker`` / ``.registry``: read-only properties on every
     series writer (a function, on the component it returns: ``install_loop_health`` a
-    ``LoopHealth``, ``setup_stages`` a ``StageRecorder``; ``track_task`` returns a
+    ``LoopHealth``, ``install_stages`` a ``StageRecorder``; ``track_task`` returns a
     decorator, its recorder is a ``StageRecorder``). That no instance shows a
     ``.telemetry`` any more is checked on built components in test_telemetry.py."""
     wrong: list[str] = []
@@ -181,3 +209,84 @@ def test_every_series_writer_shows_worker_and_registry_read_only() -> None:
                     wrong.append(f"{module}.{name}: .{key} is not a read-only property")
     assert len(checked) >= 20, sorted(c.__name__ for c in checked)
     assert not wrong, wrong
+
+
+#: public on their own pages (docs/api.md, "Also public"): each states its ``__all__``
+ALSO_PUBLIC = (
+    "corevo_obs.integrations.pytest_plugin",
+    "corevo_obs.integrations.monitor",
+    "corevo_obs.integrations.pyspy",
+    "corevo_obs.mpdir",
+)
+
+
+def test_every_error_the_library_raises_is_importable_from_a_documented_namespace() -> None:
+    """A host catches what it can import: every ``CorevoObsError`` the library defines
+    (the CLI's own tooling aside) is in the ``__all__`` of a public namespace."""
+    import pkgutil
+
+    import corevo_obs
+    from corevo_obs.core.errors import CorevoObsError
+
+    exported = {getattr(importlib.import_module(m), n) for m in (*PUBLIC, *ALSO_PUBLIC)
+                for n in importlib.import_module(m).__all__}
+    defined: dict[str, type] = {}
+    for info in pkgutil.walk_packages(corevo_obs.__path__, "corevo_obs."):
+        if info.name.startswith(("corevo_obs.tooling", "corevo_obs.demo", "corevo_obs.cli",
+                                 "corevo_obs.loadtest")):
+            continue  # the CLI and its tools report errors as lines, a host imports none
+        try:
+            module = importlib.import_module(info.name)
+        except ImportError:  # an optional backend not installed here
+            continue
+        for value in vars(module).values():
+            if (inspect.isclass(value) and issubclass(value, CorevoObsError)
+                    and value.__module__ == info.name):
+                defined[f"{info.name}.{value.__name__}"] = value
+    assert len(defined) >= 20, sorted(defined)
+    missing = sorted(path for path, cls in defined.items() if cls not in exported)
+    assert not missing, f"raised but importable from no public __all__: {missing}"
+
+
+def test_conflicting_arguments_raise_config_error(tmp_path: Path) -> None:
+    """An argument that another one would silently override is refused at the call."""
+    from prometheus_client import CollectorRegistry
+
+    from corevo_obs import ConfigError, StageRecorder, track_task
+    from corevo_obs.integrations.aiohttp_web import install_stages
+    from corevo_obs.integrations.asgi import StagesMiddleware
+    from corevo_obs.leases import (
+        AsyncLeaseAuditor,
+        AsyncSqliteLeaseStore,
+        LeaseAuditor,
+        SqliteLeaseStore,
+    )
+
+    rec = StageRecorder(worker="a", registry=CollectorRegistry())
+
+    async def app(scope: Any, receive: Any, send: Any) -> None: ...
+
+    calls: dict[str, Callable[[], object]] = {
+        "StagesMiddleware": lambda: StagesMiddleware(app, recorder=rec, worker="b"),
+        "install_stages": lambda: install_stages(object(), recorder=rec,
+                                                 registry=CollectorRegistry()),
+        "track_task": lambda: track_task("k", recorder=rec, worker="b"),
+    }
+    for source, call in calls.items():
+        with pytest.raises(ConfigError, match=r"recorder= and .* conflict") as caught:
+            call()
+        assert caught.value.source == source
+    from corevo_obs import MetricsServer
+    for conflict in ({"scope": "host"}, {"by_worker": True}):
+        with pytest.raises(ConfigError, match="conflict"):
+            MetricsServer(registry=CollectorRegistry(), **conflict)  # type: ignore[arg-type]
+    MetricsServer(registry=CollectorRegistry())
+    StagesMiddleware(app, recorder=rec)  # either alone is fine
+    StagesMiddleware(app, worker="b", registry=CollectorRegistry())
+    sync = SqliteLeaseStore("q", tmp_path / "l.db", limit=1, registry=CollectorRegistry())
+    asyn = AsyncSqliteLeaseStore("q", tmp_path / "l.db", limit=1, registry=CollectorRegistry())
+    with pytest.raises(ConfigError, match="use AsyncLeaseAuditor"):
+        LeaseAuditor(asyn)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="use LeaseAuditor"):
+        AsyncLeaseAuditor(sync)  # type: ignore[arg-type]
+    sync.close()

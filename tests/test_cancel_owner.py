@@ -41,7 +41,7 @@ async def start_run(jobs: JobStore, leases: AsyncSqliteLeaseStore, inbox: Comman
     assert won.claim is not None
     started = jobs.start(won.claim)
     assert started.execution_id is not None
-    lease = await leases.acquire(execution_holder(inbox.owner, started.execution_id))
+    lease = await leases.acquire(holder=execution_holder(inbox.owner, started.execution_id))
     assert lease is not None
     task = asyncio.get_running_loop().create_task(
         inbox.run(won.claim, started.execution_id, lease, work, heartbeat=heartbeat))

@@ -68,7 +68,7 @@ def test_overflow_is_bounded_and_replay_fills_the_gap(registry, tmp_path):
     outcomes = [p.offer(ev(s)) for s in range(2, 11)]  # seq 1 was lost by the channel
     assert outcomes == ["buffered"] * 3 + ["overflow"] * 6
     assert got == [] and p.pending("j1") == 3
-    assert p.replay(history, "j1") == 7              # 1 and 5..10 came only from history
+    assert p.replay(history.latest("j1")) == 7              # 1 and 5..10 came only from history
     assert [e.seq for e in got] == list(range(1, 11))
     assert got[0].payload == {"n": 1}
     assert count(registry, "overflow") == 6
@@ -86,7 +86,7 @@ def test_reconnect_replays_history_written_by_another_process(registry, tmp_path
     )
     subprocess.run([sys.executable, "-c", code, str(path)], check=True)
     fresh, got = make(registry)                      # a new gateway, nothing seen yet
-    assert fresh.replay(EventHistory(path), "j1") == 3
+    assert fresh.replay(EventHistory(path).latest("j1")) == 3
     assert [(e.execution_id, e.seq) for e in got] == [("x2", 1), ("x2", 2), ("x2", 3)]
     assert fresh.offer(ev(4, epoch=2, execution="x2")) == "applied"  # live resumes
 
@@ -107,9 +107,9 @@ def test_a_failing_sink_leaves_the_event_unapplied(registry):
     assert p.offer(ev(1)) == "applied" and calls == [1, 1]
 
 
-def test_async_history_and_replay_async_keep_the_same_semantics(registry, tmp_path):
-    """The loop-side twins: appends and the replay read run off the loop's thread, with
-    the same dedup, ordering and counts as ``EventHistory`` / ``replay``."""
+def test_async_history_feeds_replay_with_the_same_semantics(registry, tmp_path):
+    """The loop-side twin: appends and the history read run off the loop's thread, with
+    the same dedup, ordering and counts as ``EventHistory``; ``replay`` is one method."""
     import asyncio
     import threading
 
@@ -122,11 +122,10 @@ def test_async_history_and_replay_async_keep_the_same_semantics(registry, tmp_pa
         p, got = make(registry, max_buffer=1)
         p.offer(ev(3))
         p.offer(ev(4))                               # overflow: replay must fill it
-        n = await p.replay_async(history, "j1")
+        n = p.replay(await history.latest("j1"))
         threads = {t.name for t in threading.enumerate()}
         await history.aclose()
-        sync_n = await make(registry)[0].replay_async(EventHistory(tmp_path / "events.db"),
-                                                      "j1")
+        sync_n = make(registry)[0].replay(EventHistory(tmp_path / "events.db").latest("j1"))
         assert all(stored) and not again
         return n, sync_n, [e.seq for e in got], threads
 

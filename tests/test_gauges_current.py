@@ -91,7 +91,7 @@ def test_fenced_admission_counts_once(redis_url: str, registry: CollectorRegistr
     store = store_for(redis_url, "q", limit=2, timeout=1.0, worker="w0", registry=registry)
     try:
         t0 = time.monotonic()
-        lease = store.acquire_within(3.0, poll=0.02)   # the marker was missing: fenced ~1 s
+        lease = store.acquire(wait=3.0, poll=0.02)   # the marker was missing: fenced ~1 s
         assert time.monotonic() - t0 >= 0.9
         tries = registry.get_sample_value("corevo_lease_acquire_seconds_count",
                                           {"worker": "w0", "quota": "q"})

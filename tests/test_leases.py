@@ -63,6 +63,61 @@ def test_grants_up_to_the_limit_then_rejects(make_store, registry):
     assert sample(registry, "corevo_lease_acquire_seconds_count") == 3
 
 
+def test_acquire_and_hold_take_one_set_of_keywords(make_store, registry):
+    """One lease-holding API: ``acquire()`` and ``hold()`` take the same keyword-only
+    ``wait=``, ``holder=``, ``poll=``; a waiting ``acquire`` retries under one holder id
+    and answers None when no slot came, ``hold`` raises ``LeaseRejected``."""
+    import inspect
+
+    from corevo_obs.core.errors import LeaseRejected
+
+    store = make_store(limit=1)
+    for method in (store.acquire, store.hold):
+        params = inspect.signature(method).parameters
+        assert list(params) == ["wait", "holder", "poll"]
+        assert all(p.kind is p.KEYWORD_ONLY for p in params.values())
+    with pytest.raises(TypeError):
+        store.acquire("h1")  # type: ignore[misc]  # the holder is said by name
+    first = store.acquire(holder="h1")
+    assert first is not None and first.holder == "h1"
+    t0 = time.monotonic()
+    assert store.acquire(wait=0.3, poll=0.05, holder="h2") is None
+    waited = time.monotonic() - t0
+    assert 0.2 <= waited < 2.0, waited  # it retried for the wait, then gave up
+    assert [h for h, _ in store.holders()] == ["h1"]  # no retry took a second slot
+    with pytest.raises(LeaseRejected):
+        with store.hold(wait=0.1, poll=0.05):
+            pass
+    seen = store.track()  # what aiomonitor's `leases` command lists
+    first.release()
+    with store.hold(holder="h3") as lease:
+        assert dict(seen) == {"h3": lease}
+    assert dict(seen) == {}  # released: no longer listed
+    assert not hasattr(store, "acquire_within") and not hasattr(store, "run")
+
+
+def test_every_lease_source_takes_the_same_keywords_in_the_same_order() -> None:
+    """Plain, sharded and buffered, blocking and asyncio: ``hold`` and ``acquire`` take
+    ``wait, holder, poll`` (after ``key`` where there are shards), keyword-only."""
+    import inspect
+
+    from corevo_obs import leases
+
+    sources = {"AsyncLeaseStore": [], "LeaseStore": [], "ShardedLeaseStore": ["key"],
+               "AsyncShardedLeaseStore": ["key"], "LeaseBuffer": ["key"],
+               "AsyncLeaseBuffer": ["key"]}
+    wrong = []
+    for name, first in sources.items():
+        for method in ("acquire", "hold"):
+            params = inspect.signature(getattr(getattr(leases, name), method)).parameters
+            names = [p for p in params if p != "self"]
+            kinds = {params[p].kind for p in names}
+            if names != [*first, "wait", "holder", "poll"] or kinds != {
+                    inspect.Parameter.KEYWORD_ONLY}:
+                wrong.append(f"{name}.{method}: {names}")
+    assert not wrong, wrong
+
+
 def test_two_processes_share_one_quota(make_store, registry):
     """Two store objects (two connections) see the same slots."""
     first, second = make_store(limit=1), make_store(limit=1)
@@ -74,7 +129,7 @@ def test_retry_with_the_same_holder_never_takes_a_second_slot(make_store):
     store = make_store(limit=1)
     lease = store.acquire()
     assert lease is not None
-    again = store.acquire(lease.holder)  # full quota, but this holder already holds
+    again = store.acquire(holder=lease.holder)  # full quota, but this holder already holds
     assert again is not None and again.holder == lease.holder
     assert len(store.holders()) == 1
 
@@ -224,7 +279,7 @@ def test_auditor_names_holders_whose_process_is_gone(make_store, registry):
     ghost = subprocess.run([sys.executable, "-c", code, where], capture_output=True, text=True,
                            check=True).stdout.strip()
     foreign = "not-one-of-ours"
-    assert store.acquire(foreign) is not None
+    assert store.acquire(holder=foreign) is not None
     report = LeaseAuditor(store).audit()
     assert report.held == 3
     assert report.orphaned == (ghost,)
@@ -366,7 +421,7 @@ def test_tokens_grow_with_every_grant(make_store):
     leases[0].release()
     nxt = store.acquire()
     assert nxt is not None and nxt.token > tokens[-1]
-    retry = store.acquire(nxt.holder)            # a retry refreshes and gets a newer token
+    retry = store.acquire(holder=nxt.holder)            # a retry refreshes and gets a newer token
     assert retry is not None and retry.token > nxt.token
 
 
@@ -430,7 +485,8 @@ def test_async_hold_cancels_the_body_when_the_lease_is_lost(make_async_store, re
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        assert await store.run(asyncio.sleep, 0.3, "ok") == "ok"   # kept alive meanwhile
+        async with store.hold():
+            assert await asyncio.sleep(0.3, "ok") == "ok"          # kept alive meanwhile
         assert await store.holders() == []                         # released each time
         await store.aclose()
 
@@ -482,7 +538,7 @@ def test_sync_hold_raises_at_exit_and_sets_the_event(make_store):
         time.sleep(1.3)                            # the keeper thread renews meanwhile
         assert lease.valid()
         with pytest.raises(LeaseRejected, match="last: rejected"):
-            store.acquire_within(0.3)
+            store.hold(wait=0.3).__enter__()
     with pytest.raises(LeaseLost):
         with store.hold() as lease:
             store._remove(lease.holder)

@@ -125,8 +125,8 @@ def test_a_crowded_sharded_quota_gets_its_leases_back(
     quota.declare_fresh()
     quota.rebalance()
     buf = LeaseBuffer(quota, size=2, idle=1.5)
-    leases = [buf.acquire("t") for _ in range(4)]
-    assert all(lease is not None for lease in leases) and buf.acquire("t") is None
+    leases = [buf.acquire(key="t") for _ in range(4)]
+    assert all(lease is not None for lease in leases) and buf.acquire(key="t") is None
     assert quota.crowded(2)
     first, second, *rest = leases
     assert first and second
@@ -276,7 +276,7 @@ async def _holders(cfg: dict[str, Any]) -> None:
             work = rng.uniform(0.02, 0.3) if rng.random() < 0.9 else rng.uniform(0.5, 2.5)
             key = "t0" if rng.random() < 0.5 else f"t{rng.randrange(6)}"
             try:
-                async with buf.hold(key, wait=1.0, poll=0.05) as lease:
+                async with buf.hold(key=key, wait=1.0, poll=0.05) as lease:
                     hold_id = f"{lease.holder}#{seed}.{n}"
                     stats["reused"] += lease.holder in seen
                     seen.add(lease.holder)

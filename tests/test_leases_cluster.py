@@ -138,15 +138,15 @@ def test_rebalance_moves_idle_capacity_and_a_stale_rebalancer_is_fenced(
     assert quota.rebalance() == 0  # the first round: the deficit of 6, spread evenly
     assert [limit for _, limit in quota.view()] == [2, 2, 2]
     home = quota.order("t0")[0]
-    leases = [quota.acquire("t0") for _ in range(4)]  # home full after two: spills spread
+    leases = [quota.acquire(key="t0") for _ in range(4)]  # home full after two: spills spread
     assert all(lease is not None for lease in leases)
     assert sorted(lease.quota for lease in leases if lease) == sorted(
         [quota.names[home]] * 2 + [n for n in quota.names if n != quota.names[home]])
     assert quota.rebalance() == 0  # no rejection, so no miss: nothing to move
-    rest = [quota.acquire("t0"), quota.acquire("t0")]
+    rest = [quota.acquire(key="t0"), quota.acquire(key="t0")]
     assert all(lease is not None for lease in rest)
     stalest = min(range(3), key=lambda i: quota.shards[i].seen_at)
-    assert quota.acquire("t0") is None  # all full: one try, on the shard seen longest ago
+    assert quota.acquire(key="t0") is None  # all full: one try, on the shard seen longest ago
     assert [int(client.get(s.misses_key) or 0) for s in quota.shards] == [
         int(i == stalest) for i in range(3)]
     for lease in [*leases, *rest]:
@@ -156,8 +156,8 @@ def test_rebalance_moves_idle_capacity_and_a_stale_rebalancer_is_fenced(
     assert quota.rebalance() == 0  # no misses since
     after = [limit for _, limit in quota.view()]
     assert after[stalest] == 3 and sum(after) == 6, after
-    got = [quota.acquire("t0") for _ in range(4)]  # the 4 free slots, wherever they are
-    assert all(lease is not None for lease in got) and quota.acquire("t0") is None
+    got = [quota.acquire(key="t0") for _ in range(4)]  # the 4 free slots, wherever they are
+    assert all(lease is not None for lease in got) and quota.acquire(key="t0") is None
     assert registry.get_sample_value("corevo_lease_rebalanced_total",
                                      {"worker": quota.shards[0].worker, "quota": "rb"}) == 1
     # a rebalancer with an older token than one already seen is refused everywhere

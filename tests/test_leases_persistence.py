@@ -206,7 +206,7 @@ def test_a_shard_restarted_from_its_snapshot_does_not_bring_back_its_old_limit(
         quota.rebalance()
         assert [limit for _, limit in quota.view()] == [2, 2]
         a.save()
-        lead = quota.rebalancer.acquire(quota._leader)
+        lead = quota.rebalancer.acquire(holder=quota._leader)
         assert lead is not None
         quota._call((0, "lower", 1, lead.token))   # what a round does for shard 1's misses
         quota._call((1, "raise", 1, lead.token))

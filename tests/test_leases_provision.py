@@ -104,7 +104,7 @@ def test_a_sharded_quota_is_provisioned_whole_and_its_hint_says_so(redis_url, re
     with caplog.at_level(logging.WARNING, logger="corevo_obs"):
         fresh.rebalance()                    # the rebalancer lease is fenced: no limits
         with pytest.raises(LeaseRejected, match="fenced"):
-            fresh.acquire_within(0.2, key="t")
+            fresh.hold(key="t", wait=0.2).__enter__()
     assert any("corevo-obs leases provision s --redis URL --shards 3" in r.message
                for r in caplog.records)
     fresh.close()
@@ -113,7 +113,7 @@ def test_a_sharded_quota_is_provisioned_whole_and_its_hint_says_so(redis_url, re
     assert done.returncode == 0 and "provisioned" in done.stdout, done.stderr
     quota = ShardedLeaseStore("s", client, limit=6, shards=3, timeout=30, registry=registry)
     quota.rebalance()                        # the first round opens the quota at once
-    lease = quota.acquire_within(1.0, key="t")
+    lease = quota.acquire(key="t", wait=1.0)
     assert lease is not None
     lease.release()
     quota.close()

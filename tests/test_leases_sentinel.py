@@ -198,7 +198,7 @@ def test_a_sharded_quota_waits_for_replicas_too(registry: CollectorRegistry,
     quota = ShardedLeaseStore("shlag", client, replicas=1, wait_timeout=0.05,
                               registry=registry, **common)
     quota.declare_fresh()  # records the server's run id, which the replicas' fence reads
-    assert quota.acquire("t0") is None
+    assert quota.acquire(key="t0") is None
     assert all(s.holders() == [] for s in quota.shards), "an unconfirmed grant was kept"
     timeouts = sum(registry.get_sample_value("corevo_lease_replica_wait_timeouts_total", {
         "worker": s.worker, "quota": s.quota, "op": "acquire"}) or 0 for s in quota.shards)

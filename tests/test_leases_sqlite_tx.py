@@ -69,7 +69,7 @@ def test_a_failing_commit_is_rolled_back_and_the_connection_stays_usable(tmp_pat
         BEGIN INSERT INTO child VALUES ('missing'); END;
     """)
     store._rows._db.execute("PRAGMA foreign_keys = ON")
-    assert store.acquire("doomed") is None          # COMMIT raised: counted, fail closed
+    assert store.acquire(holder="doomed") is None          # COMMIT raised: counted, fail closed
     assert sample(registry, "corevo_lease_acquire_total", outcome="error") == 1
     assert not store._rows._db.in_transaction
     # The write lock was given back: another process's connection can write at once.

@@ -1,6 +1,7 @@
 """One set of shutdown verbs: ``close()`` + ``with`` for sync classes, ``aclose()`` +
 ``async with`` for async ones, on every public class that has something to stop; the
-development tree's verbs (``stop()``, a coroutine ``close()``) are aliases that warn.
+development tree's verbs (``stop()``, a coroutine ``close()``), kept by 0.2 as aliases
+that warned, are gone.
 """
 
 from __future__ import annotations
@@ -8,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import importlib
 import inspect
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -45,11 +45,6 @@ def _public_classes() -> dict[str, type]:
     return found
 
 
-def _is_alias(cls: type, name: str) -> bool:
-    doc = inspect.getdoc(getattr(cls, name)) or ""
-    return doc.startswith("Deprecated")
-
-
 def test_every_public_class_with_a_stop_verb_has_the_uniform_ones() -> None:
     checked, wrong = [], []
     for path, cls in _public_classes().items():
@@ -63,83 +58,63 @@ def test_every_public_class_with_a_stop_verb_has_the_uniform_ones() -> None:
                 wrong.append(f"{path}: aclose() but no async with")
             dual = (callable(getattr(cls, "__enter__", None))  # sync and async (a transport)
                     and not inspect.iscoroutinefunction(getattr(cls, "close", None)))
-            extra = [v for v in verbs if v != "aclose" and not _is_alias(cls, v)
-                     and not (dual and v == "close")]
+            extra = [v for v in verbs if v != "aclose" and not (dual and v == "close")]
         else:
             close = getattr(cls, "close", None)
             if close is None or inspect.iscoroutinefunction(close):
                 wrong.append(f"{path}: no sync close() (has {verbs})")
             elif not callable(getattr(cls, "__enter__", None)):
                 wrong.append(f"{path}: close() but no with")
-            extra = [v for v in verbs if v != "close" and not _is_alias(cls, v)]
+            extra = [v for v in verbs if v != "close"]
         if extra:
-            wrong.append(f"{path}: other verbs that are not deprecated aliases: {extra}")
+            wrong.append(f"{path}: other stop verbs (0.2's aliases are gone): {extra}")
     assert {"MetricsServer", "LoopHealth", "OffloadAdapter", "AsyncLeaseStore",
             "CancelBus", "NativeStallCapture"} <= set(checked), checked
     assert not wrong, "\n".join(wrong)
 
 
-def _deprecations(caught: list[warnings.WarningMessage]) -> list[str]:
-    return [str(w.message) for w in caught if issubclass(w.category, DeprecationWarning)]
-
-
-def test_metrics_server_closes_and_stop_warns() -> None:
+def test_metrics_server_closes_and_has_no_stop() -> None:
     from corevo_obs import MetricsServer
 
     with MetricsServer(port=0, registry=CollectorRegistry()) as server:
         assert server.port > 0
     with pytest.raises(RuntimeError):
         server.port  # noqa: B018 - closed: no port
-    server = MetricsServer(port=0, registry=CollectorRegistry()).start()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        server.stop()
-    assert _deprecations(caught) == [
-        "MetricsServer.stop() is deprecated: call close() (the alias is removed in 0.3)"]
     assert server._httpd is None
+    assert not hasattr(server, "stop")
 
 
-def test_loop_health_and_sampler_aclose_and_stop_warns() -> None:
+def test_loop_health_and_sampler_aclose_and_have_no_stop() -> None:
     from corevo_obs.loop import LoopLagSampler, install_loop_health
 
-    async def main() -> tuple[list[str], bool, bool]:
+    async def main() -> tuple[bool, bool]:
         health = install_loop_health(registry=CollectorRegistry(), worker="w0")
         async with health:
             await asyncio.sleep(0.02)
         closed = health.sampler._task is None
         async with LoopLagSampler(interval=0.005, registry=CollectorRegistry()) as sampler:
             running = sampler._task is not None and not sampler._task.done()
-        health = install_loop_health(registry=CollectorRegistry(), worker="w1")
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            await health.stop()
-        return _deprecations(caught), closed, running
+        return closed, running
 
-    said, closed, running = asyncio.run(main())
+    closed, running = asyncio.run(main())
     assert closed and running
-    assert said == ["LoopHealth.stop() is deprecated: call aclose() (the alias is removed in 0.3)"]
+    from corevo_obs.loop import LoopHealth
+    assert not hasattr(LoopHealth, "stop") and not hasattr(LoopLagSampler, "stop")
 
 
 def test_async_lease_store_is_closed_by_async_with(tmp_path: Path) -> None:
     from corevo_obs.leases import AsyncSqliteLeaseStore
 
-    async def main() -> list[str]:
+    async def main() -> None:
         async with AsyncSqliteLeaseStore("q", tmp_path / "q.db", limit=1,
                                          registry=CollectorRegistry()) as store:
             await store.declare_fresh()
             lease = await store.acquire()
             assert lease is not None
             await lease.release()
-        again = AsyncSqliteLeaseStore("q", tmp_path / "q.db", limit=1,
-                                      registry=CollectorRegistry())
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            await again.close()
-        return _deprecations(caught)
 
-    assert asyncio.run(main()) == [
-        "AsyncSqliteLeaseStore.close() is deprecated: call aclose() "
-        "(the alias is removed in 0.3)"]
+    asyncio.run(main())
+    assert not hasattr(AsyncSqliteLeaseStore, "close")  # 0.2's coroutine alias is gone
 
 
 def test_sync_stores_are_context_managers(tmp_path: Path) -> None:
@@ -154,16 +129,10 @@ def test_sync_stores_are_context_managers(tmp_path: Path) -> None:
             assert entered is store
 
 
-def test_janitor_closes_by_with_and_stop_warns(tmp_path: Path) -> None:
+def test_janitor_closes_by_with_and_has_no_stop(tmp_path: Path) -> None:
     from corevo_obs.mpdir import Janitor
 
     with Janitor(tmp_path, interval=0.01).start() as janitor:
         assert janitor._thread is not None and janitor._thread.is_alive()
     assert janitor._thread is None
-    janitor = Janitor(tmp_path, interval=0.01).start()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        janitor.stop()
-    assert _deprecations(caught) == [
-        "Janitor.stop() is deprecated: call close() (the alias is removed in 0.3)"]
-    assert janitor._thread is None
+    assert not hasattr(janitor, "stop")

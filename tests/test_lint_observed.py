@@ -39,7 +39,7 @@ async def main():
     await asyncio.sleep(0.1)
     await first()
     await asyncio.sleep(0.3)
-    await health.stop()
+    await health.aclose()
     with open(sys.argv[2], "w") as fh:  # the JSON form of the stall lines
         for r in health.reports:
             fh.write(json.dumps({"event": "stall", **r.as_dict()}) + "\\n")

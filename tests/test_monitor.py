@@ -16,10 +16,10 @@ from corevo_obs import install_loop_health
 from corevo_obs.integrations.monitor import (
     MonitorError,
     RecentLag,
+    install_monitor,
     offload_snapshot,
     register_inspectable,
     snapshots,
-    start_monitor,
 )
 from tests.conftest import HELPERS, free_port, helper_cmd
 
@@ -185,13 +185,13 @@ def test_non_loopback_host_is_refused_and_busy_port_is_an_error(registry):
         health = install_loop_health(registry=registry, worker="r0", watchdog=False)
         try:
             with pytest.raises(MonitorError, match="refusing to bind the monitor to '0.0.0.0'"):
-                start_monitor(health, host="0.0.0.0", port=free_port())
+                install_monitor(health, host="0.0.0.0", port=free_port())
             with socket.socket() as busy:
                 busy.bind(("127.0.0.1", 0))
                 busy.listen()
                 taken = busy.getsockname()[1]
                 with pytest.raises(MonitorError, match=f"cannot bind 127.0.0.1:{taken} \\(port\\)"):
-                    start_monitor(health, port=taken, webui_port=free_port())
+                    install_monitor(health, port=taken, webui_port=free_port())
         finally:
             await health.aclose()
 

@@ -21,7 +21,7 @@ works too, its calls then run in a thread)::
     await inbox.start()
     won = await jobs.claim(job_id)
     started = await jobs.start(won.claim)
-    lease = await leases.acquire(execution_holder(inbox.owner, started.execution_id))
+    lease = await leases.acquire(holder=execution_holder(inbox.owner, started.execution_id))
     stop = await inbox.run(won.claim, started.execution_id, lease, work, heartbeat=5)
 """
 
@@ -37,7 +37,7 @@ from typing import Any, Final, Literal
 from ..claims import AsyncJobStore, Claim, JobStore
 from ..claims.store import JobsOnLoop
 from ..core.guard import absorb
-from ..core.lifecycle import AwaitedService, astarts, astops, renamed
+from ..core.lifecycle import AwaitedService, astarts, astops
 from ..leases import AsyncLease
 from ..observer import CancelPath, CommandOutcome, MetricsObserver, Observer
 from .bus import DEFAULT_MARKER_TTL, CancelBus, Command, Subscription
@@ -145,10 +145,6 @@ class CommandInbox(AwaitedService):
         """Stop listening and close the channel; safe to call twice."""
         await self._close_sub()
 
-    async def stop(self) -> None:
-        """Deprecated: ``await aclose()``."""
-        renamed(self, "stop", "aclose")
-        await self.aclose()
 
     async def _listen(self, delay: float) -> None:
         await asyncio.sleep(delay)

@@ -2,9 +2,8 @@
 
 ``close()`` ends a component that runs no coroutine to stop (a thread, a socket, a file);
 ``aclose()`` is a coroutine, for components that stop tasks on the loop. Each class also
-is a context manager of the same kind (``with`` / ``async with``). Verbs that 0.2's
-development tree used (``stop()``, a coroutine ``close()``) remain one release as aliases
-that warn.
+is a context manager of the same kind (``with`` / ``async with``). The development
+tree's verbs (``stop()``, a coroutine ``close()``) are gone (0.2 kept them one release).
 
 A component that *runs* something (a listener, a thread, a task) is a :class:`Service` or
 an :class:`AsyncService` and follows one rule, kept here: ``start()`` returns the
@@ -19,19 +18,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-import warnings
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, Concatenate, Final, ParamSpec, Self, TypeVar
-
-#: the release that removes the aliases
-ALIASES_REMOVED_IN: Final = "0.3"
-
-
-def renamed(owner: object, old: str, new: str) -> None:
-    """Warn once per call site that ``old`` is an alias of ``new`` (for the alias's body)."""
-    warnings.warn(
-        f"{type(owner).__name__}.{old}() is deprecated: call {new}() "
-        f"(the alias is removed in {ALIASES_REMOVED_IN})", DeprecationWarning, stacklevel=3)
+from typing import Any, Concatenate, ParamSpec, Self, TypeVar
 
 
 class Closing:
@@ -48,18 +36,10 @@ class Closing:
 
 
 class AsyncClosing:
-    """``async with component:`` awaits ``aclose()`` on exit; subclasses define ``aclose()``.
-
-    ``close()`` is the deprecated coroutine alias (the development tree's verb).
-    """
+    """``async with component:`` awaits ``aclose()`` on exit; subclasses define ``aclose()``."""
 
     async def aclose(self) -> None:
         """Release what the component holds; safe to call twice."""
-
-    async def close(self) -> None:
-        """Deprecated: ``await aclose()``."""
-        renamed(self, "close", "aclose")
-        await self.aclose()
 
     async def __aenter__(self) -> Self:
         return self

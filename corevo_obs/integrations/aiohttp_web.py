@@ -20,7 +20,7 @@ alone (that is how an ``on_response_prepare`` hook ends up marking after the end
 Example::
 
     app = web.Application()
-    setup_stages(app)          # first in app.middlewares, so it sees what the client sees
+    install_stages(app)          # first in app.middlewares, so it sees what the client sees
 """
 
 from __future__ import annotations
@@ -31,13 +31,13 @@ from typing import Any, Final
 from prometheus_client import CollectorRegistry
 
 from ..core.telemetry import Telemetry
-from ..stages import StageRecorder, TaskStages, outcome_of
+from ..stages import StageRecorder, TaskStages, one_recorder, outcome_of
 from .asgi import DEFAULT_EXCLUDE, DEFAULT_MAX_KINDS
 from .request_start import DEFAULT_MAX_AGE, HEADER, parse_request_start
 from .routes import STANDARD_METHODS, UNMATCHED
 
 __all__ = [
-    "setup_stages",
+    "install_stages",
     "stages_middleware",
 ]
 
@@ -46,7 +46,7 @@ _KEY: Final = "corevo.stages"
 _WS_SENDS: Final = ("send_str", "send_bytes", "send_frame")
 
 
-def setup_stages(
+def install_stages(
     app: Any,
     *,
     recorder: StageRecorder | None = None,
@@ -62,6 +62,7 @@ def setup_stages(
     A bad ``$COREVO_WORKER`` is counted and logged once and ``pid<N>`` is used: a worker's
     app factory must not fail on the instrumentation's environment.
     """
+    one_recorder(recorder, worker, registry, source="install_stages")
     if recorder is not None:
         rec = recorder
     else:
@@ -84,7 +85,7 @@ def stages_middleware(
     request_start_header: str | None = HEADER,
     max_request_start_age: float = DEFAULT_MAX_AGE,
 ) -> Callable[[Any, Callable[[Any], Awaitable[Any]]], Awaitable[Any]]:
-    """The middleware alone (``setup_stages`` also installs the hook it needs)."""
+    """The middleware alone (``install_stages`` also installs the hook it needs)."""
     from aiohttp import web
 
     excluded = frozenset(exclude)

@@ -43,7 +43,7 @@ from prometheus_client import CollectorRegistry
 from ..core import guard
 from ..core.identity import worker_name
 from ..core.telemetry import Telemetry
-from ..stages import StageRecorder, TaskStages
+from ..stages import StageRecorder, TaskStages, one_recorder
 from .request_start import DEFAULT_MAX_AGE, HEADER, parse_request_start
 from .routes import STANDARD_METHODS, UNMATCHED, RouteCache, RouteOf, router_of, scope_template
 
@@ -100,6 +100,7 @@ class StagesMiddleware:
         max_request_start_age: float = DEFAULT_MAX_AGE,
         max_kinds: int = DEFAULT_MAX_KINDS,
     ) -> None:
+        one_recorder(recorder, worker, registry, source="StagesMiddleware")
         self.app = app
         self._given = recorder
         self._recorder: StageRecorder | None = recorder

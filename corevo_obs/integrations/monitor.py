@@ -13,19 +13,17 @@ Example::
 
     async def main():
         health = install_loop_health(worker="w0")
-        with start_monitor(health, port=20101):     # telnet 127.0.0.1 20101 → `lag`
+        with install_monitor(health, port=20101):     # telnet 127.0.0.1 20101 → `lag`
             await serve()
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import ipaddress
 import socket
 import threading
 import time
-import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast, runtime_checkable
 
@@ -34,6 +32,9 @@ from ..core.errors import ConfigError
 if TYPE_CHECKING:
     from ..loop.health import LoopHealth
     from .pyspy import NativeStallCapture
+
+__all__ = ["Inspectable", "MonitorError", "install_monitor", "register_inspectable",
+           "track_leases", "track_offload"]
 
 DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 20101
@@ -122,38 +123,15 @@ def track_offload(adapter: Any) -> Callable[[], None]:
 class LeaseHoldings:
     """The leases this process got from one store and has not released, with their age.
 
-    Wraps ``acquire`` and ``release`` on that store *instance* (sync or async); handles
-    are held weakly, so a dropped lease disappears once collected. A degraded (fail-open)
-    lease never reaches the store on release and stays listed until it is collected.
+    Reads the store's own record of its live handles (``store.track()``, sync or async
+    alike); handles are held weakly, so a dropped lease disappears once collected. A
+    degraded (fail-open) lease never reaches the store on release and stays listed until
+    it is collected.
     """
 
     def __init__(self, store: Any) -> None:
         self.store = store
-        self._held: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
-        acquire, release = store.acquire, store.release
-        if inspect.iscoroutinefunction(acquire):
-            async def acquire_async(holder: str | None = None) -> Any:
-                return self._add(await acquire(holder))
-
-            async def release_async(holder: str, granted_at: float | None = None) -> bool:
-                self._held.pop(holder, None)
-                return bool(await release(holder, granted_at))
-
-            store.acquire, store.release = acquire_async, release_async
-        else:
-            def acquire_sync(holder: str | None = None) -> Any:
-                return self._add(acquire(holder))
-
-            def release_sync(holder: str, granted_at: float | None = None) -> bool:
-                self._held.pop(holder, None)
-                return bool(release(holder, granted_at))
-
-            store.acquire, store.release = acquire_sync, release_sync
-
-    def _add(self, lease: Any) -> Any:
-        if lease is not None:
-            self._held[lease.holder] = lease
-        return lease
+        self._held: Mapping[str, Any] = store.track()
 
     def snapshot(self) -> Mapping[str, Any]:
         now = time.monotonic()
@@ -297,7 +275,7 @@ def _register_commands() -> None:
         mon = ctx.obj
         if not hasattr(mon, "corevo_health"):
             click.echo("not a corevo-obs monitor"
-                       " (use corevo_obs.integrations.monitor.start_monitor)")
+                       " (use corevo_obs.integrations.monitor.install_monitor)")
             return None
         return mon
 
@@ -349,14 +327,14 @@ def _check_host(host: str, allow_remote: bool) -> None:
         raise MonitorError(
             f"refusing to bind the monitor to {host!r}: aiomonitor is a live REPL into the "
             "worker (cancel tasks, send signals); bind 127.0.0.1 or pass allow_remote=True",
-            source="start_monitor",
+            source="install_monitor",
         )
 
 
 def _check_port(host: str, label: str, port: int) -> None:
     # aiomonitor waits forever for a UI thread that died on a busy port: say it up front.
     if not 0 < port < 65536:
-        raise MonitorError(f"{label} must be 1..65535, got {port}", source="start_monitor")
+        raise MonitorError(f"{label} must be 1..65535, got {port}", source="install_monitor")
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -364,11 +342,11 @@ def _check_port(host: str, label: str, port: int) -> None:
             s.bind((host, port))
         except OSError as exc:
             raise MonitorError(
-                f"cannot bind {host}:{port} ({label}): {exc.strerror}", source="start_monitor"
+                f"cannot bind {host}:{port} ({label}): {exc.strerror}", source="install_monitor"
             ) from None
 
 
-def start_monitor(
+def install_monitor(
     health: LoopHealth,
     *,
     host: str = DEFAULT_HOST,
@@ -396,7 +374,7 @@ def start_monitor(
     except ImportError:
         raise MonitorError(
             "aiomonitor is not installed: pip install 'corevo-obs[monitor]'",
-            source="start_monitor",
+            source="install_monitor",
         ) from None
     _register_commands()
     recent = RecentLag()

@@ -36,12 +36,14 @@ from prometheus_client import CollectorRegistry
 
 from ..core.errors import ConfigError, CorevoObsError
 from ..core.guard import absorb
-from ..core.lifecycle import renamed
 from ..core.settings import option, resolve
 from ..loop.stacks import FrameInfo, innermost_project_frame
 from ..loop.watchdog import StallReport, StallWatchdog
 
 log = logging.getLogger("corevo_obs.integrations.pyspy")
+
+__all__ = ["NativeStallCapture", "PySpyError", "PySpyNotFound", "PySpyPermissionError",
+           "dump", "install_native_capture"]
 
 ENV_PREFIX: Final = "COREVO"  # PySpySettings: $COREVO_PYSPY
 CAPTURE_PREFIX: Final = "COREVO_PYSPY"  # CaptureSettings: $COREVO_PYSPY_MIN_STALL
@@ -388,10 +390,6 @@ class NativeStallCapture:
         self._thread.start()
         return self
 
-    def stop(self, timeout: float | None = None) -> None:
-        """Deprecated: ``close()``."""
-        renamed(self, "stop", "close")
-        self.close(timeout)
 
     def __enter__(self) -> NativeStallCapture:
         return self

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import LeaseLost, LeaseRejected
-from .audit import LeaseAudit, LeaseAuditor
+from .audit import AsyncLeaseAuditor, LeaseAudit, LeaseAuditor
 from .base import AcquireResult, AsyncHold, AsyncLease, AsyncLeaseStore, Hold, Lease, LeaseStore
 from .breaker import BreakerOpen, CircuitBreaker
 from .holder import HolderId, holder_alive
@@ -25,6 +25,7 @@ __all__ = [
     "AcquireResult",
     "AsyncHold",
     "AsyncLease",
+    "AsyncLeaseAuditor",
     "AsyncLeaseBuffer",
     "AsyncLeaseStore",
     "AsyncRedisLeaseStore",

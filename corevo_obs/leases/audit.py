@@ -9,7 +9,7 @@ window and will be reaped by the next acquire. Ages are measured on the backend'
 
 Example::
 
-    report = LeaseAuditor(store).audit()
+    report = LeaseAuditor(store).audit()             # AsyncLeaseAuditor: await .audit()
     print(report.oldest_age, report.orphaned)
 """
 
@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
+from ..core.errors import ConfigError
 from ..core.marker import blocking
 from ..observer import Observer
 from .base import AsyncLeaseStore, LeaseStore, _LeaseCore
@@ -59,12 +60,24 @@ def audit_members(
     )
 
 
-class LeaseAuditor:
-    """Audits one store and reports through its observer (or the one given)."""
+S = TypeVar("S", LeaseStore, AsyncLeaseStore)
 
-    def __init__(self, store: LeaseStore | AsyncLeaseStore, *, observer: Observer | None = None,
+
+class _AuditorCore(Generic[S]):
+    """What both auditors share: the store (of the kind the class audits), where they
+    report, and the verdicts."""
+
+    #: the store kind this auditor reads, and the auditor for the other kind
+    _kind: type[_LeaseCore]
+    _other: str
+
+    def __init__(self, store: S, *, observer: Observer | None = None,
                  alive: Alive = holder_alive) -> None:
-        self.store = store
+        if not isinstance(store, self._kind):
+            raise ConfigError(f"{type(self).__name__} needs a store of kind "
+                              f"{self._kind.__name__}, got {type(store).__name__}: "
+                              f"use {self._other}", source=type(self).__name__)
+        self.store: S = store
         self.observer = observer or store.observer
         self.alive = alive
 
@@ -78,16 +91,24 @@ class LeaseAuditor:
                                     limit=report.limit)
         return report
 
+
+class LeaseAuditor(_AuditorCore[LeaseStore]):
+    """Audits one blocking store and reports through its observer (or the one given)."""
+
+    _kind, _other = LeaseStore, "AsyncLeaseAuditor"
+
     @blocking
     def audit(self) -> LeaseAudit:
-        """Audit a blocking store."""
-        if not isinstance(self.store, LeaseStore):
-            raise TypeError("audit() needs a blocking store; use await audit_async()")
+        """Who holds, how stale, whose worker is gone (one read of the backend)."""
         return self._report(self.store.holders(), self.store.server_time())
 
-    async def audit_async(self) -> LeaseAudit:
-        """Audit an asyncio store."""
-        if not isinstance(self.store, AsyncLeaseStore):
-            raise TypeError("audit_async() needs an asyncio store; use audit()")
+
+class AsyncLeaseAuditor(_AuditorCore[AsyncLeaseStore]):
+    """``LeaseAuditor`` for an asyncio store: ``await auditor.audit()``."""
+
+    _kind, _other = AsyncLeaseStore, "LeaseAuditor"
+
+    async def audit(self) -> LeaseAudit:
+        """See ``LeaseAuditor.audit``."""
         members = await self.store.holders()
         return self._report(members, await self.store.server_time())

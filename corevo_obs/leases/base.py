@@ -40,12 +40,13 @@ import random
 import re
 import threading
 import time
+import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from time import monotonic
 from types import TracebackType
-from typing import Any, Final, NamedTuple, TypeVar
+from typing import Any, Final, NamedTuple, Protocol, TypeVar
 
 from prometheus_client import CollectorRegistry
 
@@ -70,7 +71,7 @@ DEFAULT_POLL: Final = 0.1
 #: (bounded: the oldest is forgotten first)
 _FENCED_MEMORY: Final = 1024
 _QUOTA_RE: Final = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
-T = TypeVar("T")
+H = TypeVar("H", bound="_LeaseHandle")
 
 
 def _number(value: object, what: str, *, zero: bool = False) -> float:
@@ -163,6 +164,26 @@ class _LeaseCore(HasTelemetry):
         self.breaker = store_breaker(breaker, f"lease:{quota}", self.timeout)
         if self.breaker is not None:
             self.breaker.bind(self.worker, self.registry)
+
+    #: the handles granted and not yet released, while ``track()`` is on (else None)
+    _live: weakref.WeakValueDictionary[str, _LeaseHandle] | None = None
+
+    def track(self) -> Mapping[str, _LeaseHandle]:
+        """From now on, keep the leases this store grants until released (weakly: a
+        dropped handle leaves once collected); the view of them, by holder id. What
+        aiomonitor's ``leases`` command reads (``integrations/monitor.py``)."""
+        if self._live is None:
+            self._live = weakref.WeakValueDictionary()
+        return self._live
+
+    def _handle(self, lease: H) -> H:
+        if self._live is not None:
+            self._live[lease.holder] = lease
+        return lease
+
+    def _untracked(self, holder: str) -> None:
+        if self._live is not None:
+            self._live.pop(holder, None)
 
     def store_wait(self) -> tuple[float, str]:
         """The longest one backend call may block, and what that wait is (for messages)."""
@@ -329,6 +350,28 @@ class _LeaseCore(HasTelemetry):
         return pause
 
 
+class _Waits(Protocol):
+    quota: str
+
+    def _pause(self, started: float, wait: float, poll: float) -> float | None: ...
+
+
+def pauses(source: _Waits, wait: float, poll: float,
+           outcome: Callable[[], str]) -> Iterator[float]:
+    """The pauses of a waiting acquire, one per failed try (the sync and asyncio loops
+    only sleep them); ``LeaseRejected`` naming the last ``outcome()`` once the wait is
+    over (``BreakerOpen`` from ``_pause`` when the backend is known down past it). The
+    wait is counted from this call, made before the first try."""
+    started = monotonic()
+
+    def each() -> Iterator[float]:
+        while (pause := source._pause(started, wait, poll)) is not None:
+            yield pause
+        raise LeaseRejected(source.quota, outcome(), wait)
+
+    return each()
+
+
 class LeaseStore(_LeaseCore, Closing, ABC):
     """A blocking lease store; every call is one short round trip or transaction."""
 
@@ -369,21 +412,41 @@ class LeaseStore(_LeaseCore, Closing, ABC):
         """Release backend resources (not the leases)."""
 
     @blocking
-    def acquire(self, holder: str | None = None) -> Lease | None:
-        """A lease, or None when the quota is full or fenced (or the backend failed,
-        fail-closed). Retrying with the same ``holder`` never takes a second slot.
+    def acquire(self, *, wait: float = 0.0, holder: str | None = None,
+                poll: float = DEFAULT_POLL) -> Lease | None:
+        """A lease, or None when none came within ``wait`` s (quota full or fenced, the
+        backend failed fail-closed, or its breaker is open past the wait). A wait retries
+        every ~``poll`` s with one holder id, so no retry takes a second slot; the lease is
+        not kept alive (``keep_alive()``) — ``hold()`` is that, in a block.
         """
         holder = holder or self._ids.new()
+        if wait > 0:
+            try:
+                return self._obtain(wait, holder, poll)
+            except LeaseRejected:
+                return None
+        # one atomic try, inline: the hot path the bench measures (no retry loop, no
+        # exception, no further call layer)
         t0 = monotonic()
         try:
             self._gate()
             res = self._try_acquire(holder)
         except Exception as exc:  # noqa: BLE001 - backend failure becomes a policy decision
             if self._acquire_failed(exc, t0):
-                return Lease(self, holder, monotonic(), t0, 0, True)
+                return self._handle(Lease(self, holder, monotonic(), t0, 0, True))
             return None
         granted_at = self._acquired(res, t0, holder)
-        return None if granted_at is None else Lease(self, holder, granted_at, t0, res.token)
+        return (None if granted_at is None
+                else self._handle(Lease(self, holder, granted_at, t0, res.token)))
+
+    def _obtain(self, wait: float, holder: str | None, poll: float) -> Lease:
+        """A lease within ``wait`` s, else ``LeaseRejected`` (``BreakerOpen`` when the
+        backend is known down past the wait): what ``hold()`` enters with."""
+        holder = holder or self._ids.new()
+        waits = pauses(self, wait, poll, lambda: self._last_outcome)
+        while (lease := self.acquire(holder=holder)) is None:
+            time.sleep(next(waits))
+        return lease
 
     def _beat(self, holder: str) -> bool | None:
         """Renew: True renewed, False lost, None unknown (backend error, counted)."""
@@ -402,37 +465,24 @@ class LeaseStore(_LeaseCore, Closing, ABC):
 
     @blocking
     def release(self, holder: str, granted_at: float | None = None) -> bool:
+        """Give ``holder``'s slot back; True if this call removed it."""
+        self._untracked(holder)
         try:
             self._gate()
             return self._released(self._remove(holder), granted_at)
         except Exception as exc:  # noqa: BLE001
             return self._release_failed(exc)
 
-    @blocking
-    def acquire_within(self, wait: float = 0.0, *, holder: str | None = None,
-                       poll: float = DEFAULT_POLL) -> Lease:
-        """A lease, retrying (one holder id, so no retry takes a second slot) for up to
-        ``wait`` seconds; ``LeaseRejected`` when none came."""
-        holder = holder or self._ids.new()
-        started = monotonic()
-        while True:
-            lease = self.acquire(holder)
-            if lease is not None:
-                return lease
-            pause = self._pause(started, wait, poll)
-            if pause is None:
-                raise LeaseRejected(self.quota, self._last_outcome, wait)
-            time.sleep(pause)
-
-    def hold(self, holder: str | None = None, *, wait: float = 0.0,
+    def hold(self, *, wait: float = 0.0, holder: str | None = None,
              poll: float = DEFAULT_POLL) -> Hold:
-        """``with store.hold() as lease:`` — acquire (waiting up to ``wait`` s), keep it
-        alive in a thread, release on exit; ``LeaseLost`` at exit if it was lost meanwhile.
+        """``with store.hold(wait=5) as lease:`` — acquire (waiting up to ``wait`` s, else
+        ``LeaseRejected``), keep it alive in a thread, release on exit; ``LeaseLost`` at
+        exit if it was lost meanwhile.
 
         Blocking code cannot be cancelled: check ``lease.valid()`` / ``lease.check()``
         between steps, or watch ``lease.lost_event``.
         """
-        return Hold(self, holder, wait, poll)
+        return Hold(lambda: self._obtain(wait, holder, poll))
 
 
 class AsyncLeaseStore(_LeaseCore, AsyncClosing, ABC):
@@ -472,19 +522,36 @@ class AsyncLeaseStore(_LeaseCore, AsyncClosing, ABC):
     async def aclose(self) -> None:
         """Release backend resources (not the leases)."""
 
-    async def acquire(self, holder: str | None = None) -> AsyncLease | None:
+    async def acquire(self, *, wait: float = 0.0, holder: str | None = None,
+                      poll: float = DEFAULT_POLL) -> AsyncLease | None:
+        """See ``LeaseStore.acquire``."""
         holder = holder or self._ids.new()
+        if wait > 0:
+            try:
+                return await self._obtain(wait, holder, poll)
+            except LeaseRejected:
+                return None
         t0 = monotonic()
         try:
             self._gate()
             res = await self._try_acquire(holder)
         except Exception as exc:  # noqa: BLE001
             if self._acquire_failed(exc, t0):
-                return AsyncLease(self, holder, monotonic(), t0, 0, True)
+                return self._handle(AsyncLease(self, holder, monotonic(), t0, 0, True))
             return None
         granted_at = self._acquired(res, t0, holder)
         return (None if granted_at is None
-                else AsyncLease(self, holder, granted_at, t0, res.token))
+                else self._handle(AsyncLease(self, holder, granted_at, t0, res.token)))
+
+    async def _obtain(self, wait: float, holder: str | None, poll: float) -> AsyncLease:
+        """See ``LeaseStore._obtain``."""
+        holder = holder or self._ids.new()
+        waits = pauses(self, wait, poll, lambda: self._last_outcome)
+        while True:  # a retry every pause: the backend is polled, nothing to wait on
+            lease = await self.acquire(holder=holder)
+            if lease is not None:
+                return lease
+            await asyncio.sleep(next(waits))
 
     async def _beat(self, holder: str) -> bool | None:
         try:
@@ -499,38 +566,20 @@ class AsyncLeaseStore(_LeaseCore, AsyncClosing, ABC):
         return self.fail_open if state is None else state
 
     async def release(self, holder: str, granted_at: float | None = None) -> bool:
+        """See ``LeaseStore.release``."""
+        self._untracked(holder)
         try:
             self._gate()
             return self._released(await self._remove(holder), granted_at)
         except Exception as exc:  # noqa: BLE001
             return self._release_failed(exc)
 
-    async def acquire_within(self, wait: float = 0.0, *, holder: str | None = None,
-                             poll: float = DEFAULT_POLL) -> AsyncLease:
-        """See ``LeaseStore.acquire_within``."""
-        holder = holder or self._ids.new()
-        started = monotonic()
-        while True:
-            lease = await self.acquire(holder)
-            if lease is not None:
-                return lease
-            pause = self._pause(started, wait, poll)
-            if pause is None:
-                raise LeaseRejected(self.quota, self._last_outcome, wait)
-            await asyncio.sleep(pause)
-
-    def hold(self, holder: str | None = None, *, wait: float = 0.0,
+    def hold(self, *, wait: float = 0.0, holder: str | None = None,
              poll: float = DEFAULT_POLL) -> AsyncHold:
-        """``async with store.hold() as lease:`` — the body runs inside the lease: it is
-        kept alive in a task and, once lost, the body is cancelled and ``LeaseLost`` is
+        """``async with store.hold(wait=5) as lease:`` — the body runs inside the lease: it
+        is kept alive in a task and, once lost, the body is cancelled and ``LeaseLost`` is
         raised out of the ``async with`` (like ``asyncio.timeout``)."""
-        return AsyncHold(self, holder, wait, poll)
-
-    async def run(self, fn: Callable[..., Awaitable[T]], *args: Any, wait: float = 0.0,
-                  poll: float = DEFAULT_POLL) -> T:
-        """``await fn(*args)`` inside a lease: cancelled and ``LeaseLost`` when it is lost."""
-        async with self.hold(wait=wait, poll=poll):
-            return await fn(*args)
+        return AsyncHold(lambda: self._obtain(wait, holder, poll))
 
 
 _event_lock = threading.Lock()  # lazily created events: creation and loss must not race
@@ -793,14 +842,15 @@ class AsyncLease(_LeaseHandle):
 
 
 class Hold:
-    """``LeaseStore.hold()``: the lease for a ``with`` block of blocking code."""
+    """What ``hold()`` returns (made by a store or buffer, not by hand): the lease for a
+    ``with`` block of blocking code. ``obtain`` gets it or raises ``LeaseRejected``."""
 
-    def __init__(self, store: LeaseStore, holder: str | None, wait: float, poll: float) -> None:
-        self.store, self.holder, self.wait, self.poll = store, holder, wait, poll
+    def __init__(self, obtain: Callable[[], Lease]) -> None:
+        self._obtain = obtain
         self.lease: Lease | None = None
 
     def __enter__(self) -> Lease:
-        self.lease = self.store.acquire_within(self.wait, holder=self.holder, poll=self.poll)
+        self.lease = self._obtain()
         self.lease.keep_alive()
         return self.lease
 
@@ -818,11 +868,11 @@ class Hold:
 
 
 class AsyncHold:
-    """``AsyncLeaseStore.hold()``: the body is cancelled when the lease is lost."""
+    """What an asyncio ``hold()`` returns (not made by hand): the body is cancelled when
+    the lease is lost. ``obtain`` gets the lease or raises ``LeaseRejected``."""
 
-    def __init__(self, store: AsyncLeaseStore, holder: str | None, wait: float,
-                 poll: float) -> None:
-        self.store, self.holder, self.wait, self.poll = store, holder, wait, poll
+    def __init__(self, obtain: Callable[[], Awaitable[AsyncLease]]) -> None:
+        self._obtain = obtain
         self.lease: AsyncLease | None = None
         self._task: asyncio.Task[Any] | None = None
         self._in_body = False
@@ -830,8 +880,7 @@ class AsyncHold:
 
     async def __aenter__(self) -> AsyncLease:
         self._task = asyncio.current_task()
-        lease = self.lease = await self.store.acquire_within(self.wait, holder=self.holder,
-                                                             poll=self.poll)
+        lease = self.lease = await self._obtain()
         self._in_body = True
         lease.keep_alive(on_lost=self._lost)
         return lease

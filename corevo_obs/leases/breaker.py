@@ -10,8 +10,8 @@ succeeds closes the breaker; one that fails opens it for another window. So whil
 backend is down at most one call per window reaches it, and recovery needs no operator.
 
 Fail-closed stays the policy: a short-circuited acquire is a rejection
-(``BreakerOpen``, a ``LeaseRejected``, raised at once by ``hold()`` and
-``acquire_within()`` when their wait ends before the next probe; a longer wait sleeps
+(``BreakerOpen``, a ``LeaseRejected``, raised at once by ``hold()`` when its wait
+ends before the next probe, ``acquire()`` then answers None; a longer wait sleeps
 until the probe window instead of retrying), a short-circuited renewal confirms nothing
 (the holder's deadline still stands). Only a store built with ``fail_open=True`` grants a
 degraded lease instead, counted in ``corevo_lease_fail_open_total``.

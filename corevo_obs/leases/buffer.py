@@ -33,7 +33,7 @@ Example::
 
     quota = ShardedLeaseStore("llm", cluster, limit=120, shards=6, timeout=30)
     buffer = LeaseBuffer(quota, size=4, idle=1.0)
-    with buffer.hold("tenant-42", wait=2) as lease:   # a shard's Lease, kept alive
+    with buffer.hold(key="tenant-42", wait=2) as lease:   # a shard's Lease, kept alive
         call_model()
 """
 
@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from time import monotonic
 from typing import Any, Final
 
@@ -50,7 +50,6 @@ from ..core.guard import absorb
 from ..core.lifecycle import AsyncClosing, Closing
 from ..core.telemetry import HasTelemetry, Telemetry
 from .base import DEFAULT_POLL, AsyncHold, AsyncLease, Hold, Lease, _number
-from .sharded import _Keyed  # what a hold calls: acquire_within with the key bound
 
 #: seconds a buffered lease may stay unused, and how recent demand must be to keep one
 DEFAULT_IDLE: Final = 1.0
@@ -227,21 +226,22 @@ class LeaseBuffer(_BufferCore, Closing):
             old.release()
         return lease  # type: ignore[no-any-return]
 
-    def acquire(self, key: str | None = None, holder: str | None = None) -> Lease | None:
-        """A buffered lease at once, else the store's ``acquire`` (None: rejected)."""
+    def acquire(self, *, key: str | None = None, wait: float = 0.0,
+                holder: str | None = None, poll: float = DEFAULT_POLL) -> Lease | None:
+        """A buffered lease at once, else the store's ``acquire`` (None: none came within
+        ``wait`` s), kept alive either way."""
         found = self._from_buffer()
         if found is not None:
             return found
-        return self._fresh(self.store.acquire(holder=holder, **self._key(key)))
+        return self._fresh(self.store.acquire(wait=wait, holder=holder, poll=poll,
+                                              **self._key(key)))
 
-    def acquire_within(self, wait: float = 0.0, *, key: str | None = None,
-                       holder: str | None = None, poll: float = DEFAULT_POLL) -> Lease:
-        """A buffered lease at once, else the store's ``acquire_within``
-        (``LeaseRejected`` when none came within ``wait``)."""
+    def _obtain(self, wait: float, key: str | None, holder: str | None, poll: float) -> Lease:
+        """``acquire``, or ``LeaseRejected`` (what ``hold()`` enters with)."""
         found = self._from_buffer()
         if found is not None:
             return found
-        lease = self.store.acquire_within(wait, holder=holder, poll=poll, **self._key(key))
+        lease = self.store._obtain(wait, holder=holder, poll=poll, **self._key(key))
         self._fresh(lease)
         return lease  # type: ignore[no-any-return]
 
@@ -251,11 +251,11 @@ class LeaseBuffer(_BufferCore, Closing):
         done = self._returned(lease)
         return lease.release() if done is None else done
 
-    def hold(self, key: str | None = None, *, holder: str | None = None,
-             wait: float = 0.0, poll: float = DEFAULT_POLL) -> Hold:
-        """``with buffer.hold("tenant") as lease:`` — ``LeaseStore.hold`` through the
+    def hold(self, *, key: str | None = None, wait: float = 0.0, holder: str | None = None,
+             poll: float = DEFAULT_POLL) -> Hold:
+        """``with buffer.hold(key="tenant") as lease:`` — ``LeaseStore.hold`` through the
         buffer: the lease goes back to it at the end of the block."""
-        return _BufferHold(self, key, holder, wait, poll)
+        return _BufferHold(self, lambda: self._obtain(wait, key, holder, poll))
 
     def sweep(self) -> int:
         """Release the buffered leases past the idle bound (all when crowded); how many."""
@@ -304,21 +304,22 @@ class AsyncLeaseBuffer(_BufferCore, AsyncClosing):
             await old.release()
         return lease  # type: ignore[no-any-return]
 
-    async def acquire(self, key: str | None = None,
-                      holder: str | None = None) -> AsyncLease | None:
+    async def acquire(self, *, key: str | None = None, wait: float = 0.0,
+                      holder: str | None = None,
+                      poll: float = DEFAULT_POLL) -> AsyncLease | None:
+        """See ``LeaseBuffer.acquire``."""
         found = await self._from_buffer()
         if found is not None:
             return found
-        return self._fresh(await self.store.acquire(holder=holder, **self._key(key)))
+        return self._fresh(await self.store.acquire(wait=wait, holder=holder, poll=poll,
+                                                    **self._key(key)))
 
-    async def acquire_within(self, wait: float = 0.0, *, key: str | None = None,
-                             holder: str | None = None,
-                             poll: float = DEFAULT_POLL) -> AsyncLease:
+    async def _obtain(self, wait: float, key: str | None, holder: str | None,
+                      poll: float) -> AsyncLease:
         found = await self._from_buffer()
         if found is not None:
             return found
-        lease = await self.store.acquire_within(wait, holder=holder, poll=poll,
-                                                **self._key(key))
+        lease = await self.store._obtain(wait, holder=holder, poll=poll, **self._key(key))
         self._fresh(lease)
         return lease  # type: ignore[no-any-return]
 
@@ -326,11 +327,11 @@ class AsyncLeaseBuffer(_BufferCore, AsyncClosing):
         done = self._returned(lease)
         return await lease.release() if done is None else done
 
-    def hold(self, key: str | None = None, *, holder: str | None = None,
-             wait: float = 0.0, poll: float = DEFAULT_POLL) -> AsyncHold:
-        """``async with buffer.hold("tenant") as lease:`` — the body is cancelled when
+    def hold(self, *, key: str | None = None, wait: float = 0.0, holder: str | None = None,
+             poll: float = DEFAULT_POLL) -> AsyncHold:
+        """``async with buffer.hold(key="tenant") as lease:`` — the body is cancelled when
         the lease is lost, and the lease goes back to the buffer at the end."""
-        return _AsyncBufferHold(self, key, holder, wait, poll)
+        return _AsyncBufferHold(self, lambda: self._obtain(wait, key, holder, poll))
 
     async def sweep(self) -> int:
         expired = self._expired()
@@ -359,9 +360,8 @@ class AsyncLeaseBuffer(_BufferCore, AsyncClosing):
 
 
 class _BufferHold(Hold):
-    def __init__(self, buffer: LeaseBuffer, key: str | None, holder: str | None,
-                 wait: float, poll: float) -> None:
-        super().__init__(_Keyed(buffer, key), holder, wait, poll)  # type: ignore[arg-type]
+    def __init__(self, buffer: LeaseBuffer, obtain: Callable[[], Lease]) -> None:
+        super().__init__(obtain)
         self.buffer = buffer
 
     def _give_back(self, lease: Lease) -> None:
@@ -369,9 +369,9 @@ class _BufferHold(Hold):
 
 
 class _AsyncBufferHold(AsyncHold):
-    def __init__(self, buffer: AsyncLeaseBuffer, key: str | None, holder: str | None,
-                 wait: float, poll: float) -> None:
-        super().__init__(_Keyed(buffer, key), holder, wait, poll)  # type: ignore[arg-type]
+    def __init__(self, buffer: AsyncLeaseBuffer,
+                 obtain: Callable[[], Awaitable[AsyncLease]]) -> None:
+        super().__init__(obtain)
         self.buffer = buffer
 
     async def _give_back(self, lease: AsyncLease) -> None:

@@ -46,9 +46,16 @@ from prometheus_client import CollectorRegistry
 from ..core.errors import ConfigError, CorevoObsError
 from ..core.guard import absorb
 from ..core.marker import blocking
-from ..core.telemetry import Telemetry
 from ..observer import Observer
-from .base import DEFAULT_TIMEOUT, AcquireResult, AsyncLeaseStore, Counted, LeaseStore, _number
+from .base import (
+    DEFAULT_TIMEOUT,
+    AcquireResult,
+    AsyncLeaseStore,
+    Counted,
+    LeaseStore,
+    _LeaseCore,
+    _number,
+)
 from .breaker import CircuitBreaker
 from .provision import fence_hint, log, provision_command
 
@@ -231,13 +238,34 @@ def _client_waits(client: Any) -> float:
 Breaker = CircuitBreaker | None | Literal["default"]
 
 
-class _RedisSetup:
+class _RedisSetup(_LeaseCore):
     """Client, keys and registered scripts: the same for the blocking and asyncio stores."""
+    #: the asyncio store (its URL builds a ``redis.asyncio`` client)
+    _asyncio: bool
+    #: a sharded quota's shards keep a limit key (``sharded.py``); a plain quota has none
+    _limit_key = False
 
-    quota: str
-    limit: int
-    worker: str
-    _telemetry: Telemetry
+    def __init__(self, quota: str, client: Any, *, limit: int, key: str | None = None,
+                 socket_timeout: float = SOCKET_TIMEOUT,
+                 connect_timeout: float = CONNECT_TIMEOUT, replicas: int = 0,
+                 wait_timeout: float = WAIT_TIMEOUT, replica_fail_open: bool = False,
+                 timeout: float = DEFAULT_TIMEOUT, heartbeat_interval: float | None = None,
+                 margin: float | None = None, fail_open: bool = False,
+                 breaker: CircuitBreaker | bool = True, observer: Observer | None = None,
+                 worker: str | None = None, registry: CollectorRegistry | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        """One constructor for both stores (their options are the same); the class says
+        which client kind a URL builds (``_asyncio``)."""
+        self._setup(quota, client, key, asyncio=self._asyncio, socket_timeout=socket_timeout,
+                    connect_timeout=connect_timeout, replicas=replicas,
+                    wait_timeout=wait_timeout, replica_fail_open=replica_fail_open,
+                    limit_key=self._limit_key)
+        super().__init__(quota, limit=limit, timeout=timeout,
+                         heartbeat_interval=heartbeat_interval, margin=margin,
+                         fail_open=fail_open, breaker=breaker, observer=observer,
+                         worker=worker, registry=registry, clock=clock)
+
+
 
     def _setup(self, quota: str, client: Any, key: str | None, *, asyncio: bool,
                socket_timeout: float, connect_timeout: float, replicas: int,
@@ -345,25 +373,7 @@ class RedisLeaseStore(_RedisSetup, LeaseStore):
         store = RedisLeaseStore("llm", "redis://127.0.0.1:6379/0", limit=10, timeout=30)
     """
 
-    def __init__(self, quota: str, client: Any, *, limit: int, key: str | None = None,
-                 socket_timeout: float = SOCKET_TIMEOUT,
-                 connect_timeout: float = CONNECT_TIMEOUT, replicas: int = 0,
-                 wait_timeout: float = WAIT_TIMEOUT, replica_fail_open: bool = False,
-                 timeout: float = DEFAULT_TIMEOUT, heartbeat_interval: float | None = None,
-                 margin: float | None = None, fail_open: bool = False,
-                 breaker: CircuitBreaker | bool = True, observer: Observer | None = None,
-                 worker: str | None = None, registry: CollectorRegistry | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
-        self._setup(quota, client, key, asyncio=False, socket_timeout=socket_timeout,
-                    connect_timeout=connect_timeout, replicas=replicas,
-                    wait_timeout=wait_timeout, replica_fail_open=replica_fail_open,
-                    limit_key=self._limit_key)
-        super().__init__(quota, limit=limit, timeout=timeout,
-                         heartbeat_interval=heartbeat_interval, margin=margin,
-                         fail_open=fail_open, breaker=breaker, observer=observer,
-                         worker=worker, registry=registry, clock=clock)
-
-    _limit_key = False
+    _asyncio = False
 
     def _replicated(self, op: Literal["acquire", "renew"]) -> bool:
         acked = self.client.execute_command(
@@ -425,25 +435,7 @@ class AsyncRedisLeaseStore(_RedisSetup, AsyncLeaseStore):
     """The same store on ``redis.asyncio.Redis`` or ``redis.asyncio.cluster.RedisCluster``
     (give a client or a URL); the same options."""
 
-    def __init__(self, quota: str, client: Any, *, limit: int, key: str | None = None,
-                 socket_timeout: float = SOCKET_TIMEOUT,
-                 connect_timeout: float = CONNECT_TIMEOUT, replicas: int = 0,
-                 wait_timeout: float = WAIT_TIMEOUT, replica_fail_open: bool = False,
-                 timeout: float = DEFAULT_TIMEOUT, heartbeat_interval: float | None = None,
-                 margin: float | None = None, fail_open: bool = False,
-                 breaker: CircuitBreaker | bool = True, observer: Observer | None = None,
-                 worker: str | None = None, registry: CollectorRegistry | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
-        self._setup(quota, client, key, asyncio=True, socket_timeout=socket_timeout,
-                    connect_timeout=connect_timeout, replicas=replicas,
-                    wait_timeout=wait_timeout, replica_fail_open=replica_fail_open,
-                    limit_key=self._limit_key)
-        super().__init__(quota, limit=limit, timeout=timeout,
-                         heartbeat_interval=heartbeat_interval, margin=margin,
-                         fail_open=fail_open, breaker=breaker, observer=observer,
-                         worker=worker, registry=registry, clock=clock)
-
-    _limit_key = False
+    _asyncio = True
 
     async def _replicated(self, op: Literal["acquire", "renew"]) -> bool:
         acked = await self.client.execute_command(

@@ -57,7 +57,7 @@ Example::
                                          socket_connect_timeout=0.5)
     quota = ShardedLeaseStore("llm", cluster, limit=120, shards=6, timeout=30)
     quota.start_rebalancer()
-    with quota.hold("tenant-42", wait=2) as lease:   # a Lease of one shard
+    with quota.hold(key="tenant-42", wait=2) as lease:   # a Lease of one shard
         call_model(fence=lease.token)
 """
 
@@ -70,10 +70,10 @@ import random
 import threading
 import time
 import zlib
-from collections.abc import Awaitable, Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass
 from time import monotonic
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 from prometheus_client import CollectorRegistry
 
@@ -92,6 +92,7 @@ from .base import (
     Hold,
     Lease,
     _LeaseCore,
+    pauses,
 )
 from .breaker import CircuitBreaker, open_pause
 from .provision import provision_command
@@ -109,7 +110,6 @@ from .redis_store import (
 SLOTS: Final = 16384
 #: a spill skips a shard this worker saw full less than this long ago (seconds)
 VIEW_TTL: Final = 0.05
-T = TypeVar("T")
 #: '1' while a shard gets an admission's last chance (its rejection is a miss there); a
 #: context variable, so concurrent tasks and threads each see their own
 _LAST: contextvars.ContextVar[str] = contextvars.ContextVar("corevo_shard_last", default="0")
@@ -291,6 +291,13 @@ class _ShardCore(HasTelemetry):
         self._moved = self._telemetry.child("corevo_lease_rebalanced_total", quota=quota)
         self._stop = threading.Event()  # ends the blocking store's rebalancer thread
 
+    def track(self) -> Mapping[str, Any]:
+        """``LeaseStore.track`` over the shards: one view of every shard's live leases."""
+        live: Mapping[str, Any] = self.shards[0].track()
+        for s in self.shards[1:]:
+            s._live = live
+        return live
+
     def order(self, key: str | None) -> list[int]:
         """The candidate shards for ``key``: its home shard first, then the next ones (no
         key: a random home shard, for callers that need no affinity)."""
@@ -391,7 +398,7 @@ class _ShardCore(HasTelemetry):
     def _call(self, op: LimitOp | None) -> Any:
         """Send one call of ``_round`` (a coroutine on the asyncio store)."""
         if op is None:
-            return self.rebalancer.acquire(self._leader)
+            return self.rebalancer.acquire(holder=self._leader)
         i, what, amount, token = op
         s = self.shards[i]
         return self._limit_script(keys=[s.key, s.limit_key, f"{s.key}:fence", s.misses_key,
@@ -462,16 +469,6 @@ class _AsyncShard(_SeenShard, AsyncRedisLeaseStore):
         return removed
 
 
-class _Keyed:
-    """What ``Hold``/``AsyncHold`` call: ``acquire_within`` with the caller key bound."""
-
-    def __init__(self, store: Any, key: str | None) -> None:
-        self.store, self.key = store, key
-
-    def acquire_within(self, wait: float, *, holder: str | None, poll: float) -> Any:
-        return self.store.acquire_within(wait, key=self.key, holder=holder, poll=poll)
-
-
 class ShardedLeaseStore(_ShardCore, Closing):
     """A sharded quota on a blocking client (``RedisCluster`` or plain ``Redis``).
 
@@ -492,35 +489,41 @@ class ShardedLeaseStore(_ShardCore, Closing):
         while (chosen := self.pick(candidates, tried)) is not None:
             i, last = chosen
             with _last_chance(last):
-                lease = self.shards[i].acquire(holder)
+                lease = self.shards[i].acquire(holder=holder)
             if lease is not None:
                 return lease, i
             tried.append(i)
         return None, self._rejected_all(tried)
 
-    def acquire(self, key: str | None = None, holder: str | None = None) -> Lease | None:
-        """A lease on a shard of ``key``'s candidates with room, or None."""
-        return self._admit(key, holder)[0]
+    def acquire(self, *, key: str | None = None, wait: float = 0.0,
+                holder: str | None = None, poll: float = DEFAULT_POLL) -> Lease | None:
+        """A lease on a shard of ``key``'s candidates with room, or None when none came
+        within ``wait`` s (see ``LeaseStore.acquire``)."""
+        if wait <= 0:
+            return self._admit(key, holder)[0]
+        try:
+            return self._obtain(wait, holder, poll, key)
+        except LeaseRejected:
+            return None
 
-    def acquire_within(self, wait: float = 0.0, *, key: str | None = None,
-                       holder: str | None = None, poll: float = DEFAULT_POLL) -> Lease:
-        """See ``LeaseStore.acquire_within``; ``BreakerOpen`` when every shard's backend
-        is known down (``_pause``)."""
+    def _obtain(self, wait: float, holder: str | None, poll: float,
+                key: str | None = None) -> Lease:
+        """See ``LeaseStore._obtain``; ``BreakerOpen`` when every shard's backend is known
+        down (``_pause``)."""
         holder = holder or self.shards[0].new_holder()
-        started = monotonic()
+        last = 0  # the shard tried last: its outcome names a rejection
+        waits = pauses(self, wait, poll, lambda: self.shards[last]._last_outcome)
         while True:
             lease, last = self._admit(key, holder)
             if lease is not None:
                 return lease
-            pause = self._pause(started, wait, poll)
-            if pause is None:
-                raise LeaseRejected(self.quota, self.shards[last]._last_outcome, wait)
-            time.sleep(pause)
+            time.sleep(next(waits))
 
-    def hold(self, key: str | None = None, *, holder: str | None = None,
-             wait: float = 0.0, poll: float = DEFAULT_POLL) -> Hold:
-        """``with quota.hold("tenant") as lease:`` — ``LeaseStore.hold`` on the shards."""
-        return Hold(_Keyed(self, key), holder, wait, poll)  # type: ignore[arg-type]
+    def hold(self, *, key: str | None = None, wait: float = 0.0, holder: str | None = None,
+             poll: float = DEFAULT_POLL) -> Hold:
+        """``with quota.hold(key="tenant", wait=2) as lease:`` — ``LeaseStore.hold`` on the
+        shards."""
+        return Hold(lambda: self._obtain(wait, holder, poll, key))
 
     def rebalance(self) -> int | None:
         """One round if this worker holds the rebalancer lease: slots moved, else None."""
@@ -579,39 +582,38 @@ class AsyncShardedLeaseStore(_ShardCore, AsyncClosing):
         while (chosen := self.pick(candidates, tried)) is not None:
             i, last = chosen
             with _last_chance(last):
-                lease = await self.shards[i].acquire(holder)
+                lease = await self.shards[i].acquire(holder=holder)
             if lease is not None:
                 return lease, i
             tried.append(i)
         return None, self._rejected_all(tried)
 
-    async def acquire(self, key: str | None = None,
-                      holder: str | None = None) -> AsyncLease | None:
-        return (await self._admit(key, holder))[0]
+    async def acquire(self, *, key: str | None = None, wait: float = 0.0,
+                      holder: str | None = None,
+                      poll: float = DEFAULT_POLL) -> AsyncLease | None:
+        """See ``ShardedLeaseStore.acquire``."""
+        if wait <= 0:
+            return (await self._admit(key, holder))[0]
+        try:
+            return await self._obtain(wait, holder, poll, key)
+        except LeaseRejected:
+            return None
 
-    async def acquire_within(self, wait: float = 0.0, *, key: str | None = None,
-                             holder: str | None = None,
-                             poll: float = DEFAULT_POLL) -> AsyncLease:
+    async def _obtain(self, wait: float, holder: str | None, poll: float,
+                      key: str | None = None) -> AsyncLease:
         holder = holder or self.shards[0].new_holder()
-        started = monotonic()
+        last = 0  # the shard tried last: its outcome names a rejection
+        waits = pauses(self, wait, poll, lambda: self.shards[last]._last_outcome)
         while True:
             lease, last = await self._admit(key, holder)
             if lease is not None:
                 return lease
-            pause = self._pause(started, wait, poll)
-            if pause is None:
-                raise LeaseRejected(self.quota, self.shards[last]._last_outcome, wait)
-            await asyncio.sleep(pause)
+            await asyncio.sleep(next(waits))
 
-    def hold(self, key: str | None = None, *, holder: str | None = None,
-             wait: float = 0.0, poll: float = DEFAULT_POLL) -> AsyncHold:
-        return AsyncHold(_Keyed(self, key), holder, wait, poll)  # type: ignore[arg-type]
-
-    async def run(self, fn: Callable[..., Awaitable[T]], *args: Any,
-                  key: str | None = None, wait: float = 0.0,
-                  poll: float = DEFAULT_POLL) -> T:
-        async with self.hold(key, wait=wait, poll=poll):
-            return await fn(*args)
+    def hold(self, *, key: str | None = None, wait: float = 0.0, holder: str | None = None,
+             poll: float = DEFAULT_POLL) -> AsyncHold:
+        """See ``ShardedLeaseStore.hold``; the body is cancelled when the lease is lost."""
+        return AsyncHold(lambda: self._obtain(wait, holder, poll, key))
 
     async def rebalance(self) -> int | None:
         calls, reply = self._round(), None

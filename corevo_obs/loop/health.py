@@ -10,7 +10,7 @@ from typing import Any, Final
 
 from prometheus_client import CollectorRegistry
 
-from ..core.lifecycle import AsyncService, astops, renamed, starts
+from ..core.lifecycle import AsyncService, astops, starts
 from ..core.settings import option, resolve
 from ..core.telemetry import HasTelemetry, Telemetry
 from .lag import DEFAULT_INTERVAL, LoopLagSampler
@@ -154,10 +154,6 @@ class LoopHealth(HasTelemetry, AsyncService):
         if self.watchdog is not None:
             await self.watchdog.aclose()
 
-    async def stop(self) -> None:
-        """Deprecated: ``await aclose()``."""
-        renamed(self, "stop", "aclose")
-        await self.aclose()
 
 
 def install_loop_health(

@@ -17,7 +17,7 @@ from prometheus_client import CollectorRegistry
 
 from ..core import guard
 from ..core.errors import ConfigError
-from ..core.lifecycle import AsyncService, astops, renamed, starts
+from ..core.lifecycle import AsyncService, astops, starts
 from ..core.telemetry import HasTelemetry, Telemetry
 
 DEFAULT_INTERVAL: Final = 0.02
@@ -74,10 +74,6 @@ class LoopLagSampler(HasTelemetry, AsyncService):
         loop = loop or asyncio.get_running_loop()
         self._task = loop.create_task(self.run(), name=f"corevo-lag-sampler[{self.worker}]")
 
-    async def stop(self) -> None:
-        """Deprecated: ``await aclose()``."""
-        renamed(self, "stop", "aclose")
-        await self.aclose()
 
     @astops
     async def aclose(self) -> None:

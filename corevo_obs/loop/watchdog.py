@@ -31,7 +31,7 @@ from prometheus_client import CollectorRegistry
 
 from ..core import guard
 from ..core.errors import ConfigError
-from ..core.lifecycle import DualService, astops, renamed, starts, stops
+from ..core.lifecycle import DualService, astops, starts, stops
 from ..core.telemetry import HasTelemetry, Telemetry
 from . import schedstat
 from .causes import (
@@ -358,10 +358,6 @@ class StallWatchdog(HasTelemetry, DualService):
                 await asyncio.sleep(0.001)
         self._finish()
 
-    def stop(self, timeout: float = 2.0) -> None:
-        """Deprecated: :meth:`close` (the sync verb) or :meth:`aclose` on a loop."""
-        renamed(self, "stop", "close")
-        self.close(timeout)
 
     def _finish(self) -> None:
         thread = self._thread

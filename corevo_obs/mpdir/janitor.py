@@ -15,7 +15,7 @@ from typing import Final
 from ..core import promclient
 from ..core.errors import ConfigError
 from ..core.guard import absorb
-from ..core.lifecycle import Service, renamed, starts, stops
+from ..core.lifecycle import Service, starts, stops
 from .compactor import CompactionResult, compact_backlog
 from .lock import LockBusy
 from .status import scan
@@ -86,7 +86,3 @@ class Janitor(Service):
             self._thread.join(timeout=10)
             self._thread = None
 
-    def stop(self) -> None:
-        """Deprecated: ``close()``."""
-        renamed(self, "stop", "close")
-        self.close()

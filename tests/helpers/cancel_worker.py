@@ -90,7 +90,7 @@ async def main(cfg: dict[str, Any]) -> None:
         claim = again.claim
         started = await jobs.start(claim)
     assert started.execution_id is not None
-    lease = await leases.acquire(execution_holder(inbox.owner, started.execution_id))
+    lease = await leases.acquire(holder=execution_holder(inbox.owner, started.execution_id))
     assert lease is not None, "quota full"
     ctl = asyncio.get_running_loop().create_task(control(inbox, lines))
     emit("running", owner=inbox.owner, epoch=claim.epoch, execution=started.execution_id,

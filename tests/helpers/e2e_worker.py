@@ -146,7 +146,7 @@ class Workload:
         for e in (e2, e1, e1):  # early (buffered), then applied with e2, then a duplicate
             self.projector.offer(e)
         self.projector.offer(Event(claim.job_id, "old", claim.epoch - 1, 4, "token"))
-        self.projector.replay(self.history, claim.job_id)  # e3 was never sent live
+        self.projector.replay(self.history.latest(claim.job_id))  # e3 was never sent live
         self.projector.forget(claim.job_id)
 
     async def step(self) -> None:
@@ -179,7 +179,7 @@ class Cancels:
     async def execute(self, job: str, claim: Claim) -> tuple[str, asyncio.Task[Stop]]:
         execution = self.jobs.start(claim).execution_id
         assert execution is not None
-        lease = await self.execs.acquire(execution_holder(claim.owner, execution))
+        lease = await self.execs.acquire(holder=execution_holder(claim.owner, execution))
         assert lease is not None, "exec quota full"
         run = self.inbox.run(claim, execution, lease, idle, heartbeat=HEARTBEAT)
         task = asyncio.get_running_loop().create_task(run)
@@ -222,7 +222,7 @@ class Cancels:
         claim = self.claim(job, owner=self.ghost)
         execution = self.jobs.start(claim).execution_id
         assert execution is not None
-        lease = await self.execs.acquire(execution_holder(self.ghost, execution))
+        lease = await self.execs.acquire(holder=execution_holder(self.ghost, execution))
         assert lease is not None, "exec quota full"  # never renewed: its owner is gone
         routed = await self.gateway.cancel(job)
         stopped = await self.gateway.wait_stopped(routed, self.execs, within=10 * LEASE_TIMEOUT)

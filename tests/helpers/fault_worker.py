@@ -152,7 +152,7 @@ async def work(cfg: dict[str, Any], stopped: asyncio.Event) -> Counter[str]:
     halt.set()
     for t in lanes:
         await asyncio.to_thread(t.join)
-    await leases.close()
+    await leases.aclose()
     jobs.close()
     os.close(track)
     os.close(jobs_fd)

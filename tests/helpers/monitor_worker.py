@@ -20,7 +20,7 @@ import time
 import aiomonitor  # noqa: F401 - imported before the loop runs: on it, a stall of its own
 
 from corevo_obs import OffloadAdapter, install_loop_health
-from corevo_obs.integrations.monitor import start_monitor, track_leases, track_offload
+from corevo_obs.integrations.monitor import install_monitor, track_leases, track_offload
 from corevo_obs.leases import AsyncSqliteLeaseStore
 
 
@@ -43,7 +43,7 @@ def slow_handler(seconds: float) -> None:
 
 async def main(port: int, webui_port: int, lease_db: str) -> None:
     health = install_loop_health(worker="m0", interval=0.01)
-    mon = start_monitor(health, port=port, webui_port=webui_port)
+    mon = install_monitor(health, port=port, webui_port=webui_port)
     adapter = OffloadAdapter(name="s3", max_in_flight=3, on_background_error=lambda e: None)
     track_offload(adapter)
     gate = threading.Event()

@@ -53,7 +53,7 @@ def asgi_app() -> Any:
 def aiohttp_app(static: Path | None) -> Any:
     from aiohttp import web
 
-    from corevo_obs.integrations.aiohttp_web import setup_stages
+    from corevo_obs.integrations.aiohttp_web import install_stages
 
     async def item(request: web.Request) -> web.Response:
         return web.json_response({"item": request.match_info["item_id"]})
@@ -74,7 +74,7 @@ def aiohttp_app(static: Path | None) -> Any:
                             headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     app = web.Application()
-    setup_stages(app)
+    install_stages(app)
     app.router.add_get("/items/{item_id}", item)
     app.router.add_route("*", "/any", anything)
     app.router.add_get("/stream", stream)
