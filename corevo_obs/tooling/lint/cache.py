@@ -57,7 +57,7 @@ from typing import Any
 
 from .call_catalog import Catalog
 from .model import CallSite, Edge, FileResult, Finding, FuncFacts, Pending
-from .narrowing import OPS, Args, Atom, Guard, Kind, Value, instance
+from .narrowing import CONJ, OPS, Args, Atom, Guard, Kind, Value, instance
 from .noqa import NoqaPolicy
 
 FORMAT = 11
@@ -190,12 +190,14 @@ def _enc_value(v: Value) -> list[object]:
     if v[0] == "a":
         assert isinstance(v[1], Atom)
         return ["a", _enc_guard((v[1],))[0]]
+    if v[0] == CONJ:
+        return [CONJ, _enc_guard(v[1])]  # type: ignore[arg-type]
     return [v[0], _enc_const(v[1])]
 
 
 def _dec_value(x: object) -> Value:
     kind, payload = _list(x, 2)
-    _check(kind in ("v", "s", "p", "?", "t", "i", "a"))
+    _check(kind in ("v", "s", "p", "?", "t", "i", "a", CONJ))
     if kind == "v":
         return ("v", _dec_const(payload))
     if kind == "?":
@@ -208,6 +210,8 @@ def _dec_value(x: object) -> Value:
         return ("i", (_str(cls), decoded))
     if kind == "a":
         return ("a", _dec_guard([payload])[0])
+    if kind == CONJ:
+        return (CONJ, _dec_guard(payload))
     return (kind, _str(payload))
 
 
