@@ -3,6 +3,7 @@ iterated, so a call whose result is only stored does not block (iterating it lat
 on the loop or not). Iterated or consumed where it is called, it blocks there.
 ``iterdir`` lists the directory when called (Python 3.13 on), stored or not."""
 
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -17,6 +18,9 @@ class Lister:
     async def deep(self) -> None:
         pending = self.root.rglob("*.py")
         self.entries = pending
+
+    async def annotated(self) -> None:
+        self.entries: Iterator[Path] = self.root.glob("*.txt")
 
     async def loop(self) -> list[Path]:
         return [p for p in self.root.glob("*")]  # error: ASYNC240

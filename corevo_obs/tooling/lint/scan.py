@@ -424,7 +424,8 @@ class FileScanner(ast.NodeVisitor):
             ast.AsyncFunctionDef: self._visit_def, ast.Lambda: self.visit_Lambda,
             ast.ClassDef: self.visit_ClassDef, ast.Call: self.visit_Call,
             ast.Await: self.visit_Await, ast.If: self.visit_If, ast.Assign: self.visit_Assign,
-            ast.AugAssign: self.visit_AugAssign, ast.Return: self.visit_Return,
+            ast.AugAssign: self.visit_AugAssign, ast.AnnAssign: self.visit_AnnAssign,
+            ast.Return: self.visit_Return,
             ast.Yield: self._visit_yield, ast.YieldFrom: self._visit_yield,
             ast.Attribute: self.visit_Attribute, ast.ExceptHandler: self.visit_ExceptHandler,
             ast.ListComp: self._visit_comprehension, ast.SetComp: self._visit_comprehension,
@@ -702,6 +703,11 @@ class FileScanner(ast.NodeVisitor):
                               if "__init__" in where and set(where) <= {"__init__", node.name})
         if ctx.attrs:
             ctx.facts.names |= ctx.attrs | {SELF}
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is not None:
+            self._stored.add(id(node.value))
+        self.generic_visit(node)
 
     def visit_Assign(self, node: ast.Assign) -> None:
         self._stored.add(id(node.value))  # ``it = path.glob("*")``: a generator, not read yet
