@@ -49,6 +49,14 @@ class App:
     def refresh_here(self) -> None:
         time.sleep(1)
 
+    @work(thread=True)
+    async def poll(self) -> None:
+        time.sleep(1)  # the worker thread's own event loop runs it
+
+    @work()
+    async def poll_here(self) -> None:
+        time.sleep(1)  # error: COB104 [high]
+
     @in_thread
     def download(self) -> None:
         time.sleep(1)

@@ -551,9 +551,11 @@ class FileScanner(ast.NodeVisitor):
             self._decorated.add(qualname)
         protocol = (self._protocol_callback(node) if isinstance(node, ast.FunctionDef)
                     else False)
-        if isinstance(node, ast.AsyncFunctionDef):
+        if isinstance(node, ast.AsyncFunctionDef) and not self._thread_decorated(node):
             ctx = _Ctx(qualname, display, on_loop=True, node=node,  # type: ignore[arg-type]
                        walrus=self._walrus)
+        elif isinstance(node, ast.AsyncFunctionDef):  # @work(thread=True) async def: the
+            ctx = _Ctx(qualname, display, on_loop=False)  # worker thread's own loop runs it
         elif self._offload_decorated(node):  # @sync_to_async def f(): calls return awaitables
             ctx = _Ctx(qualname, display, on_loop=False)
         elif protocol is True:  # the loop calls it: what it blocks on, it blocks
@@ -757,10 +759,12 @@ class FileScanner(ast.NodeVisitor):
             ref = self.tracker.resolve(deco.func if isinstance(deco, ast.Call) else deco)
             if ref is not None and ref.name in self.catalog.offload:
                 return True
-            if (isinstance(deco, ast.Call) and _in_thread(deco)) or self._threads_its_function(
-                    deco):
-                return True
-        return False
+        return self._thread_decorated(node)
+
+    def _thread_decorated(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        """A decorator given ``thread=True``, or one whose code starts a thread on it."""
+        return any((isinstance(deco, ast.Call) and _in_thread(deco))
+                   or self._threads_its_function(deco) for deco in node.decorator_list)
 
     def _signature(self, node: ast.FunctionDef, facts: FuncFacts) -> None:
         """Positional parameters (without self / cls), keyword names, constant defaults."""
