@@ -3,6 +3,7 @@ before the parameter is rebound in an ``if``/``elif`` (each rebinding's guard is
 ``isinstance(ssl, T)`` false for ``None``. The default ``ssl=None`` builds no context; a
 caller passing ``ssl=True`` does."""
 
+import socket
 import ssl as _ssl
 
 
@@ -48,3 +49,22 @@ async def load_off(path: str) -> None:
 
 async def load_on(path: str) -> None:
     loader(path, mode=True)  # error: COB110 [medium]
+
+
+class Registerer:
+    def __init__(self, parameters: dict) -> None:
+        if "ep" not in parameters:
+            parameters = {**parameters, "ep": socket.getfqdn()}
+        self.parameters = parameters
+
+
+async def register_named(name: str) -> Registerer:
+    return Registerer({"ep": name, "lt": 60})
+
+
+async def register_unnamed() -> Registerer:
+    return Registerer({"lt": 60})  # error: COB110 [medium]
+
+
+async def register_given(parameters: dict) -> Registerer:
+    return Registerer(parameters)  # error: COB110 [medium]

@@ -165,7 +165,7 @@ def _enc_const(c: object) -> object:
     if isinstance(c, bytes):
         return {"b": c.hex()}
     if isinstance(c, Kind):
-        return {"k": c.type}
+        return {"k": c.type} if c.keys is None else {"k": c.type, "keys": list(c.keys)}
     if isinstance(c, tuple):
         return {"t": [_enc_const(v) for v in c]}
     return c
@@ -174,10 +174,12 @@ def _enc_const(c: object) -> object:
 def _dec_const(x: object) -> object:
     if x is None or type(x) in (bool, int, float, str):
         return x
-    _check(type(x) is dict and len(x) == 1)
+    _check(type(x) is dict and (len(x) == 1 or len(x) == 2 and "keys" in x))
     assert isinstance(x, dict)
     if "b" in x:
         return bytes.fromhex(_str(x["b"]))
+    if "keys" in x:
+        return Kind(_str(x["k"]), tuple(map(_str, _list(x["keys"]))))
     if "k" in x:
         return Kind(_str(x["k"]))
     return tuple(_dec_const(v) for v in _list(x.get("t")))

@@ -5,7 +5,8 @@ A helper that touches the disk only ``if key == REPORT_PATH`` does not block whe
 called with another constant key; one that reads netrc only ``if trust_env`` does not
 block when called with the default ``trust_env=False``. Understood tests: ``p == C``,
 ``p != C``, ``p in (C, ...)``, ``p not in ...``, ``p is None``, ``p is not None``, ``p``,
-``not p``, ``isinstance(p, T)`` (builtin types and ``os.PathLike``), ``p.startswith(C)``,
+``not p``, ``p is True``/``False``, ``C in p`` (a dict display's keys),
+``isinstance(p, T)`` (builtin types and ``os.PathLike``), ``p.startswith(C)``,
 their negations and ``and`` of them, on a parameter that the body never rebinds or rebinds
 once under a guard that the call rules out (``rebinds``). ``self.x`` is a parameter of a
 method too when only ``__init__`` and that method assign it: ``__init__``'s calls of
@@ -37,7 +38,8 @@ _NEGATE = {"==": "!=", "!=": "==", "in": "not in", "not in": "in", "truthy": "fa
            "falsy": "truthy", "is None": "is not None", "is not None": "is None",
            "isinstance": "not isinstance", "not isinstance": "isinstance",
            "startswith": "not startswith", "not startswith": "startswith",
-           "any": "none", "none": "any", "is": "is not", "is not": "is"}
+           "any": "none", "none": "any", "is": "is not", "is not": "is",
+           "has": "lacks", "lacks": "has"}
 TYPES: dict[str, type] = {f"builtins.{t.__name__}": t for t in (
     str, bytes, int, float, bool, dict, list, tuple, set, frozenset, bytearray)}
 TYPES["os.PathLike"] = os.PathLike
@@ -51,9 +53,11 @@ SELF = "self"  # keyword of a method call: the receiver's value
 @compact_pickle
 @dataclass(frozen=True, slots=True)
 class Kind:
-    """A value whose type is known but not its content (``{...}``, ``[...]``)."""
+    """A value whose type is known but not its content (``{...}``, ``[...]``); a dict
+    display written at the call site also knows its constant ``keys``."""
 
     type: str
+    keys: tuple[str, ...] | None = None
 
 OPS = frozenset(_NEGATE)
 _MISSING = object()
@@ -82,6 +86,10 @@ class Atom:
             if type(value) is not str or not all(type(c) is str for c in prefixes):
                 return None
             return value.startswith(prefixes) == (op == "startswith")  # type: ignore[arg-type]
+        if op in ("has", "lacks"):  # ``"k" in p``: the keys of a dict display
+            if not isinstance(value, Kind) or value.keys is None:
+                return None
+            return (self.values[0][1] in value.keys) == (op == "has")
         if isinstance(value, Kind):
             return {"is None": False, "is not None": True}.get(op)
         if op == "truthy":
@@ -182,6 +190,9 @@ def atoms(test: ast.expr, value_of: Callable[[ast.expr], Value],
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
         return None
     left, op, right = test.left, test.ops[0], test.comparators[0]
+    if (isinstance(op, ast.In | ast.NotIn) and (who := subject(right)) is not None
+            and isinstance(left, ast.Constant) and type(left.value) is str):
+        return (Atom(who, "has" if isinstance(op, ast.In) else "lacks", (("v", left.value),)),)
     if subject(right) is not None and isinstance(op, ast.Eq | ast.NotEq):
         left, right = right, left
     who = subject(left)

@@ -794,6 +794,10 @@ class FileScanner(ast.NodeVisitor):
         built in ``local`` from known arguments, or UNKNOWN."""
         if type(node) is ast.Constant:  # type tests: the parser's nodes are exact types
             return ("v", node.value) if isinstance(node.value, _SIMPLE) else UNKNOWN
+        if type(node) is ast.Dict and all(type(k) is ast.Constant and type(k.value) is str
+                                          for k in node.keys):
+            keys = tuple(sorted({str(k.value) for k in node.keys if isinstance(k, ast.Constant)}))
+            return ("v", Kind("builtins.dict", keys))  # a fresh display: its keys are known
         if type(node) in _KINDS:
             return ("v", Kind(_KINDS[type(node)]))
         if type(node) is ast.Call:
