@@ -132,9 +132,11 @@ def download(name: str, version: str) -> Path:
     if found is not None:
         return found
     DOWNLOADS.mkdir(exist_ok=True)
-    base = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", str(DOWNLOADS),
-            f"{name}=={version}"]
-    for extra in (["--no-binary", ":all:"], ["--only-binary", ":all:"]):
+    # lint input only: a release that needs a newer Python than this one is still fetched
+    base = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--ignore-requires-python",
+            "-d", str(DOWNLOADS), f"{name}=={version}"]
+    # the sdist itself; its build requirements (Cython...) may come as wheels
+    for extra in (["--no-binary", name], ["--only-binary", ":all:"]):
         proc = subprocess.run([*base, *extra], capture_output=True, text=True, timeout=600)
         found = archive(name, version)
         if proc.returncode == 0 and found is not None:

@@ -57,7 +57,7 @@ from typing import Any
 
 from .call_catalog import Catalog
 from .model import CallSite, Edge, FileResult, Finding, FuncFacts, Pending
-from .narrowing import OPS, Args, Atom, Guard, Kind, Value, instance
+from .narrowing import CONJ, OPS, Args, Atom, Guard, Kind, Value, instance
 from .noqa import NoqaPolicy
 
 FORMAT = 11
@@ -165,7 +165,7 @@ def _enc_const(c: object) -> object:
     if isinstance(c, bytes):
         return {"b": c.hex()}
     if isinstance(c, Kind):
-        return {"k": c.type}
+        return {"k": c.type} if c.keys is None else {"k": c.type, "keys": list(c.keys)}
     if isinstance(c, tuple):
         return {"t": [_enc_const(v) for v in c]}
     return c
@@ -174,10 +174,12 @@ def _enc_const(c: object) -> object:
 def _dec_const(x: object) -> object:
     if x is None or type(x) in (bool, int, float, str):
         return x
-    _check(type(x) is dict and len(x) == 1)
+    _check(type(x) is dict and (len(x) == 1 or len(x) == 2 and "keys" in x))
     assert isinstance(x, dict)
     if "b" in x:
         return bytes.fromhex(_str(x["b"]))
+    if "keys" in x:
+        return Kind(_str(x["k"]), tuple(map(_str, _list(x["keys"]))))
     if "k" in x:
         return Kind(_str(x["k"]))
     return tuple(_dec_const(v) for v in _list(x.get("t")))
@@ -190,12 +192,14 @@ def _enc_value(v: Value) -> list[object]:
     if v[0] == "a":
         assert isinstance(v[1], Atom)
         return ["a", _enc_guard((v[1],))[0]]
+    if v[0] == CONJ:
+        return [CONJ, _enc_guard(v[1])]  # type: ignore[arg-type]
     return [v[0], _enc_const(v[1])]
 
 
 def _dec_value(x: object) -> Value:
     kind, payload = _list(x, 2)
-    _check(kind in ("v", "s", "p", "?", "t", "i", "a"))
+    _check(kind in ("v", "s", "p", "?", "t", "i", "a", CONJ))
     if kind == "v":
         return ("v", _dec_const(payload))
     if kind == "?":
@@ -208,6 +212,8 @@ def _dec_value(x: object) -> Value:
         return ("i", (_str(cls), decoded))
     if kind == "a":
         return ("a", _dec_guard([payload])[0])
+    if kind == CONJ:
+        return (CONJ, _dec_guard(payload))
     return (kind, _str(payload))
 
 

@@ -85,6 +85,12 @@ class Catalog:
     # the type of the items it returns (``path.glob("*")``: paths)
     attributes: dict[str, str] = field(default_factory=dict)
     elements: dict[str, str] = field(default_factory=dict)
+    # "T.method" that only makes a generator (``path.glob("*")``): the I/O runs as it is
+    # iterated, so a call whose result is only stored does not block
+    generators: frozenset[str] = frozenset()
+    # factory -> keywords that build the object in a non-blocking mode (psycopg2's
+    # ``async_=True``): its methods then return at once, so the object is not tracked
+    modes: dict[str, frozenset[str]] = field(default_factory=dict)
 
     @functools.cached_property
     def after_methods(self) -> frozenset[str]:
@@ -132,6 +138,8 @@ class Catalog:
             default_tls_methods=self.default_tls_methods,
             attributes=self.attributes,
             elements=self.elements,
+            generators=self.generators,
+            modes=self.modes,
             aliases=self.aliases,
             after=self.after,
             in_memory_args=self.in_memory_args,
@@ -222,6 +230,10 @@ def _parse(data: dict[str, Any], source: str) -> Catalog:
                       for a in spec.get("attributes", ())}
         elements = {f"{t}.{m}": t for t, spec in data.get("objects", {}).items()
                     for m in spec.get("iterates", ())}
+        generators = frozenset(f"{t}.{m}" for t, spec in data.get("objects", {}).items()
+                               for m in spec.get("generators", ()))
+        modes = {str(k): frozenset(map(str, v))
+                 for k, v in data.get("nonblocking-modes", {}).items()}
         lazy = {f for t, spec in data.get("objects", {}).items() if spec.get("lazy")
                 for f in spec.get("factories", ())} & set(calls)
     except (KeyError, TypeError, ValueError) as exc:
@@ -246,7 +258,7 @@ def _parse(data: dict[str, Any], source: str) -> Catalog:
                    protocol_types=protocol_types, protocol_methods=protocol_methods,
                    awaited_blocking=awaited_blocking, default_tls=default_tls,
                    default_tls_methods=default_tls_methods, attributes=attributes,
-                   elements=elements)
+                   elements=elements, generators=generators, modes=modes)
 
 
 def load_catalog(config: LintConfig | None = None) -> Catalog:

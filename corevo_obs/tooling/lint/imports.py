@@ -227,6 +227,33 @@ def _params_with_defaults(
         yield args.kwarg, None
 
 
+def _mode_spreads(node: ast.FunctionDef | ast.AsyncFunctionDef,
+                  keywords: frozenset[str]) -> frozenset[str]:
+    """Names of mappings this function sets a mode keyword in (``kwargs["async_"] = True``):
+    spread into a factory call (``connect(dsn, **kwargs)``) they give that keyword."""
+    out: set[str] = set()
+    for n in walk(node):
+        if (isinstance(n, ast.Assign) and len(n.targets) == 1
+                and isinstance(t := n.targets[0], ast.Subscript) and isinstance(t.value, ast.Name)
+                and isinstance(t.slice, ast.Constant) and t.slice.value in keywords
+                and not (isinstance(n.value, ast.Constant) and not n.value.value)):
+            out.add(t.value.id)
+    return frozenset(out)
+
+
+def _mode_given(call: ast.Call, keywords: frozenset[str], spreads: frozenset[str]) -> bool:
+    """A keyword of a non-blocking mode given anything but a false constant, directly or in
+    a mapping spread with ``**`` that the function set it in (``spreads``)."""
+    for k in call.keywords:
+        if k.arg is None:
+            if isinstance(k.value, ast.Name) and k.value.id in spreads:
+                return True
+        elif k.arg in keywords and not (isinstance(k.value, ast.Constant)
+                                        and not k.value.value):
+            return True
+    return False
+
+
 class ImportTracker:
     """A stack of scopes with their bindings, known before the body is visited.
 
@@ -238,7 +265,8 @@ class ImportTracker:
                  offloads: dict[str, int] | None = None,
                  aliases: dict[str, str] | None = None,
                  objects: Iterable[str] = (), attributes: dict[str, str] | None = None,
-                 elements: dict[str, str] | None = None) -> None:
+                 elements: dict[str, str] | None = None,
+                 modes: dict[str, frozenset[str]] | None = None) -> None:
         self.module = module
         self.objects = frozenset(objects)  # catalog types: their methods' results are not
         # deferred (``value_type``), the catalog's factories say what they return
@@ -248,6 +276,12 @@ class ImportTracker:
         self.aliases = aliases or {}  # annotation type -> tracked type (io.TextIOWrapper)
         self.attributes = attributes or {}  # "pathlib.Path.parent" -> the attribute's type
         self.elements = elements or {}  # "pathlib.Path.glob" -> the type of its items
+        self.modes = modes or {}  # factory -> keywords of its non-blocking mode
+        # mappings the current function set a mode keyword in (spread by ``**``), and
+        # whether the module spells a mode keyword at all (else nothing is looked for)
+        self.mode_spreads: frozenset[str] = frozenset()
+        self.mode_keywords = frozenset().union(*self.modes.values())
+        self.mode_text = True
         self.stack: list[Scope] = []
         self.classes: dict[str, ClassInfo] = {}
         self.returns: dict[str, ast.expr] = {}  # function qualname -> return annotation
@@ -318,7 +352,9 @@ class ImportTracker:
             if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.args.args:
                 params = {a.arg: self._annotation_type(a.annotation)
                           for a, _ in _params_with_defaults(stmt.args)}
+                spreads = self.enter_modes(stmt)
                 self._collect_self_attrs(stmt.body, stmt.args.args[0].arg, info, params)
+                self.mode_spreads = spreads
         for name, b in scope.bindings.items():  # `client: httpx.Client` in the class body
             if b.kind == "var" and name not in info.attrs and name not in info.methods:
                 info.attrs[name] = b.target
@@ -706,6 +742,14 @@ class ImportTracker:
             return typ[:-len(ELEMENTS)] if typ and typ.endswith(ELEMENTS) else None
         return None
 
+    def enter_modes(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
+        """Read ``node``'s mode spreads into ``mode_spreads``; return the outer ones (the
+        caller puts them back when it leaves ``node``)."""
+        outer = self.mode_spreads
+        if self.mode_text and self.mode_keywords:
+            self.mode_spreads = _mode_spreads(node, self.mode_keywords)
+        return outer
+
     def value_type(self, node: ast.expr) -> str | None:
         """The type of an expression's value, when a known factory built it."""
         if isinstance(node, ast.Await):
@@ -726,6 +770,9 @@ class ImportTracker:
                     return item_type(key, node.args[0].value)
                 return key  # deferred: what the method returns is known project-wide
             if ref.name in self.factories:
+                if ref.name in self.modes and _mode_given(node, self.modes[ref.name],
+                                                          self.mode_spreads):
+                    return None  # psycopg2.connect(dsn, async_=True): not the blocking type
                 return self.factories[ref.name]
             if ref.name == "builtins.super" and not node.args:
                 return self._super_type()

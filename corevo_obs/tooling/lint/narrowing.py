@@ -5,7 +5,8 @@ A helper that touches the disk only ``if key == REPORT_PATH`` does not block whe
 called with another constant key; one that reads netrc only ``if trust_env`` does not
 block when called with the default ``trust_env=False``. Understood tests: ``p == C``,
 ``p != C``, ``p in (C, ...)``, ``p not in ...``, ``p is None``, ``p is not None``, ``p``,
-``not p``, ``isinstance(p, T)`` (builtin types and ``os.PathLike``), ``p.startswith(C)``,
+``not p``, ``p is True``/``False``, ``C in p`` (a dict display's keys),
+``isinstance(p, T)`` (builtin types and ``os.PathLike``), ``p.startswith(C)``,
 their negations and ``and`` of them, on a parameter that the body never rebinds or rebinds
 once under a guard that the call rules out (``rebinds``). ``self.x`` is a parameter of a
 method too when only ``__init__`` and that method assign it: ``__init__``'s calls of
@@ -37,7 +38,8 @@ _NEGATE = {"==": "!=", "!=": "==", "in": "not in", "not in": "in", "truthy": "fa
            "falsy": "truthy", "is None": "is not None", "is not None": "is None",
            "isinstance": "not isinstance", "not isinstance": "isinstance",
            "startswith": "not startswith", "not startswith": "startswith",
-           "any": "none", "none": "any"}
+           "any": "none", "none": "any", "is": "is not", "is not": "is",
+           "has": "lacks", "lacks": "has"}
 TYPES: dict[str, type] = {f"builtins.{t.__name__}": t for t in (
     str, bytes, int, float, bool, dict, list, tuple, set, frozenset, bytearray)}
 TYPES["os.PathLike"] = os.PathLike
@@ -51,9 +53,11 @@ SELF = "self"  # keyword of a method call: the receiver's value
 @compact_pickle
 @dataclass(frozen=True, slots=True)
 class Kind:
-    """A value whose type is known but not its content (``{...}``, ``[...]``)."""
+    """A value whose type is known but not its content (``{...}``, ``[...]``); a dict
+    display written at the call site also knows its constant ``keys``."""
 
     type: str
+    keys: tuple[str, ...] | None = None
 
 OPS = frozenset(_NEGATE)
 _MISSING = object()
@@ -82,6 +86,10 @@ class Atom:
             if type(value) is not str or not all(type(c) is str for c in prefixes):
                 return None
             return value.startswith(prefixes) == (op == "startswith")  # type: ignore[arg-type]
+        if op in ("has", "lacks"):  # ``"k" in p``: the keys of a dict display
+            if not isinstance(value, Kind) or value.keys is None:
+                return None
+            return (self.values[0][1] in value.keys) == (op == "has")
         if isinstance(value, Kind):
             return {"is None": False, "is not None": True}.get(op)
         if op == "truthy":
@@ -92,6 +100,8 @@ class Atom:
             return value is None
         if op == "is not None":
             return value is not None
+        if op in ("is", "is not"):  # ``p is True``: identity with a bool constant
+            return (value is self.values[0][1]) == (op == "is")
         consts = [resolve(v) for v in self.values]
         if any(c is _MISSING for c in consts):
             return None
@@ -108,6 +118,8 @@ Guard = tuple[Atom, ...]
 def _isinstance(value: object, names: list[str]) -> bool | None:
     """``isinstance(value, names)`` for known types (None when it cannot be told)."""
     actual = TYPES.get(value.type) if isinstance(value, Kind) else type(value)
+    if value is None:  # None is an instance of no class a project tests for
+        return any(n in ("builtins.object", "types.NoneType") for n in names)
     if actual is None:
         return None
     known = [TYPES[n] for n in names if n in TYPES]
@@ -178,6 +190,9 @@ def atoms(test: ast.expr, value_of: Callable[[ast.expr], Value],
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
         return None
     left, op, right = test.left, test.ops[0], test.comparators[0]
+    if (isinstance(op, ast.In | ast.NotIn) and (who := subject(right)) is not None
+            and isinstance(left, ast.Constant) and type(left.value) is str):
+        return (Atom(who, "has" if isinstance(op, ast.In) else "lacks", (("v", left.value),)),)
     if subject(right) is not None and isinstance(op, ast.Eq | ast.NotEq):
         left, right = right, left
     who = subject(left)
@@ -186,6 +201,9 @@ def atoms(test: ast.expr, value_of: Callable[[ast.expr], Value],
     none = isinstance(right, ast.Constant) and right.value is None
     if isinstance(op, ast.Is | ast.IsNot) and none:
         return (Atom(who, "is None" if isinstance(op, ast.Is) else "is not None"),)
+    if (isinstance(op, ast.Is | ast.IsNot) and isinstance(right, ast.Constant)
+            and type(right.value) is bool):
+        return (Atom(who, "is" if isinstance(op, ast.Is) else "is not", (("v", right.value),)),)
     if isinstance(op, ast.Eq | ast.NotEq):
         value = value_of(right)
         return None if value == UNKNOWN else (Atom(who, "==" if isinstance(op, ast.Eq)
@@ -298,11 +316,12 @@ def ruled_out(guard: Guard, env: Mapping[str, Value],
     that assignment is itself ruled out."""
     for atom in guard:
         if atom.op in ("any", "none"):  # ``a or b or ...`` and its negation
-            subs = [v[1] for v in atom.values if isinstance(v[1], Atom)]
-            if atom.op == "any" and all(ruled_out((a,), env, resolve, rebinds) for a in subs):
+            subs = [v[1] for v in atom.values]
+            if atom.op == "any" and all(ruled_out(_conjunction(a), env, resolve, rebinds)
+                                        for a in subs):
                 return True
             if atom.op == "none" and any(ruled_out((a.negated(),), env, resolve, rebinds)
-                                         for a in subs):
+                                         for a in subs if isinstance(a, Atom)):
                 return True
             continue
         value = env.get(atom.param)
@@ -319,14 +338,46 @@ def ruled_out(guard: Guard, env: Mapping[str, Value],
     return False
 
 
+def _conjunction(alt: object) -> Guard:
+    """An alternative of an ``any`` test as a guard: one test, or a whole conjunction."""
+    if isinstance(alt, Atom):
+        return (alt,)
+    assert isinstance(alt, tuple)
+    return alt
+
+
+def either(first: Guard, then: Guard) -> Guard:
+    """The guard under which one of several assignments runs: ruled out only when each
+    assignment's own guard is (``if p is True: p = a() / elif ...: p = b()``)."""
+    alts: tuple[Value, ...] = ((CONJ, first),)
+    if len(first) == 1 and first[0].op == "any" and first[0].values[0][0] == CONJ:
+        alts = first[0].values
+    return (Atom("", "any", (*alts, (CONJ, then))),)
+
+
+CONJ = "c"  # a Value holding a whole guard (an alternative of ``either``)
+
+
 def _stays(param: str, env: Mapping[str, Value], resolve: Callable[[Value], object],
            rebinds: Mapping[str, Guard]) -> bool:
     """Whether the one assignment to ``param`` cannot run with these arguments (its guard
     is read on parameters that are never rebound, or on ``param`` itself: the test runs
     before the assignment)."""
-    guard = rebinds[param]
-    usable = tuple(a for a in guard if a.param == param or a.param not in rebinds)
-    return ruled_out(usable, env, resolve)
+    return ruled_out(_usable(rebinds[param], param, rebinds), env, resolve)
+
+
+def _usable(guard: Guard, param: str, rebinds: Mapping[str, Guard]) -> Guard:
+    """The tests of ``guard`` read on ``param`` or on parameters never rebound (a
+    conjunction with fewer tests is ruled out less often: still sound)."""
+    out = []
+    for a in guard:
+        if a.op == "any" and a.values and a.values[0][0] == CONJ:
+            alts = tuple((CONJ, _usable(_conjunction(v[1]), param, rebinds))
+                         for v in a.values)
+            out.append(Atom("", "any", alts))
+        elif a.param == param or a.param not in rebinds:
+            out.append(a)
+    return tuple(out)
 
 
 def resolver(constants: Mapping[str, object]) -> Callable[[Value], object]:

@@ -43,7 +43,7 @@ from .model import (
     FuncFacts,
     Pending,
 )
-from .narrowing import OPAQUE, SELF, UNKNOWN, Args, Atom, Guard, Kind, Value, atoms
+from .narrowing import OPAQUE, SELF, UNKNOWN, Args, Atom, Guard, Kind, Value, atoms, either
 from .newer import parse_with_newer
 from .noqa import DEFAULT_NOQA, NoqaPolicy, noqa_codes
 from .rules import catalogued, declared, message, meta
@@ -114,7 +114,7 @@ class _Ctx:
     instances: dict[str, Value] = field(default_factory=dict)  # x = C(...): ("i", ...)
     _stable: frozenset[str] | None = None
     _counts: dict[str, int] = field(default_factory=dict)
-    _once: frozenset[str] = frozenset()
+    _plain: frozenset[str] = frozenset()  # parameters rebound by plain assignments only
     walrus: bool = True  # the file may bind names inside expressions (``:=``)
     returned: list[str | None] = field(default_factory=list)  # types of ``return x``
     generator: bool = False  # a ``yield`` in the body: calling it returns a generator
@@ -138,10 +138,9 @@ class _Ctx:
             stores[key] = stores.get(key, 0) + 1
             if not plain:
                 other.add(key)
-        once = {k for k, c in stores.items() if c == 1 and k not in other}
         self._counts = {k: (c if k not in other else c + 1) for k, c in stores.items()}
         self._stable = names - set(stores)
-        self._once = frozenset(names & once)
+        self._plain = frozenset(names & (set(stores) - other))
 
     def _store_key(self, n: ast.AST) -> str | None:
         """The parameter (or ``self.x``) a node binds, if it binds one."""
@@ -184,9 +183,9 @@ class _Ctx:
         return self._stable
 
     def guardable(self) -> frozenset[str]:
-        """Parameters whose tests say something: never rebound, or rebound by one plain
-        assignment whose guard is recorded (``FuncFacts.rebinds``)."""
-        return self.stable_params() | self._once
+        """Parameters whose tests say something: never rebound, or rebound by plain
+        assignments whose guards are recorded (``FuncFacts.rebinds``)."""
+        return self.stable_params() | self._plain
 
     def assigned_once(self, name: str) -> bool:
         """Bound by exactly one plain assignment in the body (and nowhere else)."""
@@ -194,12 +193,12 @@ class _Ctx:
         return self._counts.get(name) == 1
 
     def rebinding(self, stmt: ast.Assign) -> str | None:
-        """The once-rebound parameter this plain assignment stores, if any."""
+        """The parameter rebound by plain assignments that this one stores, if any."""
         if len(stmt.targets) != 1:
             return None
         self.stable_params()
         key = self._store_key(stmt.targets[0])
-        return key if key in self._once else None
+        return key if key in self._plain else None
 
 
 _NONE = object()
@@ -411,7 +410,7 @@ class FileScanner(ast.NodeVisitor):
         self.tracker = ImportTracker(module, is_package=is_package, factories=catalog.factories,
                                      offloads=catalog.offload, aliases=catalog.aliases,
                                      objects=catalog.objects, attributes=catalog.attributes,
-                                     elements=catalog.elements)
+                                     elements=catalog.elements, modes=catalog.modes)
         self.source = source
         self.noqa = noqa
         self._lines: list[str] | None = None
@@ -425,7 +424,8 @@ class FileScanner(ast.NodeVisitor):
             ast.AsyncFunctionDef: self._visit_def, ast.Lambda: self.visit_Lambda,
             ast.ClassDef: self.visit_ClassDef, ast.Call: self.visit_Call,
             ast.Await: self.visit_Await, ast.If: self.visit_If, ast.Assign: self.visit_Assign,
-            ast.AugAssign: self.visit_AugAssign, ast.Return: self.visit_Return,
+            ast.AugAssign: self.visit_AugAssign, ast.AnnAssign: self.visit_AnnAssign,
+            ast.Return: self.visit_Return,
             ast.Yield: self._visit_yield, ast.YieldFrom: self._visit_yield,
             ast.Attribute: self.visit_Attribute, ast.ExceptHandler: self.visit_ExceptHandler,
             ast.ListComp: self._visit_comprehension, ast.SetComp: self._visit_comprehension,
@@ -452,11 +452,14 @@ class FileScanner(ast.NodeVisitor):
         self._walrus = b":=" in source
         # a default SSL context per connection needs ssl=True or a wss:// URL spelled here
         self._tls_text = b"ssl" in source or b"wss://" in source
+        self.tracker.mode_text = any(k.encode() in source for k in self.tracker.mode_keywords)
         self._decorated: set[str] = set()  # qualnames of decorated defs (maybe not functions)
         # a name can hold a descriptor only if the file spells a call that makes one
         # (``os.pipe``, ``x.fileno``; a name imported bare is missed: it stays flagged)
         self._fd_text = any(n in source for n in _fd_needles(catalog))
         self._awaited: set[int] = set()
+        self._stored: set[int] = set()  # calls whose result is only bound to a target
+        self._thread_decorators: dict[str, bool] = {}  # module-level def -> threads?
         self._called: set[int] = set()  # ids of the expressions called (``f`` of ``f()``)
         self._loop_lambdas: set[int] = set()  # lambdas handed to the loop to call
         self._urllib3 = False
@@ -548,9 +551,11 @@ class FileScanner(ast.NodeVisitor):
             self._decorated.add(qualname)
         protocol = (self._protocol_callback(node) if isinstance(node, ast.FunctionDef)
                     else False)
-        if isinstance(node, ast.AsyncFunctionDef):
+        if isinstance(node, ast.AsyncFunctionDef) and not self._thread_decorated(node):
             ctx = _Ctx(qualname, display, on_loop=True, node=node,  # type: ignore[arg-type]
                        walrus=self._walrus)
+        elif isinstance(node, ast.AsyncFunctionDef):  # @work(thread=True) async def: the
+            ctx = _Ctx(qualname, display, on_loop=False)  # worker thread's own loop runs it
         elif self._offload_decorated(node):  # @sync_to_async def f(): calls return awaitables
             ctx = _Ctx(qualname, display, on_loop=False)
         elif protocol is True:  # the loop calls it: what it blocks on, it blocks
@@ -579,6 +584,7 @@ class FileScanner(ast.NodeVisitor):
             self._method_attrs(node, ctx)
         scope = self.tracker.push_function(node, qualname)
         self._ctx.append(ctx)
+        spreads = self.tracker.enter_modes(node)
         if scope.flow:  # a name re-declared with another type: typed statement by statement
             saved = self._dispatch
             self._dispatch = self._flow_dispatch(scope, self.tracker.flow_types(node.body, scope))
@@ -588,6 +594,7 @@ class FileScanner(ast.NodeVisitor):
                 self._dispatch = saved
         else:
             self._visit_block(node.body)
+        self.tracker.mode_spreads = spreads
         self._ctx.pop()
         self.tracker.pop()
         self._note_return(node, qualname, ctx)
@@ -699,7 +706,13 @@ class FileScanner(ast.NodeVisitor):
         if ctx.attrs:
             ctx.facts.names |= ctx.attrs | {SELF}
 
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is not None:
+            self._stored.add(id(node.value))
+        self.generic_visit(node)
+
     def visit_Assign(self, node: ast.Assign) -> None:
+        self._stored.add(id(node.value))  # ``it = path.glob("*")``: a generator, not read yet
         self.generic_visit(node)
         for each in node.targets:
             self._note_written(each)
@@ -716,7 +729,9 @@ class FileScanner(ast.NodeVisitor):
             return
         key = ctx.rebinding(node)
         if key is not None:
-            ctx.facts.rebinds[key] = tuple(ctx.guard)
+            seen = ctx.facts.rebinds.get(key)
+            guard = tuple(ctx.guard)
+            ctx.facts.rebinds[key] = guard if seen is None else either(seen, guard)
         if (ctx.init_values is not None and id(node) in ctx.top
                 and isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
                 and target.value.id == ctx.self_name
@@ -738,11 +753,18 @@ class FileScanner(ast.NodeVisitor):
                 self._written.add(n.attr)
 
     def _offload_decorated(self, node: ast.FunctionDef) -> bool:
+        """``@sync_to_async``, ``@work(thread=True)`` or a decorator whose code starts a
+        thread on the function: its body runs off the loop."""
         for deco in node.decorator_list:
             ref = self.tracker.resolve(deco.func if isinstance(deco, ast.Call) else deco)
             if ref is not None and ref.name in self.catalog.offload:
                 return True
-        return False
+        return self._thread_decorated(node)
+
+    def _thread_decorated(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        """A decorator given ``thread=True``, or one whose code starts a thread on it."""
+        return any((isinstance(deco, ast.Call) and _in_thread(deco))
+                   or self._threads_its_function(deco) for deco in node.decorator_list)
 
     def _signature(self, node: ast.FunctionDef, facts: FuncFacts) -> None:
         """Positional parameters (without self / cls), keyword names, constant defaults."""
@@ -772,6 +794,10 @@ class FileScanner(ast.NodeVisitor):
         built in ``local`` from known arguments, or UNKNOWN."""
         if type(node) is ast.Constant:  # type tests: the parser's nodes are exact types
             return ("v", node.value) if isinstance(node.value, _SIMPLE) else UNKNOWN
+        if type(node) is ast.Dict and all(type(k) is ast.Constant and type(k.value) is str
+                                          for k in node.keys):
+            keys = tuple(sorted({str(k.value) for k in node.keys if isinstance(k, ast.Constant)}))
+            return ("v", Kind("builtins.dict", keys))  # a fresh display: its keys are known
         if type(node) in _KINDS:
             return ("v", Kind(_KINDS[type(node)]))
         if type(node) is ast.Call:
@@ -1138,6 +1164,39 @@ class FileScanner(ast.NodeVisitor):
         arg = self._callable_arg(node, self._offload_index(node, ref))
         if isinstance(arg, ast.Lambda):
             self._offloaded.add(id(arg))
+        if _in_thread(node):  # run_worker(lambda: ..., thread=True): a worker thread runs it
+            self._offloaded.update(id(a) for a in node.args if isinstance(a, ast.Lambda))
+
+    def _threads_its_function(self, deco: ast.expr) -> bool:
+        """A decorator of this module whose code hands the function it wraps to a thread
+        (``threading.Thread(target=fn)``, an [offload] call or method): read from its
+        ``def``, not from its name."""
+        ref = self.tracker.resolve(deco.func if isinstance(deco, ast.Call) else deco)
+        if ref is None or ref.kind != "def" or self._module_node is None:
+            return False
+        local = ref.name.removeprefix(f"{self.result.module}.")
+        found = self._thread_decorators.get(local)
+        if found is None:
+            found = self._thread_decorators[local] = any(
+                isinstance(stmt, ast.FunctionDef) and stmt.name == local
+                and self._hands_to_thread(stmt) for stmt in self._module_node.body)
+        return found
+
+    def _hands_to_thread(self, node: ast.FunctionDef) -> bool:
+        params = {a.arg for n in walk(node) if isinstance(n, ast.FunctionDef | ast.Lambda)
+                  for a in [*n.args.posonlyargs, *n.args.args, *n.args.kwonlyargs]}
+        for n in walk(node):
+            if not isinstance(n, ast.Call):
+                continue
+            ref = self.tracker.resolve(n.func)
+            if (ref.name if ref is not None else ast.unparse(n.func)) == THREAD:
+                handed: ast.expr | None = next(
+                    (k.value for k in n.keywords if k.arg == "target"), None)
+            else:
+                handed = self._callable_arg(n, self._offload_index(n, ref))
+            if isinstance(handed, ast.Name) and handed.id in params:
+                return True
+        return False
 
     def visit_Await(self, node: ast.Await) -> None:
         self._awaited.add(id(node.value))
@@ -1296,6 +1355,9 @@ class FileScanner(ast.NodeVisitor):
                 and ref.name not in self.catalog.awaited_blocking):
             return  # ``await open(p)``: a sync call's result is no awaitable, so the name is
             # bound at run time to an async namesake the lint cannot see (docs/lint.md)
+        if (hit is not None and ref.kind == "method" and id(node) in self._stored
+                and f"{ref.type}.{ref.attr}" in self.catalog.generators):
+            return  # the generator reads the directory when iterated, not here
         if hit is not None and catalogued.returns_at_once(
                 node, ref, self.catalog, self.tracker, ctx.seen,
                 [a for a in ctx.guard if a.param in ctx.stable_params()],
@@ -1353,6 +1415,16 @@ def _no_cover_lines(source: bytes) -> frozenset[int]:
     """Numbers of the lines marked ``# pragma: no cover``."""
     return frozenset(i for i, line in enumerate(source.splitlines(), 1)
                      if b"no cover" in line and _NO_COVER.search(line))
+
+
+THREAD = "threading.Thread"
+
+
+def _in_thread(call: ast.Call) -> bool:
+    """``thread=True`` given: the worker API or decorator runs the callable in a thread
+    (textual's ``@work(thread=True)``, ``run_worker(fn, thread=True)``)."""
+    return any(k.arg == "thread" and isinstance(k.value, ast.Constant) and k.value.value is True
+               for k in call.keywords)
 
 
 def _is_abstract(node: ast.FunctionDef) -> bool:

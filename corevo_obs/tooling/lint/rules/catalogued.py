@@ -86,7 +86,34 @@ def returns_at_once(call: ast.Call, ref: Ref, catalog: Catalog, tracker: ImportT
     """True when this catalogued call cannot wait here (see the module docstring)."""
     return (disarmed(call, ref, catalog, tracker) or in_memory(call, ref, catalog, tracker)
             or already_done(call, ref, catalog, seen) or data_url(call, ref, catalog, guard)
-            or zero_timeout(call, ref, catalog) or descriptor(call, ref, catalog, fds))
+            or zero_timeout(call, ref, catalog) or descriptor(call, ref, catalog, fds)
+            or no_ca_file(call, ref, tracker))
+
+
+DEFAULT_CONTEXT = "ssl.create_default_context"
+NO_DEFAULT_CERTS = frozenset({"ssl.Purpose.CLIENT_AUTH"})  # a server context: CERT_NONE
+
+
+def no_ca_file(call: ast.Call, ref: Ref, tracker: ImportTracker) -> bool:
+    """``ssl.create_default_context`` reads CA files only when given ``cafile``/``capath``,
+    or when given no CA at all for a purpose that verifies the peer: ``cadata=`` loads from
+    memory, and ``Purpose.CLIENT_AUTH`` (a server's context, ``CERT_NONE``) loads nothing."""
+    if ref.name != DEFAULT_CONTEXT or any(k.arg is None for k in call.keywords) or any(
+            isinstance(a, ast.Starred) for a in call.args):
+        return False
+    if _given(call, (1, "cafile")) or _given(call, (2, "capath")):
+        return False
+    if _given(call, (3, "cadata")):
+        return True
+    purpose = _argument(call, (0, "purpose"))
+    named = tracker.resolve(purpose) if isinstance(purpose, ast.Attribute) else None
+    return named is not None and named.name in NO_DEFAULT_CERTS
+
+
+def _given(call: ast.Call, where: tuple[int | str, ...]) -> bool:
+    """The argument is there and not the constant None."""
+    arg = _argument(call, where)
+    return arg is not None and not (isinstance(arg, ast.Constant) and arg.value is None)
 
 
 def zero_timeout(call: ast.Call, ref: Ref, catalog: Catalog) -> bool:
