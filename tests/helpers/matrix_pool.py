@@ -39,7 +39,7 @@ POLL = 0.2
 TABLE = "corevo_matrix_jobs"  # its own table: other tests' leftovers are not its jobs
 LEASE_WAIT = 1.0
 BACKOFF_MAX = 0.5
-#: seconds a job-store call waits for a connection (and at least libpq's 2 s to connect)
+#: seconds a job-store call waits for a pooled connection before it fails (the web too)
 DB_TIMEOUT = 0.5
 
 
