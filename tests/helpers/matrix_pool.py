@@ -7,7 +7,12 @@ Its own metrics on ``MATRIX_METRICS_PORT`` (one process, one target: Prometheus'
 label says "pool", apart from the web service). A runner loops: find a candidate, claim
 it, wait for a lease (rejected acquires counted), start (the fence), work, release, then
 finish — retried through a database outage, so no job stays ``running`` because the
-server was down when it ended. The test drives faults over a line protocol on
+server was down when it ended. A quota slot is for work, never for waiting on the
+database: a start the database did not answer gives its lease back at once, and the
+runner waits outside the quota, backing off (``POLL`` doubling up to ``BACKOFF_MAX``),
+until the database says whether that start committed. Database calls give up after
+``DB_TIMEOUT`` (a latency-bound worker's pool timeout), so an outage shows as a steady
+stream of failed calls. The test drives faults over a line protocol on
 ``MATRIX_CONTROL_PORT``: ``heartbeat_lost SECONDS`` (hold a lease, then block the loop
 past its timeout), ``fence`` (a claim whose start is fenced once a janitor requeued it).
 """
@@ -20,6 +25,7 @@ import json
 import os
 import time
 import uuid
+from collections.abc import AsyncIterator
 from typing import Any
 
 from prometheus_client import start_http_server
@@ -32,6 +38,19 @@ from corevo_obs.leases import AsyncRedisLeaseStore, LeaseLost, LeaseRejected
 POLL = 0.2
 TABLE = "corevo_matrix_jobs"  # its own table: other tests' leftovers are not its jobs
 LEASE_WAIT = 1.0
+BACKOFF_MAX = 0.5
+#: seconds a job-store call waits for a pooled connection before it fails (the web too)
+DB_TIMEOUT = 0.5
+
+
+async def backoff() -> AsyncIterator[None]:
+    """Yield at once, then after pauses of ``POLL`` doubling up to ``BACKOFF_MAX``: the
+    retry cadence of a call into a backend that did not answer."""
+    pause = POLL
+    while True:
+        yield
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, BACKOFF_MAX)
 
 
 class Pool:
@@ -40,7 +59,7 @@ class Pool:
         self.worker = env["COREVO_WORKER"]
         self.timeout = float(env["MATRIX_LEASE_TIMEOUT"])
         self.jobs = AsyncPostgresJobStore(env["MATRIX_PG_DSN"], table=TABLE, connect_timeout=2,
-                                          statement_timeout=2, pool_timeout=2)
+                                          statement_timeout=2, pool_timeout=DB_TIMEOUT)
         self.leases = AsyncRedisLeaseStore(env["MATRIX_QUOTA"], env["MATRIX_REDIS_URL"],
                                            limit=int(env["MATRIX_LIMIT"]),
                                            timeout=self.timeout, socket_timeout=0.5,
@@ -86,52 +105,55 @@ class Pool:
         return None
 
     async def work_of(self, claim: Claim) -> float:
-        while True:
-            try:
+        async for _ in backoff():
+            with contextlib.suppress(BackendUnavailable):
                 job = await self.jobs.get(claim.job_id)
                 return float(json.loads(job.payload or "{}").get("work", 0.2)) if job else 0.0
-            except BackendUnavailable:
-                await asyncio.sleep(POLL)
+        raise AssertionError("unreachable")  # backoff() never ends
 
     async def run_claimed(self, claim: Claim) -> None:
         work = await self.work_of(claim)
         execution = uuid.uuid4().hex
+        started: bool | None = None  # None: not yet known to have started
         state = "completed"
         while True:
+            unanswered = False
             try:
                 async with self.leases.hold(wait=LEASE_WAIT):
-                    if not await self.start_sure(claim, execution):
-                        return  # fenced: the claim moved on; run nothing
-                    await asyncio.sleep(work)
-                break
+                    if started is None:
+                        try:
+                            started = (await self.jobs.start(claim, execution)).started
+                        except BackendUnavailable:
+                            unanswered = True  # leave the lease: the slot is for work
+                    if started:
+                        await asyncio.sleep(work)
             except LeaseRejected:  # quota full, or the backend unreachable (an open breaker
                 await asyncio.sleep(POLL)  # refuses at once): keep the claim, wait, retry
                 continue
             except LeaseLost:
                 state = "failed"
+            if not unanswered:
                 break
-        await self.finish_sure(claim, execution, state)
+            started = await self.start_settled(claim, execution)
+        if started:  # False: fenced, the claim moved on; nothing ran, nothing to finish
+            await self.finish_sure(claim, execution, state)
 
-    async def start_sure(self, claim: Claim, execution: str) -> bool:
-        while True:
-            try:
-                return (await self.jobs.start(claim, execution)).started
-            except BackendUnavailable:
-                await asyncio.sleep(POLL)
-            with contextlib.suppress(BackendUnavailable):  # did the lost start commit?
+    async def start_settled(self, claim: Claim, execution: str) -> bool | None:
+        """After a start the database did not answer, wait for it holding no lease: True
+        if that start committed, False if the claim moved on (fenced), None: start again."""
+        async for _ in backoff():
+            with contextlib.suppress(BackendUnavailable):
                 row = await self.jobs.get(claim.job_id)
                 if row is not None and row.execution_id == execution:
                     return True
-                if row is None or row.token != claim.token:
-                    return False
+                return None if row is not None and row.token == claim.token else False
+        raise AssertionError("unreachable")  # backoff() never ends
 
     async def finish_sure(self, claim: Claim, execution: str, state: Any) -> None:
-        while True:
-            try:
+        async for _ in backoff():
+            with contextlib.suppress(BackendUnavailable):
                 await self.jobs.finish(claim, execution, state)
                 return
-            except BackendUnavailable:
-                await asyncio.sleep(POLL)
 
     # --- faults on cue -----------------------------------------------------------------
     async def heartbeat_lost(self, seconds: float) -> None:

@@ -3,10 +3,10 @@ shows (loop health in the lifespan, ``StagesMiddleware``), run by gunicorn with
 UvicornWorker and the corevo hooks (the master serves every worker's series).
 
 ``POST /jobs`` queues a job for the pool in PostgreSQL (a 500 while the database is
-down, as a real app would answer). The ``/fault`` routes plant a blocking call on one
-named worker only (gunicorn hands a request to any worker; the test retries until the
-worker it wants takes one): ``/fault/stall`` a short ``time.sleep``, ``/fault/freeze``
-a long one, past gunicorn's ``--timeout``.
+down, as a real app would answer, after the pool's ``DB_TIMEOUT``). The ``/fault``
+routes plant a blocking call on one named worker only (gunicorn hands a request to any
+worker; the test retries until the worker it wants takes one): ``/fault/stall`` a short
+``time.sleep``, ``/fault/freeze`` a long one, past gunicorn's ``--timeout``.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from corevo_obs.claims import AsyncPostgresJobStore
 from corevo_obs.core.identity import worker_name
 from corevo_obs.integrations.asgi import StagesMiddleware
 
+from .matrix_pool import DB_TIMEOUT
+
 TABLE = "corevo_matrix_jobs"  # the pool's table (tests/helpers/matrix_pool.py)
 
 
@@ -32,7 +34,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     health = install_loop_health()
     app.state.jobs = AsyncPostgresJobStore(os.environ["MATRIX_PG_DSN"], table=TABLE,
                                            connect_timeout=2,
-                                           statement_timeout=2, pool_timeout=2)
+                                           statement_timeout=2, pool_timeout=DB_TIMEOUT)
     yield
     await app.state.jobs.aclose()
     await health.aclose()
