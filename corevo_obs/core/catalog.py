@@ -368,7 +368,8 @@ _SPECS: tuple[MetricSpec, ...] = (
     ),
     MetricSpec(
         "corevo_job_finish_errors_total", "counter",
-        "Finishes the job database never took (it did not answer): the job stays 'running'.",
+        "Finish calls the job database did not take (it did not answer); a retry may still land "
+        "the job, else it stays 'running' (CorevoJobsStuckRunning).",
         "claims", W,
     ),
     MetricSpec(
