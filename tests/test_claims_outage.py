@@ -13,8 +13,7 @@ from prometheus_client import CollectorRegistry
 
 from corevo_obs.claims import PostgresJobStore
 from corevo_obs.core.errors import BackendUnavailable
-from tests.conftest import _need, free_port
-from tests.helpers.pg_cluster import PgCluster, find_bindir
+from tests.helpers.pg_cluster import PgCluster, running_cluster
 from tests.helpers.pg_proxy import PgProxy
 
 pytestmark = pytest.mark.system
@@ -25,15 +24,8 @@ FAST: dict[str, Any] = {"statement_timeout": 1.0, "pool_timeout": 1.0, "connect_
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[PgCluster]:
-    bindir = find_bindir()
-    if bindir is None:
-        _need("PostgreSQL binaries (initdb, pg_ctl) not found: apt-get install postgresql")
-    c = PgCluster(bindir, free_port())
-    try:
-        c.start()
+    with running_cluster() as c:
         yield c
-    finally:
-        c.destroy()
 
 
 def test_a_finish_the_database_never_took_is_counted(cluster: PgCluster) -> None:

@@ -27,8 +27,8 @@ from corevo_obs.cancel import CommandGateway, SqliteCancelBus
 from corevo_obs.claims import ClaimOutcome, JobStore, PostgresJobStore
 from corevo_obs.claims.postgres import DEADLINE_GRACE
 from corevo_obs.core.errors import BackendUnavailable, ConfigError
-from tests.conftest import _need, free_port, helper_cmd
-from tests.helpers.pg_cluster import PgCluster, find_bindir, wait_until
+from tests.conftest import helper_cmd
+from tests.helpers.pg_cluster import PgCluster, running_cluster, wait_until
 from tests.helpers.pg_proxy import PgProxy
 
 FAST: dict[str, Any] = {"statement_timeout": 1.0, "pool_timeout": 1.0,
@@ -43,15 +43,8 @@ RECOVER_WITHIN = FAST["reconnect_timeout"] + BOUND + 2.0
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[PgCluster]:
-    bindir = find_bindir()
-    if bindir is None:
-        _need("PostgreSQL binaries (initdb, pg_ctl) not found: apt-get install postgresql")
-    c = PgCluster(bindir, free_port())
-    try:
-        c.start()
+    with running_cluster() as c:
         yield c
-    finally:
-        c.destroy()
 
 
 @pytest.fixture

@@ -16,8 +16,6 @@ long a relink takes is Sentinel's business (5 to 17 s), the work after it is the
 
 from __future__ import annotations
 
-import json
-import signal
 import subprocess
 import time
 from pathlib import Path
@@ -27,7 +25,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from tests.conftest import _need, helper_cmd
+from tests.conftest import _need
+from tests.helpers.lease_holders import kill_left, start_holders, stop_holders
 from tests.helpers.lease_kit import store_for
 from tests.helpers.lease_tracker import first_at, max_overlap, read_spans
 from tests.helpers.redis_topology import SentinelSet, TopologyError
@@ -73,19 +72,10 @@ def test_storm_through_sentinel_failover_and_primary_sigkill_never_oversells(
         assert plain.provision() and plain.acquire() is not None
         t0 = time.monotonic()
         until = t0 + 150.0  # a safety net only: SIGUSR1 ends the run
-        tracks = []
-        for i in range(4):
-            tracks.append(tmp_path / f"track{i}")
-            cfg = {"where": where, "quota": "fo", "limit": LIMIT, "timeout": TIMEOUT,
-                   "interval": INTERVAL, "margin": MARGIN, "worker": f"h{i}", "waits": WAITS,
-                   "holders": 4, "short": (0.2, 1.0), "long": (3.0, 6.0), "p_long": 0.3,
-                   "wait": 1.0, "poll": 0.05, "until": until,
-                   "track": str(tracks[-1]), "seed": i}
-            procs.append(subprocess.Popen(
-                helper_cmd("lease_fault_holder.py", json.dumps(cfg)), env=worker_env,
-                stdout=subprocess.PIPE, text=True))
-        for p in procs:
-            assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+        procs, tracks = start_holders(
+            worker_env, tmp_path, 4, where=where, quota="fo", limit=LIMIT, timeout=TIMEOUT,
+            interval=INTERVAL, margin=MARGIN, waits=WAITS, holders=4, short=(0.2, 1.0),
+            long=(3.0, 6.0), p_long=0.3, wait=1.0, poll=0.05, until=until)
         time.sleep(max(0.0, t0 + 5.0 - time.monotonic()))
         first = topo.failover()
         promoted = [time.monotonic()]
@@ -110,18 +100,9 @@ def test_storm_through_sentinel_failover_and_primary_sigkill_never_oversells(
         topo.wait_replica_link()
         relinked.append(time.monotonic())
         time.sleep(max(0.0, promoted[1] + TIMEOUT - time.monotonic()) + 8.0)
-        for p in procs:
-            p.send_signal(signal.SIGUSR1)
-        stats: dict[str, int] = {}
-        for p in procs:
-            out, _ = p.communicate(timeout=90)
-            assert p.returncode == 0, out
-            for k, v in json.loads(out.strip().splitlines()[-1]).items():
-                stats[k] = stats.get(k, 0) + v
+        stats = stop_holders(procs, timeout=90)
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
+        kill_left(procs)
         topo.close()
 
     spans, unfinished = read_spans(tracks)

@@ -382,6 +382,10 @@ def report(o: Outcome, checks: list[Check]) -> str:
     lines = ["| checker | result | figure |", "|---|---|---|"]
     lines += [f"| {ck.name} | {'ok' if ck.ok else 'FAILED'} | {ck.figure} |"
               for ck in checks]
+    late = max(o.applied, key=lambda a: a.began - a.fault.at, default=None)
+    if late is not None:   # a nemesis held up by one fault delays the ones behind it
+        lines.append(f"\nthe nemesis applied each fault at most "
+                     f"{late.began - o.t0 - late.fault.at:.2f} s after its time ({late.fault})")
     if o.settings.redis_save:
         lines.append(f"\nredis with save rules '{o.settings.redis_save}': "
                      f"{len(o.snapshots)} BGSAVEs, {len(o.restarts)} restarts from the last one")

@@ -34,12 +34,14 @@ import psycopg
 import redis
 from prometheus_client import CollectorRegistry
 from prometheus_client.multiprocess import MultiProcessCollector
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from corevo_obs.mpdir import LockedMultiProcessCollector
-from tests.conftest import HELPERS, _need, free_port, helper_cmd
+from tests.conftest import HELPERS, free_port, helper_cmd
 from tests.helpers.fault_plan import Fault
 from tests.helpers.lease_kit import store_for
-from tests.helpers.pg_cluster import PgCluster, find_bindir
+from tests.helpers.pg_cluster import running_cluster
 from tests.test_fault_leases import RedisProcess
 from tests.test_integrations_servers import _children
 
@@ -207,13 +209,16 @@ class Runner:
         self.helpers: list[subprocess.Popen[str]] = []   # the producer and the scraper
         self.master: subprocess.Popen[str] | None = None   # gunicorn mode
         self.gkilled: dict[int, float] = {}                # gunicorn worker pid -> SIGKILL
-        self.frozen = False
+        self.frozen = False   # redis-server SIGSTOPped: no BGSAVE is sent to it
         self.redis_down = False
         self.restarts: list[float] = []
         self.crashes: list[str] = []
         self.ending = False
         self.snapshots: list[float] = []
         self.booting: dict[int, Callable[[], bool]] = {}   # disk-full-start: booted yet?
+        #: disk-full-start faults past their end whose disk stays full until the worker
+        #: booted on it is at work: (the fault, booted yet?, when to give up)
+        self.holding: list[tuple[Applied, Callable[[], bool], float]] = []
         self.room_since = 0.0   # when the metrics disk last got its room back
         self.snap_rng = random.Random(settings.seed * 7919)
         self.next_snapshot = float("inf")
@@ -308,6 +313,13 @@ class Runner:
             self.crashes.append(f"gunicorn master exited rc {self.master.returncode}")
         if now >= self.next_snapshot:
             self._snapshot(now)
+        for held in list(self.holding):
+            a, booted, give_up = held
+            if booted() or now > give_up:
+                self.holding.remove(held)
+                a.note += (", at work on the full disk" if booted() else
+                           f", not at work within {BOOT_WAIT:g} s")
+                self._room_back(a)
         if not self.redis_down and self.redis.proc is not None \
                 and self.redis.proc.poll() is not None:
             self.crashes.append(f"redis-server exited rc {self.redis.proc.returncode} "
@@ -315,11 +327,16 @@ class Runner:
             self.redis.start()
 
     def _snapshot(self, now: float) -> None:
-        """A BGSAVE (with persistence): the kills that follow land between snapshots."""
+        """A BGSAVE (with persistence): the kills that follow land between snapshots.
+
+        Never to a stopped server, and one try: redis-py's default retries (10, with
+        backoff) held the nemesis 7 s on a SIGSTOPped one, which delayed every fault
+        behind it (a 4.4 s stop lasted 16 s and ended as the schedule did)."""
         self.next_snapshot = now + self.snap_rng.uniform(*SNAPSHOT_EVERY)
-        if self.redis_down:
+        if self.redis_down or self.frozen:
             return
-        client = redis.Redis(port=self.redis.port, socket_timeout=0.3, socket_connect_timeout=0.3)
+        client = redis.Redis(port=self.redis.port, socket_timeout=0.3, socket_connect_timeout=0.3,
+                             retry=Retry(NoBackoff(), 0))
         try:
             client.bgsave()
             self.snapshots.append(now)
@@ -348,20 +365,21 @@ class Runner:
     def _room_first(self) -> None:
         """Room for ``ROOM_BETWEEN`` s before the disk fills again (a boot wait may have
         pushed the last fault's end past this one's start): held values get written."""
-        while time.monotonic() < self.room_since + ROOM_BETWEEN:
+        while self.holding or time.monotonic() < self.room_since + ROOM_BETWEEN:
             self._supervise()
             time.sleep(0.1)
 
-    def _await_boot(self, booted: Callable[[], bool]) -> str:
-        """Keep the disk full until the worker booted on it is at work (its ``R`` line:
-        its first metric writes are behind it), supervising meanwhile; what happened."""
-        give_up = time.monotonic() + BOOT_WAIT
-        while not booted():
-            if time.monotonic() > give_up:
-                return f", not at work within {BOOT_WAIT:g} s"
-            self._supervise()
-            time.sleep(0.1)
-        return ", at work on the full disk"
+    def _room_back(self, a: Applied) -> None:
+        """A disk fault ends: the ballast goes (the disk has room), and a plain worker
+        booted on it stops (its exit must write out what it held)."""
+        if self.mounted:
+            (self.disk / "ballast").unlink()
+            self.room_since = time.monotonic()
+        if a.fault.kind == "disk-full-start" and self.master is None:
+            inc = next(i for i in self.incarnations if i.label == a.note.split()[0])
+            if inc.proc is not None:
+                inc.proc.send_signal(signal.SIGUSR1)
+        a.ended = time.monotonic()
 
     # --- the nemesis --------------------------------------------------------------------
     def _begin(self, f: Fault, a: Applied) -> None:
@@ -370,6 +388,7 @@ class Runner:
             self.redis.kill()
         elif f.kind == "redis-stop":
             self.redis.signal(signal.SIGSTOP)
+            self.frozen = True
         elif f.kind == "pg-stop":
             self.pg.stop("immediate")
         elif f.kind == "worker-kill" and self.master is not None:
@@ -412,6 +431,7 @@ class Runner:
             self.redis_down = False
         elif f.kind == "redis-stop":
             self.redis.signal(signal.SIGCONT)
+            self.frozen = False
         elif f.kind == "pg-stop":
             self.pg.start()
         elif f.kind == "cpu-hog":
@@ -422,16 +442,16 @@ class Runner:
             inc = next(i for i in self.incarnations if i.label == a.note)
             if inc.proc is not None:
                 inc.proc.send_signal(signal.SIGUSR1)
-        elif f.kind in ("disk-full", "disk-full-start") and self.mounted:
-            if f.kind == "disk-full-start":   # a loaded machine boots slowly: not before
-                a.note += self._await_boot(self.booting.pop(id(a)))
-            (self.disk / "ballast").unlink()
-            self.room_since = time.monotonic()
-        if f.kind == "disk-full-start" and self.master is None:
-            # it stops as room returns: its exit must write out what it held
-            inc = next(i for i in self.incarnations if i.label == a.note.split()[0])
-            if inc.proc is not None:
-                inc.proc.send_signal(signal.SIGUSR1)
+        elif f.kind == "disk-full-start" and self.mounted:
+            # a loaded machine boots slowly: the disk stays full until the worker booted
+            # on it is at work (its R line: its first metric writes are behind it, up to
+            # BOOT_WAIT), which _supervise sees, while the other faults keep their times
+            self.holding.append((a, self.booting.pop(id(a)), time.monotonic() + BOOT_WAIT))
+            return
+        elif f.kind in ("disk-full", "disk-full-start"):
+            self._room_back(a)
+            return
+        a.ended = time.monotonic()
 
     def _drive(self, t0: float) -> list[Applied]:
         """Apply every fault at its time and undo it at its end; supervise in between."""
@@ -452,9 +472,8 @@ class Runner:
                 if f.kind == "worker-kill":
                     applied[i].ended = applied[i].began
             else:
-                self._end(f, applied[i])
-                applied[i].ended = time.monotonic()
-        while time.monotonic() < t0 + self.s.seconds:
+                self._end(f, applied[i])   # sets ``ended`` (a held disk: once room is back)
+        while time.monotonic() < t0 + self.s.seconds or self.holding:
             self._supervise()
             time.sleep(0.05)
         return [applied[i] for i in sorted(applied)]
@@ -483,13 +502,7 @@ class Runner:
             stack.callback(self.redis.close)
             store_for(self.redis.url, self.quota, fresh=True, limit=self.s.limit,
                       timeout=self.s.timeout).close()
-            bindir = find_bindir()
-            if bindir is None:
-                _need("PostgreSQL binaries (initdb, pg_ctl) not found: apt-get install "
-                      "postgresql")
-            self.pg = PgCluster(bindir, free_port())
-            stack.callback(self.pg.destroy)
-            self.pg.start()
+            self.pg = stack.enter_context(running_cluster())
             self.disk = self.tmp / "disk"
             self.mounted = mounted = stack.enter_context(_tmpfs(self.disk, self.s.disk_mib))
             metrics = self.disk / "metrics"

@@ -14,8 +14,11 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+from tests.conftest import _need, free_port
 
 
 def find_bindir() -> Path | None:
@@ -102,6 +105,21 @@ class PgCluster:
         except (subprocess.SubprocessError, OSError):
             pass
         shutil.rmtree(self.datadir, ignore_errors=True)
+
+
+@contextmanager
+def running_cluster() -> Iterator[PgCluster]:
+    """A private cluster on a free port, started, and destroyed after; without the
+    binaries a skip (a failure where CI requires the servers)."""
+    bindir = find_bindir()
+    if bindir is None:
+        _need("PostgreSQL binaries (initdb, pg_ctl) not found: apt-get install postgresql")
+    c = PgCluster(bindir, free_port())
+    try:
+        c.start()
+        yield c
+    finally:
+        c.destroy()
 
 
 def wait_until(predicate: Callable[[], bool], within: float, step: float = 0.05) -> float:

@@ -11,21 +11,18 @@ from __future__ import annotations
 
 import contextlib
 import socket
-import threading
+
+from tests.helpers.tcp_proxy import LinkProxy, shut
 
 
-class PgProxy:
+class PgProxy(LinkProxy):
     def __init__(self, upstream_port: int) -> None:
+        super().__init__()
         self.upstream = ("127.0.0.1", upstream_port)
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.port = int(self._listener.getsockname()[1])
-        self._lock = threading.Lock()
         self._marker: bytes | None = None
         self._then_refuse = False
         self.cuts = 0
-        self.refuse = False
-        self._links: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
+        self._serve()
 
     def dsn(self) -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
@@ -34,55 +31,23 @@ class PgProxy:
         with self._lock:
             self._marker, self._then_refuse = marker, then_refuse
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self._listener.accept()
-            except OSError:
-                return
-            if self.refuse:
-                client.close()
-                continue
-            server = socket.create_connection(self.upstream)
-            with self._lock:
-                # checked again under the lock: a link accepted while the cut severed the
-                # others (a pool refilling in the background) is refused too
-                if self.refuse:
-                    for s in (client, server):
-                        s.close()
-                    continue
-                self._links += [client, server]
-            state = {"armed": False}
-            threading.Thread(target=self._pump, args=(client, server, state, True),
-                             daemon=True).start()
-            threading.Thread(target=self._pump, args=(server, client, state, False),
-                             daemon=True).start()
+    def _link(self, client: socket.socket) -> None:
+        self._pipe(client, socket.create_connection(self.upstream))
 
-    def _pump(self, src: socket.socket, dst: socket.socket, state: dict[str, bool],
-              upstream: bool) -> None:
+    def _pump(self, src: socket.socket, dst: socket.socket, upstream: bool,
+              state: dict[str, bool]) -> None:
         with contextlib.suppress(OSError):
             while data := src.recv(65536):
                 if upstream:
                     with self._lock:
                         if self._marker is not None and self._marker in data:
                             self._marker, state["armed"] = None, True
-                elif state["armed"]:
+                elif state.get("armed"):
                     self.cuts += 1
                     if self._then_refuse:
-                        self._sever(refuse=True)
+                        with self._lock:
+                            self.refuse = True
+                        self._cut()
                     break       # the server answered: drop the answer with the link
                 dst.sendall(data)
-        for s in (src, dst):
-            with contextlib.suppress(OSError):
-                s.shutdown(socket.SHUT_RDWR)
-
-    def _sever(self, *, refuse: bool = False) -> None:
-        with self._lock:
-            self.refuse = self.refuse or refuse
-            for s in self._links:
-                with contextlib.suppress(OSError):
-                    s.shutdown(socket.SHUT_RDWR)
-
-    def close(self) -> None:
-        self._listener.close()
-        self._sever()
+        shut((src, dst))

@@ -21,11 +21,12 @@ import shutil
 import signal
 import socket
 import subprocess
-import threading
 import time
 from pathlib import Path
 
 import redis
+
+from tests.helpers.tcp_proxy import LinkProxy
 
 DEBIAN_SAVE = "save 3600 1 300 100 60 10000"
 PERSISTENCE: dict[str, list[str]] = {
@@ -112,57 +113,29 @@ class PersistentRedis:
         self.kill()
 
 
-class FailoverProxy:
+class FailoverProxy(LinkProxy):
     """A TCP proxy to the current primary; ``retarget`` moves it and cuts every link."""
 
     def __init__(self, upstream: int) -> None:
+        super().__init__()
         self.upstream = upstream
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.port = int(self._listener.getsockname()[1])
         self.url = f"redis://127.0.0.1:{self.port}/0"
-        self._lock = threading.Lock()
-        self._links: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
+        self._serve()
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self._listener.accept()
-            except OSError:
-                return
-            try:
-                server = socket.create_connection(("127.0.0.1", self.upstream), timeout=0.5)
-                server.settimeout(None)
-            except OSError:  # the primary is down: a refused connection, as without a proxy
-                client.close()
-                continue
-            with self._lock:
-                self._links += [client, server]
-            for a, b in ((client, server), (server, client)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
-
-    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
+    def _link(self, client: socket.socket) -> None:
         try:
-            while data := src.recv(65536):
-                dst.sendall(data)
-        except OSError:
-            pass
-        for s in (src, dst):
-            with contextlib.suppress(OSError):
-                s.shutdown(socket.SHUT_RDWR)
+            server = socket.create_connection(("127.0.0.1", self.upstream), timeout=0.5)
+            server.settimeout(None)
+        except OSError:  # the primary is down: a refused connection, as without a proxy
+            client.close()
+            return
+        self._pipe(client, server)
 
     def retarget(self, upstream: int) -> None:
         with self._lock:
             self.upstream = upstream
-            links, self._links = self._links, []
-        for s in links:
-            with contextlib.suppress(OSError):
-                s.shutdown(socket.SHUT_RDWR)
+        for s in self._cut():
             s.close()
-
-    def close(self) -> None:
-        self._listener.close()
-        self.retarget(self.upstream)
 
 
 class ReplicatedRedis:
