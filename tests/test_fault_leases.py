@@ -16,20 +16,19 @@ processes run with a client clock 10 s ahead (``clock=``) throughout.
 
 from __future__ import annotations
 
-import json
 import shutil
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import redis
 
-from tests.conftest import _need, free_port, helper_cmd
+from tests.conftest import _need, free_port
+from tests.helpers.lease_holders import finish_holders, kill_left, start_holders
 from tests.helpers.lease_kit import store_for
-from tests.helpers.lease_tracker import Span, first_at, long_hold_open, max_overlap, read_spans
+from tests.helpers.lease_tracker import Span, await_long_hold, first_at, max_overlap, read_spans
 
 LIMIT, TIMEOUT, INTERVAL, MARGIN = 3, 2.0, 0.4, 0.4
 PROCS, HOLDERS, SKEWED = 4, 5, 2
@@ -87,45 +86,15 @@ class RedisProcess:
 
 def _holders(where: str, tmp: Path, env: dict[str, str], until: float,
              waits: dict[str, float]) -> tuple[list[subprocess.Popen[str]], list[Path]]:
-    procs, tracks = [], []
-    for i in range(PROCS):
-        tracks.append(tmp / f"track{i}")
-        cfg: dict[str, Any] = {
-            "where": where, "quota": "faults", "limit": LIMIT, "timeout": TIMEOUT,
-            "interval": INTERVAL, "margin": MARGIN, "worker": f"h{i}", "waits": waits,
-            "holders": HOLDERS, "short": SHORT, "long": LONG, "p_long": P_LONG,
-            "wait": 1.0, "poll": 0.05, "until": until,
-            "track": str(tracks[-1]), "seed": i, "skew": 10.0 if i < SKEWED else 0.0,
-        }
-        procs.append(subprocess.Popen(helper_cmd("lease_fault_holder.py", json.dumps(cfg)),
-                                      env=env, stdout=subprocess.PIPE, text=True))
-    for p in procs:
-        assert p.stdout is not None and p.stdout.readline().strip() == "ready"
-    return procs, tracks
-
-
-def _finish(procs: list[subprocess.Popen[str]]) -> dict[str, int]:
-    """Wait for the holders' clean exit; their summed stats."""
-    stats: dict[str, int] = {}
-    for p in procs:
-        out, _ = p.communicate(timeout=60)
-        assert p.returncode == 0, out
-        for k, v in json.loads(out.strip().splitlines()[-1]).items():
-            stats[k] = stats.get(k, 0) + v
-    return stats
+    return start_holders(env, tmp, PROCS, skew=lambda i: 10.0 if i < SKEWED else 0.0,
+                         where=where, quota="faults", limit=LIMIT, timeout=TIMEOUT,
+                         interval=INTERVAL, margin=MARGIN, waits=waits, holders=HOLDERS,
+                         short=SHORT, long=LONG, p_long=P_LONG, wait=1.0, poll=0.05,
+                         until=until)
 
 
 def _sleep_until(t: float) -> None:
     time.sleep(max(0.0, t - time.monotonic()))
-
-
-def _when_a_long_hold_runs(tracks: list[Path], within: float) -> None:
-    """Wait (at most ``within`` s) until a hold is at work that plans to go on for more
-    than the timeout: the fault injected next must cut it, or the run proves little."""
-    give_up = time.monotonic() + within
-    while not long_hold_open(tracks, time.monotonic(), TIMEOUT):
-        assert time.monotonic() < give_up, "no long hold was running to be cut"
-        time.sleep(0.05)
 
 
 def _recovery(spans: list[Span], after: float) -> tuple[float, float]:
@@ -168,17 +137,15 @@ def test_redis_sigkill_restarts_and_sigstop_never_oversell_work(tmp_path, worker
             server.kill()
             restarts.append(server.start())
         _sleep_until(t0 + 13.0)
-        _when_a_long_hold_runs(tracks, within=3.0)
+        await_long_hold(tracks, TIMEOUT, within=3.0)
         server.signal(signal.SIGSTOP)
         stopped = time.monotonic()
         _sleep_until(stopped + 4.0)
         server.signal(signal.SIGCONT)
         resumed = time.monotonic()
-        stats = _finish(procs)
+        stats = finish_holders(procs)
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
+        kill_left(procs)
         server.close()
 
     spans, unfinished = read_spans(tracks)
@@ -209,7 +176,7 @@ def test_sqlite_write_lock_held_7s_never_oversells_work(tmp_path, worker_env):
     locker = None
     try:
         _sleep_until(t0 + 2.0)
-        _when_a_long_hold_runs(tracks, within=4.0)
+        await_long_hold(tracks, TIMEOUT, within=4.0)
         locker = subprocess.Popen(
             [sys.executable, "-c", "import sqlite3, sys, time\n"
              "db = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=10)\n"
@@ -220,11 +187,9 @@ def test_sqlite_write_lock_held_7s_never_oversells_work(tmp_path, worker_env):
         locked = time.monotonic()
         assert locker.wait(timeout=30) == 0
         unlocked = time.monotonic()
-        stats = _finish(procs)
+        stats = finish_holders(procs)
     finally:
-        for p in [*procs, *([locker] if locker else [])]:
-            if p.poll() is None:
-                p.kill()
+        kill_left([*procs, *([locker] if locker else [])])
 
     spans, unfinished = read_spans(tracks)
     _check("sqlite", spans, unfinished, stats, t0)

@@ -6,6 +6,7 @@ ended) lines written by the holders themselves; nothing here reads the lease sto
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -71,3 +72,14 @@ def long_hold_open(tracks: Iterable[Path], now: float, remaining: float) -> bool
                 elif fields[0] == "X":
                     entered.pop(fields[1], None)
     return any(end - now >= remaining for end in entered.values())
+
+
+def await_long_hold(tracks: Iterable[Path], remaining: float, within: float) -> None:
+    """Wait (at most ``within`` s) until a hold is at work that plans to go on for
+    ``remaining`` s more: a fault injected next that outlasts the holder's deadline must
+    cut it, or the run proves little."""
+    tracks = list(tracks)
+    give_up = time.monotonic() + within
+    while not long_hold_open(tracks, time.monotonic(), remaining):
+        assert time.monotonic() < give_up, "no long hold was running to be cut"
+        time.sleep(0.05)
