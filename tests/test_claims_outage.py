@@ -1,6 +1,7 @@
 """A finish the database never took is counted (``corevo_job_finish_errors_total``) and
-its job stays ``running`` (CorevoJobsStuckRunning reads the jobs table): a private PostgreSQL behind a
-proxy that loses the finish's reply and then refuses every connection."""
+its job stays ``running`` (CorevoJobsStuckRunning reads the jobs table): a private
+PostgreSQL behind a proxy that loses the finish's reply and then refuses every
+connection."""
 
 from __future__ import annotations
 
