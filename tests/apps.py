@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -105,7 +105,6 @@ def prometheus(tmp: Path, targets: list[str], rules: Path | None = None,
                interval: float = 1.0) -> Iterator[str]:
     """A real Prometheus scraping ``targets`` every ``interval`` seconds (evaluating
     ``rules`` as often, when given); yields its base URL."""
-    import yaml
 
     web = _free_port()
     config: dict[str, object] = {
@@ -115,11 +114,22 @@ def prometheus(tmp: Path, targets: list[str], rules: Path | None = None,
         "scrape_configs": [{"job_name": "app", "static_configs": [{"targets": targets}]}]}
     if rules is not None:
         config["rule_files"] = [str(rules)]
+    with prometheus_server(tmp, config, web) as base:
+        yield base
+
+
+@contextlib.contextmanager
+def prometheus_server(tmp: Path, config: Mapping[str, object], web: int,
+                      *flags: str) -> Iterator[str]:
+    """A real Prometheus on ``config`` (written to ``tmp``), its web UI on port ``web``,
+    ready for queries; yields its base URL."""
+    import yaml
+
     (tmp / "prometheus.yml").write_text(yaml.safe_dump(config))
     proc = subprocess.Popen(
         [PROMETHEUS, f"--config.file={tmp / 'prometheus.yml'}",
          f"--storage.tsdb.path={tmp / 'tsdb'}", f"--web.listen-address=127.0.0.1:{web}",
-         "--log.level=warn"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+         *flags, "--log.level=warn"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_port(web, proc)
         base = f"http://127.0.0.1:{web}"

@@ -20,7 +20,6 @@ import contextlib
 import json
 import os
 import signal
-import subprocess
 import time
 import urllib.parse
 import urllib.request
@@ -30,12 +29,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from corevo_obs.core.catalog import sample_name_index
 from corevo_obs.tooling.grafana import load_json, panel_queries
 from corevo_obs.tooling.grafana.promql import concrete, metric_names
-from tests.apps import PROMETHEUS, ROOT, app_env, eventually, python, scalar, serve, wait_port
+from tests.apps import (
+    PROMETHEUS,
+    ROOT,
+    app_env,
+    eventually,
+    prometheus_server,
+    python,
+    scalar,
+    serve,
+)
 from tests.conftest import HELPERS, _need, free_port
 from tests.helpers.otlp_receiver import OtlpReceiver, OtlpState
 
@@ -68,20 +75,8 @@ def prometheus_sd(tmp: Path, targets: Path) -> Iterator[str]:
               "rule_files": [str(RULES)],
               "scrape_configs": [{"job_name": "otel", "file_sd_configs": [
                   {"files": [str(targets / "*.json")], "refresh_interval": "1s"}]}]}
-    (tmp / "prometheus.yml").write_text(yaml.safe_dump(config))
-    proc = subprocess.Popen(
-        [PROMETHEUS, f"--config.file={tmp / 'prometheus.yml'}",
-         f"--storage.tsdb.path={tmp / 'tsdb'}", f"--web.listen-address=127.0.0.1:{web}",
-         "--enable-feature=exemplar-storage", "--log.level=warn"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_port(web, proc)
-        base = f"http://127.0.0.1:{web}"
-        eventually("prometheus ready", lambda: _get(f"{base}/-/ready") is not None, 30)
+    with prometheus_server(tmp, config, web, "--enable-feature=exemplar-storage") as base:
         yield base
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 def _get(url: str) -> Any:

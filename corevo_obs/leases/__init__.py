@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..core import lazy
 from ..core.errors import LeaseLost, LeaseRejected
 from .audit import AsyncLeaseAuditor, LeaseAudit, LeaseAuditor
 from .base import AcquireResult, AsyncHold, AsyncLease, AsyncLeaseStore, Hold, Lease, LeaseStore
@@ -57,10 +58,4 @@ _LAZY = {"RedisLeaseStore": "redis_store", "AsyncRedisLeaseStore": "redis_store"
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        module = importlib.import_module(f".{_LAZY[name]}", __name__)
-        value = globals()[name] = getattr(module, name)  # resolved once
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return lazy.attribute(__name__, _LAZY, globals(), name)

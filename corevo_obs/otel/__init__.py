@@ -12,8 +12,9 @@ metrics API is touched. docs/otel.md is the user's page.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any, Final
+
+from ..core import lazy
 
 if TYPE_CHECKING:
     from .export import CountedExporter, ExportFailed
@@ -40,11 +41,7 @@ _LAZY: Final = {"CountedExporter": "export", "ExportFailed": "export", "unit_of"
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        module = importlib.import_module(f".{_LAZY[name]}", __name__)
-        value = globals()[name] = getattr(module, name)  # resolved once
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return lazy.attribute(__name__, _LAZY, globals(), name)
 
 
 def __dir__() -> list[str]:
