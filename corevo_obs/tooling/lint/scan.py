@@ -14,12 +14,12 @@ import copy
 import re
 import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 from .call_catalog import Catalog
-from .file_modes import FILE_TYPE, FLUSHING, QUIET, UNSURE, flush_state
+from .file_modes import FILE_TYPE, FLUSHING, OPENERS, QUIET, UNSURE, flush_state
 from .imports import (
     AMBIGUOUS,
     BINDS_NOTHING,
@@ -1227,14 +1227,21 @@ class FileScanner(ast.NodeVisitor):
             return ctx.fds
         args = ctx.node.args
         stores = Counter(a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs])
-        assigns: list[tuple[ast.expr, ast.Call]] = []
+        assigns: list[tuple[ast.expr, ast.expr]] = []
         for stmt in walk(ctx.node):
             if isinstance(stmt, ast.Name) and not isinstance(stmt.ctx, ast.Load):
                 stores[stmt.id] += 1
             elif (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
-                    and isinstance(stmt.value, ast.Call)):
+                    and isinstance(stmt.value, ast.Call | ast.Name)):
                 assigns.append((stmt.targets[0], stmt.value))
+            elif isinstance(stmt, ast.withitem) and isinstance(stmt.context_expr, ast.Call):
+                if stmt.optional_vars is not None:
+                    assigns.append((stmt.optional_vars, stmt.context_expr))
+        later: list[tuple[ast.expr, ast.expr]] = []
         for target, value in assigns:
+            if not isinstance(value, ast.Call):
+                later.append((target, value))
+                continue
             ref = self.tracker.resolve(value.func)
             name = ref.name if ref is not None else ""
             if isinstance(target, ast.Tuple) and name in self.catalog.pipes:
@@ -1242,10 +1249,49 @@ class FileScanner(ast.NodeVisitor):
             elif isinstance(target, ast.Name) and (
                     name in self.catalog.fd_factories or catalogued.is_descriptor(value, {})):
                 bound = {target.id: catalogued.FD}
+            elif isinstance(target, ast.Name):
+                later.append((target, value))  # ``f = open(r)``: once pipe ends are known
+                continue
             else:
                 continue
             ctx.fds.update((k, v) for k, v in bound.items() if stores[k] == 1)
+        for _ in range(3):  # ``fd = r``, then ``f = os.fdopen(fd)``: short rebinding chains
+            grew = False
+            for target, value in later:
+                if (isinstance(target, ast.Name) and stores[target.id] == 1
+                        and target.id not in ctx.fds and self._piped(value, ctx.fds)):
+                    ctx.fds[target.id] = (catalogued.PIPE if isinstance(value, ast.Name)
+                                          else catalogued.PIPE_FILE)
+                    grew = True
+            if not grew:
+                break
         return ctx.fds
+
+    def _piped(self, node: ast.expr, fds: Mapping[str, str]) -> bool:
+        """Whether ``node`` is a pipe end made in this function (a name bound to one) or a
+        file object wrapped around one (``open(r)``, ``os.fdopen(w, "wb")``)."""
+        if isinstance(node, ast.Name):
+            return fds.get(node.id) in (catalogued.PIPE, catalogued.PIPE_FILE)
+        if not isinstance(node, ast.Call) or not node.args:
+            return False
+        ref = self.tracker.resolve(node.func)
+        first = node.args[0]
+        return (ref is not None and ref.name in OPENERS and isinstance(first, ast.Name)
+                and fds.get(first.id) == catalogued.PIPE)
+
+    def _on_pipe(self, node: ast.Call, ref: Ref, ctx: _Ctx) -> bool:
+        """A catalogued call acting on a pipe this function made: its descriptor argument is
+        a pipe end (``os.read(r, n)``, ``os.fdopen(r)``), or it is a file object's method on
+        a file wrapped around one (``open(r).read()``). No disk I/O: whether it waits depends
+        on the other end, a guess (medium)."""
+        if not self._fd_text or ctx.node is None:
+            return False
+        if (ref.kind == "method" and ref.type == FILE_TYPE
+                and isinstance(node.func, ast.Attribute)):
+            return self._piped(node.func.value, self._fds(ctx))
+        first = node.args[0] if node.args else None
+        return (isinstance(first, ast.Name)
+                and self._fds(ctx).get(first.id) == catalogued.PIPE)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         """``x.p`` read (not called) where code runs: a call of ``p`` if it resolves to a
@@ -1373,7 +1419,8 @@ class FileScanner(ast.NodeVisitor):
                              catalogued.deferred_buffers(node, ref, self.catalog, self.tracker),
                              "low" if ctx.fallback else
                              "medium" if guessed or ref.name in self.catalog.first_use
-                             or ctx.once or flushing == UNSURE else "high")
+                             or ctx.once or flushing == UNSURE
+                             or self._on_pipe(node, ref, ctx) else "high")
             elif ctx.facts is not None and ctx.facts.blocking is None:
                 unless = catalogued.deferred_buffers(node, ref, self.catalog, self.tracker)
                 if unless:

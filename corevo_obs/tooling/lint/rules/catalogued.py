@@ -125,6 +125,7 @@ def zero_timeout(call: ast.Call, ref: Ref, catalog: Catalog) -> bool:
 
 
 PIPE, FD = "pipe", "fd"  # what a name bound in the function holds (``fds``)
+PIPE_FILE = "pipe-file"  # a file object wrapped around a pipe end (``f = open(r)``)
 
 
 def descriptor(call: ast.Call, ref: Ref, catalog: Catalog,
@@ -143,7 +144,7 @@ def descriptor(call: ast.Call, ref: Ref, catalog: Catalog,
         return True
     arg = _argument(call, where)
     if isinstance(arg, ast.Name):
-        return arg.id in fds()
+        return fds().get(arg.id) in (PIPE, FD)
     return arg is not None and is_descriptor(arg, {})
 
 
@@ -154,7 +155,7 @@ def is_descriptor(node: ast.expr, fds: Mapping[str, str]) -> bool:
     if isinstance(node, ast.Call):
         return (isinstance(node.func, ast.Attribute) and node.func.attr == "fileno"
                 and not node.args and not node.keywords)
-    return isinstance(node, ast.Name) and node.id in fds
+    return isinstance(node, ast.Name) and fds.get(node.id) in (PIPE, FD)
 
 
 DATA = "data:"
