@@ -60,7 +60,7 @@ def _opened_mode(value: ast.expr, resolve: Resolve) -> str | None:
     return mode.value if isinstance(mode, ast.Constant) and type(mode.value) is str else None
 
 
-def _stores(scope: ast.AST, key: str) -> Iterator[ast.expr | None]:
+def stores(scope: ast.AST, key: str) -> Iterator[ast.expr | None]:
     """What each binding of ``key`` (a name or ``self.x``) in ``scope`` binds it to (None:
     a binding of another kind, ``for``, unpacking, ``+=``, ``del``)."""
     for node in ast.walk(scope):
@@ -109,7 +109,7 @@ def flush_state(scope: ast.AST | None, key: str, resolve: Resolve) -> str:
     ``UNSURE`` otherwise (whether anything waits to be flushed is a guess)."""
     if scope is None:
         return UNSURE
-    modes = [_opened_mode(v, resolve) if v is not None else None for v in _stores(scope, key)]
+    modes = [_opened_mode(v, resolve) if v is not None else None for v in stores(scope, key)]
     if not modes or any(m is None for m in modes):
         return UNSURE
     if all(not set("wax+") & set(m) for m in modes if m is not None):

@@ -47,6 +47,14 @@ TYPES["types.FunctionType"] = types.FunctionType
 TYPES.update({f"io.{t.__name__}": t for t in (
     io.IOBase, io.RawIOBase, io.BufferedIOBase, io.TextIOBase, io.BytesIO, io.StringIO)})
 FORWARD = "**"  # env key: the keywords a helper's **kwargs received
+# env key: an event loop runs on this thread. Every chain the lint follows starts on the
+# loop (an ``async def``, a loop callback), so chains set it True and a branch taken only
+# when no loop runs is ruled out like one a constant argument rules out.
+LOOP = "<running loop>"
+RUNNING: Value = ("v", True)
+# suffix of a constant registered for a helper that returns the running loop or None
+# (``with suppress(RuntimeError): return asyncio.get_running_loop()``), project-wide
+LOOP_GETTER = "#running-loop"
 SELF = "self"  # keyword of a method call: the receiver's value
 
 

@@ -18,8 +18,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from . import running_loop
 from .call_catalog import Catalog
 from .file_modes import FILE_TYPE, FLUSHING, OPENERS, QUIET, UNSURE, flush_state
+from .file_modes import stores as bindings_of
 from .imports import (
     AMBIGUOUS,
     BINDS_NOTHING,
@@ -43,7 +45,19 @@ from .model import (
     FuncFacts,
     Pending,
 )
-from .narrowing import OPAQUE, SELF, UNKNOWN, Args, Atom, Guard, Kind, Value, atoms, either
+from .narrowing import (
+    LOOP_GETTER,
+    OPAQUE,
+    SELF,
+    UNKNOWN,
+    Args,
+    Atom,
+    Guard,
+    Kind,
+    Value,
+    atoms,
+    either,
+)
 from .newer import parse_with_newer
 from .noqa import DEFAULT_NOQA, NoqaPolicy, noqa_codes
 from .rules import catalogued, declared, message, meta
@@ -457,6 +471,7 @@ class FileScanner(ast.NodeVisitor):
         # a name can hold a descriptor only if the file spells a call that makes one
         # (``os.pipe``, ``x.fileno``; a name imported bare is missed: it stays flagged)
         self._fd_text = any(n in source for n in _fd_needles(catalog))
+        self._loop_text = running_loop.NEEDLE in source  # tests of a running loop
         self._awaited: set[int] = set()
         self._stored: set[int] = set()  # calls whose result is only bound to a target
         self._thread_decorators: dict[str, bool] = {}  # module-level def -> threads?
@@ -581,6 +596,8 @@ class FileScanner(ast.NodeVisitor):
                 self.result.funcs[qualname] = facts
             ctx = _Ctx(qualname, display, on_loop=False, facts=facts, node=node,
                        walrus=self._walrus)
+            if self._loop_text and running_loop.is_getter(node, self.tracker.resolve):
+                self.result.constants[qualname + LOOP_GETTER] = True
             self._method_attrs(node, ctx)
         scope = self.tracker.push_function(node, qualname)
         self._ctx.append(ctx)
@@ -833,6 +850,12 @@ class FileScanner(ast.NodeVisitor):
         return UNKNOWN
 
     def _atoms(self, test: ast.expr, ctx: _Ctx) -> Guard | None:
+        if self._loop_text and ctx.node is not None:
+            loop = running_loop.guard(test, self.tracker.resolve,
+                                      lambda e: self._bound_once(e, ctx, test),
+                                      lambda t: self._atoms(t, ctx))
+            if loop is not None:
+                return loop
         params = ctx.guardable()
         if not params:
             return None
@@ -845,6 +868,23 @@ class FileScanner(ast.NodeVisitor):
                            if v[0] == "p" and set(stores.get(k[5:], {})) == {"__init__"}}
         return atoms(test, lambda e: self._value(e, None), params, self._type_name,
                      ctx.self_name, aliases)
+
+    @staticmethod
+    def _bound_once(node: ast.expr, ctx: _Ctx, before: ast.expr) -> ast.expr | None:
+        """The value of the one binding of a name or ``self.x`` in the function, when it
+        is a plain assignment before ``before`` (running_loop.py)."""
+        if ctx.node is None or not isinstance(node, ast.Name | ast.Attribute):
+            return None
+        key = ast.unparse(node)
+        if not any(isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+                   and isinstance(stmt.value, ast.Call | ast.IfExp)
+                   and type(stmt.targets[0]) is type(node)
+                   and ast.unparse(stmt.targets[0]) == key for stmt in ctx.node.body):
+            return None  # cheap first: a top-level assignment of a call (else no walk)
+        values = list(bindings_of(ctx.node, key))
+        if len(values) != 1 or values[0] is None or values[0].lineno >= before.lineno:
+            return None
+        return values[0]
 
     def _type_name(self, node: ast.expr) -> str | None:
         ref = self.tracker.resolve(node)

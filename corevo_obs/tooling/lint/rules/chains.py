@@ -17,7 +17,19 @@ from typing import TYPE_CHECKING
 
 from ..imports import Ref
 from ..model import FIRST_USE, GUESSED, READ, CallSite, FuncFacts
-from ..narrowing import SELF, UNKNOWN, Args, Kind, Value, bind, instance, resolver, ruled_out
+from ..narrowing import (
+    LOOP,
+    RUNNING,
+    SELF,
+    UNKNOWN,
+    Args,
+    Kind,
+    Value,
+    bind,
+    instance,
+    resolver,
+    ruled_out,
+)
 from ..returns import ReturnTypes, follow_reexport
 from . import catalogued, declared
 from .base import Family, Spec, entry_name, register
@@ -239,6 +251,7 @@ class ChainIndex:
         receiver = env.pop(SELF, None)
         if receiver is not None and receiver[0] == "i":
             self._state(receiver, facts, env)
+        env[LOOP] = RUNNING  # the chain runs on the loop's thread: a loop runs
         key = (qualname, me, tuple(sorted(env.items(), key=lambda kv: kv[0])))
         if key in self._memo:
             return self._memo[key]
