@@ -56,6 +56,30 @@ def attach_private() -> None:
     threading.Event().wait()
 
 
+def attach_probe() -> None:
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = None
+    if loop is None:
+        threading.Event().wait()
+
+
+def attach_inline() -> None:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        threading.Event().wait()
+
+
+def probe_and_more(path: str) -> None:
+    try:
+        asyncio.get_running_loop()
+        path.encode()  # more than the probe: the clause may run with a loop
+    except RuntimeError:
+        threading.Event().wait()
+
+
 def attach_other(loop: asyncio.AbstractEventLoop) -> None:
     if not loop.is_running():  # another loop may be stopped while this one runs
         threading.Event().wait()
@@ -75,6 +99,9 @@ async def in_a_coroutine() -> None:
     attach()
     attach_policy()
     attach_private()
+    attach_probe()
+    attach_inline()
+    probe_and_more("x")  # error: COB110
     Engine(use_asyncio=False)  # error: COB110
     attach_other(asyncio.new_event_loop())  # error: COB110
     unchecked()  # error: COB110

@@ -8,8 +8,10 @@ an ``if`` test or an early exit: ``asyncio._get_running_loop()``,
 ``asyncio.get_running_loop()`` or None (``with suppress(RuntimeError)``, or
 ``try``/``except RuntimeError``; registered project-wide as a constant), ``None if C else
 <one of these>`` (and ``<...> if C else None``), a name or ``self.x`` bound once in the
-function to one of these, with ``not``, ``is None`` and ``is not None``. ``loop.is_running()``
-on any other loop says nothing: that loop need not be this thread's.
+function to one of these (or by ``try: x = asyncio.get_running_loop()`` / ``except
+RuntimeError: x = None``), with ``not``, ``is None`` and ``is not None``; and the ``except
+RuntimeError`` clause of a ``try`` whose body is only ``asyncio.get_running_loop()``.
+``loop.is_running()`` on any other loop says nothing: that loop need not be this thread's.
 """
 
 from __future__ import annotations
@@ -66,6 +68,43 @@ def is_getter(node: ast.FunctionDef | ast.AsyncFunctionDef, resolve: Resolve) ->
     return False
 
 
+def probe(node: ast.Try, resolve: Resolve) -> str | None:
+    """``try: asyncio.get_running_loop()`` (or ``x = ...``) and nothing else in the body:
+    the name it binds ("" for none), None when the try is no such probe. Its ``except
+    RuntimeError`` clause runs only when no loop runs."""
+    if len(node.body) != 1:
+        return None
+    stmt = node.body[0]
+    if isinstance(stmt, ast.Expr) and _named(stmt.value, resolve, RAISES_OUTSIDE):
+        return ""
+    if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name | ast.Attribute)
+            and _named(stmt.value, resolve, RAISES_OUTSIDE)):
+        return ast.unparse(stmt.targets[0])
+    return None
+
+
+def loopless(handler: ast.ExceptHandler, resolve: Resolve) -> bool:
+    """An ``except RuntimeError`` clause (or a tuple naming it) of a probe."""
+    kind = handler.type
+    parts = kind.elts if isinstance(kind, ast.Tuple) else [kind] if kind is not None else []
+    return any(_runtime_error(p, resolve) for p in parts)
+
+
+def probed(node: ast.Try, key: str, resolve: Resolve) -> bool:
+    """``try: key = asyncio.get_running_loop()`` / ``except RuntimeError: key = None``:
+    ``key`` holds the running loop or None after it."""
+    return (probe(node, resolve) == key and key != "" and not node.orelse
+            and not node.finalbody and len(node.handlers) == 1
+            and loopless(node.handlers[0], resolve) and len(node.handlers[0].body) == 1
+            and isinstance(assign := node.handlers[0].body[0], ast.Assign)
+            and len(assign.targets) == 1 and ast.unparse(assign.targets[0]) == key
+            and _is_none(assign.value))
+
+
+PROBED = ast.Constant(value=...)  # what ``bound`` gives for a name a probe bound
+
+
 def _returns_loop(body: list[ast.stmt], resolve: Resolve) -> bool:
     return (len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None
             and _named(body[0].value, resolve, RAISES_OUTSIDE))
@@ -116,6 +155,8 @@ def truth(expr: ast.expr, resolve: Resolve, bound: Callable[[ast.expr], ast.expr
         if ref.kind in ("def", "import"):  # a project helper: known once the run has them all
             return Atom(LOOP, "==", (("s", ref.name + LOOP_GETTER),))
         return None
+    if expr is PROBED:
+        return Atom(LOOP, "truthy")
     if isinstance(expr, ast.Name | ast.Attribute) and depth == 0:
         value = bound(expr)
         return None if value is None else truth(value, resolve, bound, plain, depth + 1)

@@ -46,6 +46,7 @@ from .model import (
     Pending,
 )
 from .narrowing import (
+    LOOP,
     LOOP_GETTER,
     OPAQUE,
     SELF,
@@ -442,6 +443,7 @@ class FileScanner(ast.NodeVisitor):
             ast.Return: self.visit_Return,
             ast.Yield: self._visit_yield, ast.YieldFrom: self._visit_yield,
             ast.Attribute: self.visit_Attribute, ast.ExceptHandler: self.visit_ExceptHandler,
+            ast.Try: self.visit_Try,
             ast.ListComp: self._visit_comprehension, ast.SetComp: self._visit_comprehension,
             ast.GeneratorExp: self._visit_comprehension,
             ast.DictComp: self._visit_comprehension,
@@ -869,13 +871,17 @@ class FileScanner(ast.NodeVisitor):
         return atoms(test, lambda e: self._value(e, None), params, self._type_name,
                      ctx.self_name, aliases)
 
-    @staticmethod
-    def _bound_once(node: ast.expr, ctx: _Ctx, before: ast.expr) -> ast.expr | None:
+    def _bound_once(self, node: ast.expr, ctx: _Ctx, before: ast.expr) -> ast.expr | None:
         """The value of the one binding of a name or ``self.x`` in the function, when it
-        is a plain assignment before ``before`` (running_loop.py)."""
+        is a plain assignment before ``before``, or a probe's (running_loop.py)."""
         if ctx.node is None or not isinstance(node, ast.Name | ast.Attribute):
             return None
         key = ast.unparse(node)
+        for stmt in ctx.node.body:
+            if (isinstance(stmt, ast.Try) and stmt.lineno < before.lineno
+                    and running_loop.probed(stmt, key, self.tracker.resolve)):
+                values = list(bindings_of(ctx.node, key))
+                return running_loop.PROBED if len(values) == 2 else None
         if not any(isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
                    and isinstance(stmt.value, ast.Call | ast.IfExp)
                    and type(stmt.targets[0]) is type(node)
@@ -1054,6 +1060,28 @@ class FileScanner(ast.NodeVisitor):
 
     visit_FunctionDef = _visit_def
     visit_AsyncFunctionDef = _visit_def
+
+    def visit_Try(self, node: ast.Try) -> None:
+        """A probe of the running loop (``try: asyncio.get_running_loop()``): its ``except
+        RuntimeError`` clauses run only when no loop runs (running_loop.py)."""
+        ctx = self._ctx[-1] if self._ctx else None
+        if (not self._loop_text or ctx is None or ctx.facts is None
+                or running_loop.probe(node, self.tracker.resolve) is None):
+            self.generic_visit(node)
+            return
+        for stmt in node.body:
+            self.visit(stmt)
+        for handler in node.handlers:
+            pushed = running_loop.loopless(handler, self.tracker.resolve)
+            if pushed:
+                ctx.guard.append(Atom(LOOP, "falsy"))
+            try:
+                self.visit(handler)
+            finally:
+                if pushed:
+                    ctx.guard.pop()
+        for stmt in [*node.orelse, *node.finalbody]:
+            self.visit(stmt)
 
     def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
         if node.lineno in self._no_cover:  # ``except ...:  # pragma: no cover``
