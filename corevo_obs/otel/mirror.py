@@ -34,9 +34,10 @@ class OtelMetrics:
     >>> reader = InMemoryMetricReader()
     >>> with instrument_metrics(meter_provider=MeterProvider([reader])):
     ...     core_metrics.child("corevo_event_loop_stalls_total", worker="w0").inc()
-    >>> [m.name for r in reader.get_metrics_data().resource_metrics
-    ...  for s in r.scope_metrics for m in s.metrics]
-    ['corevo_event_loop_stalls_total']
+    >>> names = [m.name for r in reader.get_metrics_data().resource_metrics
+    ...          for s in r.scope_metrics for m in s.metrics]
+    >>> print(*names)
+    corevo_event_loop_stalls_total
     """
 
     def __init__(self, meter_provider: Any, *, prometheus: bool) -> None:
