@@ -47,7 +47,7 @@ class PgProxy(LinkProxy):
                     if self._then_refuse:
                         with self._lock:
                             self.refuse = True
-                        self._cut()
+                        self._cut(last=(src, dst))
                     break       # the server answered: drop the answer with the link
                 dst.sendall(data)
         shut((src, dst))

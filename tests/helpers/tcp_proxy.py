@@ -71,11 +71,14 @@ class LinkProxy:
                 dst.sendall(data)
         shut((src, dst))
 
-    def _cut(self) -> list[socket.socket]:
-        """Cut every live link; the sockets cut (forgotten)."""
+    def _cut(self, last: tuple[socket.socket, ...] = ()) -> list[socket.socket]:
+        """Cut every live link; the sockets cut (forgotten). ``last`` are shut after all
+        the others: the client that notices the fault through them must find every other
+        link already dead (else it retries on one the cut has not reached yet)."""
         with self._lock:
             links, self._links = self._links, []
-        shut(links)
+        shut([s for s in links if s not in last])
+        shut(last)
         return links
 
     def close(self) -> None:
