@@ -262,12 +262,13 @@ def _enc_facts(qualname: str, f: FuncFacts) -> list[object]:
             [[k, _enc_value(v)] for k, v in f.defaults.items()], f.varkw,
             [[k, _enc_guard(g)] for k, g in f.rebinds.items()],
             [[k, _enc_value(v)] for k, v in f.inits.items()],
-            [[i, list(types)] for i, types in f.unless.items()], f.getter, f.abstract]
+            [[i, list(types)] for i, types in f.unless.items()], f.getter, f.abstract,
+            list(f.wrapped)]
 
 
 def _dec_facts(x: object, path: str) -> tuple[str, FuncFacts]:
     (qualname, name, line, marked, blocks, edges, params, names, defaults, varkw,
-     rebinds, inits, unless, getter, abstract) = _list(x, 15)
+     rebinds, inits, unless, getter, abstract, wrapped) = _list(x, 16)
     _check(type(marked) is bool and type(varkw) is bool and type(getter) is bool)
     facts = FuncFacts(_str(name), path, _int(line), marked, getter, abstract=_bool(abstract))
     for item in _list(blocks):
@@ -283,6 +284,7 @@ def _dec_facts(x: object, path: str) -> tuple[str, FuncFacts]:
         k, v = _list(item, 2)
         facts.defaults[_str(k)] = _dec_value(v)
     facts.varkw = varkw
+    facts.wrapped = tuple(_strs(wrapped))
     for item in _list(rebinds):
         k, g = _list(item, 2)
         facts.rebinds[_str(k)] = _dec_guard(g)
@@ -299,15 +301,15 @@ def _dec_facts(x: object, path: str) -> tuple[str, FuncFacts]:
 def _enc_site(s: CallSite) -> list[object]:
     return [s.callee, s.line, s.col, s.func, s.context, s.snippet,
             None if s.noqa is None else sorted(s.noqa), _enc_args(s.args), sorted(s.quiet),
-            s.low]
+            s.low, s.awaited]
 
 
 def _dec_site(x: object, path: str) -> CallSite:
-    callee, line, col, func, context, snippet, noqa, args, quiet, low = _list(x, 10)
+    callee, line, col, func, context, snippet, noqa, args, quiet, low, awaited = _list(x, 11)
     codes = None if noqa is None else frozenset(_strs(noqa))
     return CallSite(_str(callee), path, _int(line), _int(col), _str(func), _str(context),
                     _str(snippet), codes, _dec_args(args),
-                    frozenset(_strs(quiet)), _bool(low))
+                    frozenset(_strs(quiet)), _bool(low), _bool(awaited))
 
 
 def encode(result: FileResult) -> dict[str, object]:

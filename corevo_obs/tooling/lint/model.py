@@ -30,6 +30,7 @@ GUESSED = (FIRST_USE, FALLBACK)  # a chain ending at one of these is low confide
 # the end of a callee's name read as an attribute (``x.p``, no call): it runs only when it
 # resolves to a property getter (``FuncFacts.getter``)
 READ = "#read"
+UNNAMED = "?"  # a decorator the lint cannot name (``@self.pool.wrap``): its code is unread
 # how sure a finding is, weakest first: ``--min-confidence`` keeps those at or above it
 CONFIDENCE = ("low", "medium", "high")
 
@@ -68,6 +69,9 @@ class FuncFacts:
     # index in ``blocks`` -> deferred types of its file arguments: the block holds unless
     # one resolves to an in-memory buffer (``Pending``'s rule, for a helper's calls)
     unless: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    # decorators whose effect the lint does not know (``ScanVisitor._unread_decorators``):
+    # awaited, a def so decorated runs where its decorator puts it (``ChainIndex.unread``)
+    wrapped: tuple[str, ...] = ()
 
     @property
     def callees(self) -> list[str]:
@@ -103,6 +107,9 @@ class CallSite:
     # its findings are low confidence: a likely call the code does not show (a class's
     # constructor, built by its users' coroutines), or a once-per-process memo's call
     low: bool = False
+    # the call's result is awaited (or handed to ``gather`` / ``create_task``): it returns
+    # an awaitable, so a plain def it calls was made into one by a decorator
+    awaited: bool = False
 
 
 @compact_pickle

@@ -38,6 +38,7 @@ from .model import (
     FALLBACK,
     FIRST_USE,
     READ,
+    UNNAMED,
     CallSite,
     Edge,
     FileResult,
@@ -111,6 +112,12 @@ _RESULT_KEEPING = frozenset({"builtins.staticmethod", "builtins.classmethod", "f
                              "functools.lru_cache", "typing.override",
                              "typing_extensions.override"})
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+_STDLIB = sys.stdlib_module_names | {"builtins"}
+# what takes the awaitables that calls return (``gather(f(), g())``): such a call's result
+# must be awaitable, as if it were awaited
+_AWAITING = frozenset({f"asyncio.{n}" for n in ("gather", "wait_for", "create_task",
+                                                "ensure_future", "shield")})
+_AWAITING_METHODS = frozenset({"create_task", "ensure_future"})
 
 
 @dataclass
@@ -475,6 +482,7 @@ class FileScanner(ast.NodeVisitor):
         self._fd_text = any(n in source for n in _fd_needles(catalog))
         self._loop_text = running_loop.NEEDLE in source  # tests of a running loop
         self._awaited: set[int] = set()
+        self._scheduled: set[int] = set()  # calls awaited or handed to gather / create_task
         self._stored: set[int] = set()  # calls whose result is only bound to a target
         self._thread_decorators: dict[str, bool] = {}  # module-level def -> threads?
         self._called: set[int] = set()  # ids of the expressions called (``f`` of ``f()``)
@@ -584,6 +592,8 @@ class FileScanner(ast.NodeVisitor):
                               getter=self.tracker.is_property(node),
                               abstract=bool(self._class_nodes) and _is_abstract(node))
             self._signature(node, facts)
+            if node.decorator_list:
+                facts.wrapped = self._unread_decorators(node)
             if protocol is None:  # maybe a callback: the run looks for a protocol base
                 self.result.callbacks.append(CallSite(
                     qualname, self.result.path, node.lineno, node.col_offset + 1,
@@ -617,6 +627,8 @@ class FileScanner(ast.NodeVisitor):
         self._ctx.pop()
         self.tracker.pop()
         self._note_return(node, qualname, ctx)
+        if ctx.facts is not None and ctx.generator:  # @gen.coroutine def: yields on the loop
+            ctx.facts.wrapped = ()
         if ctx.facts is not None and ctx.node is not None:
             for key in ctx.guardable() - ctx.stable_params():
                 ctx.facts.rebinds.setdefault(key, ())  # stored where no guard was seen
@@ -779,6 +791,20 @@ class FileScanner(ast.NodeVisitor):
             if ref is not None and ref.name in self.catalog.offload:
                 return True
         return self._thread_decorated(node)
+
+    def _unread_decorators(self, node: ast.FunctionDef) -> tuple[str, ...]:
+        """The decorators of a sync def whose effect the lint does not know: not the standard
+        library's, not the ``@blocking`` marker. The run decides which of them it has the
+        code of (``ChainIndex.unread``); "?" is one it cannot name (``@self.pool.wrap``)."""
+        out: list[str] = []
+        for deco in node.decorator_list:
+            ref = self.tracker.resolve(deco.func if isinstance(deco, ast.Call) else deco)
+            if ref is None:
+                out.append(UNNAMED)
+            elif (ref.name.partition(".")[0] not in _STDLIB
+                    and ref.name not in self.catalog.markers):
+                out.append(ref.name)
+        return tuple(out)
 
     def _thread_decorated(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         """A decorator given ``thread=True``, or one whose code starts a thread on it."""
@@ -1268,7 +1294,15 @@ class FileScanner(ast.NodeVisitor):
 
     def visit_Await(self, node: ast.Await) -> None:
         self._awaited.add(id(node.value))
+        self._scheduled.add(id(node.value))
         self.generic_visit(node)
+
+    def _schedule(self, node: ast.Call, ref: Ref | None) -> None:
+        """``asyncio.gather(f(), ...)``, ``wait_for(f(), t)``, ``create_task(f())`` (any
+        receiver's): the calls handed to them must return awaitables, as if awaited."""
+        if ((ref is not None and ref.name in _AWAITING) or (
+                isinstance(node.func, ast.Attribute) and node.func.attr in _AWAITING_METHODS)):
+            self._scheduled.update(id(a) for a in node.args if type(a) is ast.Call)
 
     def _flush_state(self, node: ast.Call, ref: Ref, ctx: _Ctx) -> str | None:
         """For ``fh.close()`` / ``fh.flush()`` on a file object: whether it has anything
@@ -1420,6 +1454,8 @@ class FileScanner(ast.NodeVisitor):
         self._called.add(id(node.func))
         ref = self.tracker.resolve(node.func)
         self._mark_offloaded(node, ref)
+        if node.args and self._sites:
+            self._schedule(node, ref)
         ctx = self._ctx[-1] if self._ctx else None
         if ctx is not None and isinstance(node.func, ast.Attribute) and node.args:
             self._loop_callback(node, ctx)
@@ -1511,7 +1547,8 @@ class FileScanner(ast.NodeVisitor):
             self.result.sites.append(CallSite(
                 ref.name, self.result.path, node.lineno, node.col_offset + 1, ctx.display,
                 ctx.qualname, self.line(node.lineno).strip(), self._noqa(node),
-                self._args(node, None, ctx), quiet, low=bool(ctx.once or ctx.fallback)))
+                self._args(node, None, ctx), quiet, low=bool(ctx.once or ctx.fallback),
+                awaited=id(node) in self._scheduled))
         elif ctx.facts is not None and ctx.facts.blocking is None:
             ctx.facts.edges.append(Edge(ref.name, tuple(ctx.guard), self._args(node, ctx),
                                         quiet, once=bool(ctx.once or ctx.fallback)))

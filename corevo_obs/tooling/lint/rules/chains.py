@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..imports import Ref
-from ..model import FIRST_USE, GUESSED, READ, CallSite, FuncFacts
+from ..model import FIRST_USE, GUESSED, READ, UNNAMED, CallSite, FuncFacts
 from ..narrowing import (
     LOOP,
     RUNNING,
@@ -364,7 +364,22 @@ class ChainIndex:
         if facts.marked:
             return (declared.CODE, {"call": call, "func": site.func, "why": declared.MARKER},
                     "medium" if inferred else "high", chain.paths, "")
-        confidence = "low" if chain.low or site.low else "medium"
+        names = list(chain.names)
+        unread = self.unread(facts) if site.awaited else None
+        if unread is not None:  # awaited: its decorator made it awaitable, most likely by
+            names[0] = f"{names[0]} [awaited, {unread}]"  # running it in a thread: a guess
+        confidence = "low" if chain.low or site.low or unread is not None else "medium"
         return (CODE, {"call": call, "func": site.func,
-                       "chain": " -> ".join([entry_name(site.func), *chain.names])},
+                       "chain": " -> ".join([entry_name(site.func), *names])},
                 confidence, chain.paths, chain.source)
+
+    def unread(self, facts: FuncFacts) -> str | None:
+        """A decorator of a sync def whose code the run does not have (a dependency's, not
+        installed or not followed), shown as ``@name``; None when every decorator is read
+        or known. Awaiting such a def's result works only if the decorator made it
+        awaitable, and the decorators that do so for a plain def (aiomisc's ``threaded``,
+        asyncer's ``asyncify``, asgiref's ``sync_to_async``) run its body in a thread."""
+        for name in facts.wrapped:
+            if name == UNNAMED or self.lookup(name) is None:
+                return "@" + name.rpartition(".")[2] if name != UNNAMED else "decorated"
+        return None
