@@ -263,12 +263,12 @@ def _enc_facts(qualname: str, f: FuncFacts) -> list[object]:
             [[k, _enc_guard(g)] for k, g in f.rebinds.items()],
             [[k, _enc_value(v)] for k, v in f.inits.items()],
             [[i, list(types)] for i, types in f.unless.items()], f.getter, f.abstract,
-            list(f.wrapped)]
+            list(f.wrapped), f.threads]
 
 
 def _dec_facts(x: object, path: str) -> tuple[str, FuncFacts]:
     (qualname, name, line, marked, blocks, edges, params, names, defaults, varkw,
-     rebinds, inits, unless, getter, abstract, wrapped) = _list(x, 16)
+     rebinds, inits, unless, getter, abstract, wrapped, threads) = _list(x, 17)
     _check(type(marked) is bool and type(varkw) is bool and type(getter) is bool)
     facts = FuncFacts(_str(name), path, _int(line), marked, getter, abstract=_bool(abstract))
     for item in _list(blocks):
@@ -285,6 +285,7 @@ def _dec_facts(x: object, path: str) -> tuple[str, FuncFacts]:
         facts.defaults[_str(k)] = _dec_value(v)
     facts.varkw = varkw
     facts.wrapped = tuple(_strs(wrapped))
+    facts.threads = _bool(threads)
     for item in _list(rebinds):
         k, g = _list(item, 2)
         facts.rebinds[_str(k)] = _dec_guard(g)

@@ -72,6 +72,9 @@ class FuncFacts:
     # decorators whose effect the lint does not know (``ScanVisitor._unread_decorators``):
     # awaited, a def so decorated runs where its decorator puts it (``ChainIndex.unread``)
     wrapped: tuple[str, ...] = ()
+    # a module-level def that hands a function it is given to a thread or an offload: a
+    # def it decorates (in any module) runs off the loop (``ScanVisitor._hands_to_thread``)
+    threads: bool = False
 
     @property
     def callees(self) -> list[str]:

@@ -24,7 +24,7 @@ from .cache import LintCache, digest, fingerprint
 from .call_catalog import Catalog, load_catalog
 from .config import LintConfig
 from .hierarchy import Hierarchy
-from .model import READ, CallSite, FileResult, Finding, FuncFacts
+from .model import READ, UNNAMED, CallSite, FileResult, Finding, FuncFacts
 from .noqa import NoqaPolicy
 from .observed import FrameIndex, Stall, blocking_facts
 from .returns import AMBIGUOUS, ReturnTypes, follow_reexport
@@ -481,6 +481,8 @@ def _scan_tree(files: list[str], catalog: Catalog, noqa: NoqaPolicy,
                         pending.extend(f"{m}.*" for m in subs)
                     frontier.extend(facts.callees)
                     frontier.extend(t for types_ in facts.unless.values() for t in types_)
+                    # its decorators' code: whether one runs it in a thread (chains.py)
+                    frontier.extend(d for d in facts.wrapped if d != UNNAMED)
                     continue
                 # a method a class inherits: its bases' modules (known once B's is read)
                 frontier.extend(b for b in hierarchy.inherited(name) if b not in seen)

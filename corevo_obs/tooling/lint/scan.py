@@ -106,6 +106,20 @@ def _fd_needles(catalog: Catalog) -> tuple[bytes, ...]:
     return hit[1]
 
 
+_THREAD_NEEDLES: dict[int, tuple[Catalog, tuple[bytes, ...]]] = {}
+
+
+def _thread_needles(catalog: Catalog) -> tuple[bytes, ...]:
+    """What a file must spell to hand a function to a thread: ``Thread``, an offload's or
+    offload method's last name (per catalog, computed once)."""
+    hit = _THREAD_NEEDLES.get(id(catalog))
+    if hit is None or hit[0] is not catalog:
+        names = [n.rpartition(".")[2] for n in (*catalog.offload, *catalog.offload_methods)]
+        needles = tuple(dict.fromkeys(n.encode() for n in ("Thread", *names) if n))
+        hit = _THREAD_NEEDLES[id(catalog)] = (catalog, needles)
+    return hit[1]
+
+
 _SIMPLE = (str, int, bool, float, bytes, type(None))
 # decorators that hand back what the function returned
 _RESULT_KEEPING = frozenset({"builtins.staticmethod", "builtins.classmethod", "functools.cache",
@@ -481,6 +495,8 @@ class FileScanner(ast.NodeVisitor):
         # (``os.pipe``, ``x.fileno``; a name imported bare is missed: it stays flagged)
         self._fd_text = any(n in source for n in _fd_needles(catalog))
         self._loop_text = running_loop.NEEDLE in source  # tests of a running loop
+        # a def can start a thread on its argument only if the file spells a way to
+        self._thread_text = any(n in source for n in _thread_needles(catalog))
         self._awaited: set[int] = set()
         self._scheduled: set[int] = set()  # calls awaited or handed to gather / create_task
         self._stored: set[int] = set()  # calls whose result is only bound to a target
@@ -594,6 +610,9 @@ class FileScanner(ast.NodeVisitor):
             self._signature(node, facts)
             if node.decorator_list:
                 facts.wrapped = self._unread_decorators(node)
+            if (self._thread_text and node.args.args and self._module_node is not None
+                    and self.tracker.stack[-1].kind == "module"):
+                facts.threads = self._hands_to_thread(node)  # for other modules' defs
             if protocol is None:  # maybe a callback: the run looks for a protocol base
                 self.result.callbacks.append(CallSite(
                     qualname, self.result.path, node.lineno, node.col_offset + 1,
@@ -1268,9 +1287,14 @@ class FileScanner(ast.NodeVisitor):
         ref = self.tracker.resolve(deco.func if isinstance(deco, ast.Call) else deco)
         if ref is None or ref.kind != "def" or self._module_node is None:
             return False
-        local = ref.name.removeprefix(f"{self.result.module}.")
+        return self._threads_local(ref.name.removeprefix(f"{self.result.module}."))
+
+    def _threads_local(self, local: str) -> bool:
+        """Whether the module-level def ``local`` hands a function it is given to a thread
+        (memoised: a decorator is asked once per def it decorates)."""
         found = self._thread_decorators.get(local)
         if found is None:
+            assert self._module_node is not None
             found = self._thread_decorators[local] = any(
                 isinstance(stmt, ast.FunctionDef) and stmt.name == local
                 and self._hands_to_thread(stmt) for stmt in self._module_node.body)

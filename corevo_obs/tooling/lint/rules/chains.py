@@ -244,6 +244,8 @@ class ChainIndex:
             hit = self.catalogued(target, quiet, direct=False)
             return Chain((hit[1],), (), hit[1].endswith(GUESSED)) if hit is not None else None
         owner, runs, facts = found
+        if facts.wrapped and self.threaded(facts):
+            return None  # a decorator of another module runs it in a thread
         me = me or owner  # the object's class: a subclass's when called on one
         if depth > MAX_ARG_DEPTH:  # values may grow down a recursion: stop reading them
             args, outer = None, None
@@ -372,6 +374,12 @@ class ChainIndex:
         return (CODE, {"call": call, "func": site.func,
                        "chain": " -> ".join([entry_name(site.func), *names])},
                 confidence, chain.paths, chain.source)
+
+    def threaded(self, facts: FuncFacts) -> bool:
+        """A decorator of the def is a def of the run whose code hands the function it is
+        given to a thread or an offload (read from its ``def`` in its own module)."""
+        return any((deco := self.lookup(name)) is not None and deco.threads
+                   for name in facts.wrapped if name != UNNAMED)
 
     def unread(self, facts: FuncFacts) -> str | None:
         """A decorator of a sync def whose code the run does not have (a dependency's, not
