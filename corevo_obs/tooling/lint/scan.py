@@ -610,8 +610,8 @@ class FileScanner(ast.NodeVisitor):
             self._signature(node, facts)
             if node.decorator_list:
                 facts.wrapped = self._unread_decorators(node)
-            if (self._thread_text and node.args.args and self._module_node is not None
-                    and self.tracker.stack[-1].kind == "module"):
+            if (self._thread_text and node.args.args and self.tracker.stack[-1].kind == "module"
+                    and any(type(st) is ast.FunctionDef for st in node.body)):  # a wrapper
                 facts.threads = self._hands_to_thread(node)  # for other modules' defs
             if protocol is None:  # maybe a callback: the run looks for a protocol base
                 self.result.callbacks.append(CallSite(
