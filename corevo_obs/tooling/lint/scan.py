@@ -131,7 +131,7 @@ _STDLIB = sys.stdlib_module_names | {"builtins"}
 # must be awaitable, as if it were awaited
 _AWAITING = frozenset({f"asyncio.{n}" for n in ("gather", "wait_for", "create_task",
                                                 "ensure_future", "shield")})
-_AWAITING_METHODS = frozenset({"create_task", "ensure_future"})
+_AWAITING_METHODS = frozenset({"create_task"})  # loop.create_task, TaskGroup.create_task
 
 
 @dataclass
