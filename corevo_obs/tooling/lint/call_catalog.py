@@ -103,7 +103,9 @@ class Catalog:
 
     @functools.cached_property
     def all_disarming(self) -> frozenset[str]:
-        return frozenset(f for fs in self.disarming.values() for f in fs)
+        """Every flag some entry names (each part of an ``a+b`` entry)."""
+        return frozenset(part for fs in self.disarming.values() for f in fs
+                         for part in f.split("+"))
     blocking: frozenset[str] = frozenset()
     non_blocking: frozenset[str] = frozenset()
     non_blocking_prefixes: tuple[str, ...] = ()

@@ -277,9 +277,15 @@ def quiet_hints(call: ast.Call, catalog: Catalog, tracker: ImportTracker,
     return frozenset(out)
 
 
+def _disarms(flags: frozenset[str], named: frozenset[str] | set[str]) -> bool:
+    """One entry of ``flags`` is named whole: a flag, or every part of an ``a+b`` entry
+    (``getnameinfo`` looks nothing up only with both NI_NUMERICHOST and NI_NUMERICSERV)."""
+    return any(all(part in named for part in f.split("+")) for f in flags)
+
+
 def quieted(name: str, quiet: frozenset[str], catalog: Catalog) -> bool:
     """The resolved method ``name`` returns at once given these hints."""
-    return bool(quiet and (catalog.disarming.get(name, frozenset()) & quiet
+    return bool(quiet and (_disarms(catalog.disarming.get(name, frozenset()), quiet)
                            or catalog.after.get(name, frozenset()) & quiet))
 
 
@@ -299,13 +305,15 @@ def disarmed(call: ast.Call, ref: Ref, catalog: Catalog, tracker: ImportTracker)
     flags = catalog.disarming.get(ref.name)
     if not flags:
         return False
+    parts = {part for f in flags for part in f.split("+")}
+    named: set[str] = set()
     for arg in [*call.args, *(k.value for k in call.keywords)]:
         for node in walk(arg):
             if isinstance(node, ast.Attribute | ast.Name):
-                named = tracker.resolve(node)
-                if named is not None and named.name in flags:
-                    return True
-    return False
+                ref_ = tracker.resolve(node)
+                if ref_ is not None and ref_.name in parts:
+                    named.add(ref_.name)
+    return _disarms(flags, named)
 
 
 HTTP_METHODS = frozenset({"get", "post", "put", "patch", "delete", "head", "options", "trace",
