@@ -98,7 +98,8 @@ def main() -> None:
         rows.append(cells)
 
     out = [
-        "| project | corevo default total (h/m; low with --min-confidence low) | sampled | true | false "
+        "| project | corevo default total (h/m; low with --min-confidence low) "
+        "| sampled | true | false "
         "| ruff ASYNC2xx total | sampled | true | false "
         "| flake8-async ASYNC2xx total | sampled | true | false |",
         "|" + "---|" * 13,
