@@ -137,7 +137,7 @@ def test_retry_with_the_same_holder_never_takes_a_second_slot(make_store):
 def test_ghosts_are_reaped_by_the_next_acquire(make_store, registry):
     store = make_store(limit=2, timeout=1.0)
     assert store.acquire() and store.acquire()   # two holders that will never release
-    last_beat = max(at for _, at in store.holders())
+    beats = [at for _, at in store.holders()]
     # The backend's clock decides (no client clock= is consulted), so the test polls
     # instead of sleeping a fixed time and checks the grant against that clock.
     deadline = time.monotonic() + 60
@@ -146,8 +146,14 @@ def test_ghosts_are_reaped_by_the_next_acquire(make_store, registry):
         assert time.monotonic() < deadline, "the ghosts were never reaped"
         time.sleep(0.05)
     granted_at = dict(store.holders())[lease.holder]  # stamped by the backend
-    assert granted_at - last_beat >= 1.0         # not one before the timeout
-    assert sample(registry, "corevo_lease_reaped_total") == 2  # reaped both, took one
+    assert granted_at - min(beats) >= 1.0        # not one before the timeout
+    # the grant reaps exactly the ghosts past their timeout at that instant: both when the
+    # two were stamped within a poll of each other, the first alone when a busy box let
+    # more time pass between them (then the second still holds its slot)
+    expired = sum(round(granted_at - 1.0 - at, 6) > 0 for at in beats)
+    assert expired >= 1
+    assert sample(registry, "corevo_lease_reaped_total") == expired
+    assert len(store.holders()) == 1 + (2 - expired)
     assert registry.get_sample_value("corevo_lease_held", {"quota": "q"}) == 1
 
 
