@@ -126,6 +126,8 @@ _RESULT_KEEPING = frozenset({"builtins.staticmethod", "builtins.classmethod", "f
                              "functools.lru_cache", "typing.override",
                              "typing_extensions.override"})
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+_EXIT_TYPES = frozenset(_EXITS)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _STDLIB = sys.stdlib_module_names | {"builtins"}
 # what takes the awaitables that calls return (``gather(f(), g())``): such a call's result
 # must be awaitable, as if it were awaited
@@ -558,9 +560,13 @@ class FileScanner(ast.NodeVisitor):
             value = getattr(node, name, None)
             if type(value) is list:
                 for child in value:
-                    handler = dispatch.get(type(child))
+                    kind = type(child)
+                    handler = dispatch.get(kind)
                     if handler is not None:
                         handler(child)
+                    if kind in _EXIT_TYPES:  # the statements after it never run
+                        self._unreachable(value, child)
+                        break
             elif value is not None:
                 handler = dispatch.get(type(value))
                 if handler is not None:
@@ -729,6 +735,14 @@ class FileScanner(ast.NodeVisitor):
             self._ctx[-1].returned.append("None")
         else:
             self._ctx[-1].returned.append(self.tracker.value_type(value))
+
+    def _unreachable(self, stmts: list[Any], exit_stmt: ast.stmt) -> None:
+        """The statements after a ``return`` / ``raise`` / ``continue`` / ``break`` in the
+        same block never run, so they hold no finding and no chain edge; only a ``yield``
+        among them still counts (``return; yield`` is the empty-generator idiom)."""
+        if self._ctx and not self._ctx[-1].generator:
+            rest = stmts[stmts.index(exit_stmt) + 1:]
+            self._ctx[-1].generator = any(_yields(stmt) for stmt in rest)
 
     def _visit_yield(self, node: ast.Yield | ast.YieldFrom) -> None:
         if self._ctx:
@@ -1082,6 +1096,9 @@ class FileScanner(ast.NodeVisitor):
         narrowed: list[tuple[str, Any]] = []
         for i, stmt in enumerate(stmts):
             self.visit(stmt)
+            if type(stmt) in _EXIT_TYPES:
+                self._unreachable(stmts, stmt)
+                break
             if isinstance(stmt, ast.If) and _always_exits(stmt):
                 break  # ``if True: return``: the rest of the block cannot run
             exits = (isinstance(stmt, ast.If) and not stmt.orelse and stmt.body
@@ -1627,6 +1644,17 @@ def _is_main_test(test: ast.expr) -> bool:
         return False
     sides = {ast.unparse(test.left), ast.unparse(test.comparators[0])}
     return sides in ({"__name__", "'__main__'"}, {"__name__", '"__main__"'})
+
+
+def _yields(node: ast.AST) -> bool:
+    """A ``yield`` in ``node`` outside the nested scopes it holds."""
+    todo = [] if isinstance(node, _SCOPES) else [node]
+    while todo:
+        here = todo.pop()
+        if isinstance(here, ast.Yield | ast.YieldFrom):
+            return True
+        todo.extend(c for c in ast.iter_child_nodes(here) if not isinstance(c, _SCOPES))
+    return False
 
 
 def _always_exits(node: ast.If) -> bool:
