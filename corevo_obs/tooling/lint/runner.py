@@ -612,14 +612,22 @@ def lint_paths(paths: Sequence[str], config: LintConfig | None = None, *,
                 return LintResult(findings=findings, files=len(files))
     with _gc_paused():
         return _lint_files(files, unreadable, config, workers, catalog, cache, stalls, roots,
-                           tree, tree_key, installed)
+                           tree, tree_key, installed, _bases(paths))
+
+
+def _bases(paths: Sequence[str]) -> tuple[str, ...]:
+    """The linted directories (the working directory for a file named alone): where a
+    file's path is read from to tell a test module (``ChainIndex.in_tests``)."""
+    return tuple(dict.fromkeys(os.path.abspath(p if os.path.isdir(p) else os.curdir)
+                               for p in paths))
 
 
 def _lint_files(files: list[str], unreadable: list[tuple[str, str]], config: LintConfig,
                 workers: int, catalog: Catalog, cache: LintCache | None,
                 stalls: Sequence[Stall], roots: tuple[Path, ...],
                 tree: dict[str, str] | None,
-                tree_key: str, installed: tuple[Path, ...] = ()) -> LintResult:
+                tree_key: str, installed: tuple[Path, ...] = (),
+                bases: tuple[str, ...] = ()) -> LintResult:
     """:func:`lint_paths` once the cache has no whole-tree answer: scan, then resolve."""
     try:
         results = _scan_tree(files, catalog, config.noqa, max(1, workers), cache, roots,
@@ -647,6 +655,7 @@ def _lint_files(files: list[str], unreadable: list[tuple[str, str]], config: Lin
                        reexports,
                        {k: v for r in results for k, v in r.constants.items()},
                        written, types, catalog, hierarchy)
+    index.bases = bases
     if stalls:
         cites, out.unmatched = blocking_facts(stalls, FrameIndex(
             (q, f.name, f.path, f.line) for q, f in index.funcs.items()))

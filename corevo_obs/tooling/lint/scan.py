@@ -126,6 +126,13 @@ _RESULT_KEEPING = frozenset({"builtins.staticmethod", "builtins.classmethod", "f
                              "functools.lru_cache", "typing.override",
                              "typing_extensions.override"})
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+_EXIT_TYPES = frozenset(_EXITS)
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+# asyncio's pipe transports: they take a file object for its descriptor and do their own
+# non-blocking I/O on it; wrapping a descriptor for them (``os.fdopen(fd, "wb")``,
+# ``open(fd)``) resolves no path and reads or writes nothing
+_PIPE_TRANSPORTS = frozenset({"connect_write_pipe", "connect_read_pipe"})
+_PIPE_WRAPS = frozenset({"os.fdopen", "builtins.open", "io.open"})
 _STDLIB = sys.stdlib_module_names | {"builtins"}
 # what takes the awaitables that calls return (``gather(f(), g())``): such a call's result
 # must be awaitable, as if it were awaited
@@ -504,6 +511,8 @@ class FileScanner(ast.NodeVisitor):
         self._called: set[int] = set()  # ids of the expressions called (``f`` of ``f()``)
         self._loop_lambdas: set[int] = set()  # lambdas handed to the loop to call
         self._urllib3 = False
+        self._pipe_text = b"_pipe(" in source  # ``loop.connect_write_pipe(...)`` spelled
+        self._pipe_wraps: set[int] = set()  # wraps only handed to a pipe transport
 
     # -- helpers ---------------------------------------------------------------------
     def line(self, lineno: int) -> str:
@@ -558,9 +567,13 @@ class FileScanner(ast.NodeVisitor):
             value = getattr(node, name, None)
             if type(value) is list:
                 for child in value:
-                    handler = dispatch.get(type(child))
+                    kind = type(child)
+                    handler = dispatch.get(kind)
                     if handler is not None:
                         handler(child)
+                    if kind in _EXIT_TYPES:  # the statements after it never run
+                        self._unreachable(value, child)
+                        break
             elif value is not None:
                 handler = dispatch.get(type(value))
                 if handler is not None:
@@ -630,6 +643,8 @@ class FileScanner(ast.NodeVisitor):
             if self._loop_text and running_loop.is_getter(node, self.tracker.resolve):
                 self.result.constants[qualname + LOOP_GETTER] = True
             self._method_attrs(node, ctx)
+        if self._pipe_text:
+            self._pipe_wraps.update(_transport_wraps(node))
         scope = self.tracker.push_function(node, qualname)
         self._ctx.append(ctx)
         spreads = self.tracker.enter_modes(node)
@@ -729,6 +744,14 @@ class FileScanner(ast.NodeVisitor):
             self._ctx[-1].returned.append("None")
         else:
             self._ctx[-1].returned.append(self.tracker.value_type(value))
+
+    def _unreachable(self, stmts: list[Any], exit_stmt: ast.stmt) -> None:
+        """The statements after a ``return`` / ``raise`` / ``continue`` / ``break`` in the
+        same block never run, so they hold no finding and no chain edge; only a ``yield``
+        among them still counts (``return; yield`` is the empty-generator idiom)."""
+        if self._ctx and not self._ctx[-1].generator:
+            rest = stmts[stmts.index(exit_stmt) + 1:]
+            self._ctx[-1].generator = any(_yields(stmt) for stmt in rest)
 
     def _visit_yield(self, node: ast.Yield | ast.YieldFrom) -> None:
         if self._ctx:
@@ -1082,6 +1105,9 @@ class FileScanner(ast.NodeVisitor):
         narrowed: list[tuple[str, Any]] = []
         for i, stmt in enumerate(stmts):
             self.visit(stmt)
+            if type(stmt) in _EXIT_TYPES:
+                self._unreachable(stmts, stmt)
+                break
             if isinstance(stmt, ast.If) and _always_exits(stmt):
                 break  # ``if True: return``: the rest of the block cannot run
             exits = (isinstance(stmt, ast.If) and not stmt.orelse and stmt.body
@@ -1529,6 +1555,8 @@ class FileScanner(ast.NodeVisitor):
                 and ref.name not in self.catalog.awaited_blocking):
             return  # ``await open(p)``: a sync call's result is no awaitable, so the name is
             # bound at run time to an async namesake the lint cannot see (docs/lint.md)
+        if hit is not None and id(node) in self._pipe_wraps and ref.name in _PIPE_WRAPS:
+            return  # a descriptor wrapped for a pipe transport (_transport_wraps)
         if (hit is not None and ref.kind == "method" and id(node) in self._stored
                 and f"{ref.type}.{ref.attr}" in self.catalog.generators):
             return  # the generator reads the directory when iterated, not here
@@ -1627,6 +1655,48 @@ def _is_main_test(test: ast.expr) -> bool:
         return False
     sides = {ast.unparse(test.left), ast.unparse(test.comparators[0])}
     return sides in ({"__name__", "'__main__'"}, {"__name__", '"__main__"'})
+
+
+def _transport_wraps(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[int]:
+    """The calls in ``func`` whose file object only goes to a pipe transport: an argument
+    of ``loop.connect_write_pipe`` / ``connect_read_pipe``, written there or bound to a
+    local name once and read nowhere else (an object also read or written synchronously
+    stays a finding). A path spelled as a string is not a descriptor: its open stays."""
+    handed: dict[str, int] = {}
+    loads: dict[str, int] = {}
+    bound: dict[str, list[ast.expr]] = {}
+    out: list[ast.Call] = []
+    for node in ast.walk(func):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr in _PIPE_TRANSPORTS):
+            for arg in [*node.args, *(k.value for k in node.keywords)]:
+                if isinstance(arg, ast.Call):
+                    out.append(arg)
+                elif isinstance(arg, ast.Name):
+                    handed[arg.id] = handed.get(arg.id, 0) + 1
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            loads[node.id] = loads.get(node.id, 0) + 1
+        elif (isinstance(node, ast.Assign) and len(node.targets) == 1
+              and isinstance(node.targets[0], ast.Name)):
+            bound.setdefault(node.targets[0].id, []).append(node.value)
+    for name, count in handed.items():
+        values = bound.get(name, [])
+        if loads.get(name) == count and len(values) == 1 and isinstance(values[0], ast.Call):
+            out.append(values[0])
+    return {id(c) for c in out if c.args and not isinstance(c.args[0], ast.JoinedStr)
+            and not (isinstance(c.args[0], ast.Constant)
+                     and isinstance(c.args[0].value, str | bytes))}
+
+
+def _yields(node: ast.AST) -> bool:
+    """A ``yield`` in ``node`` outside the nested scopes it holds."""
+    todo = [] if isinstance(node, _SCOPES) else [node]
+    while todo:
+        here = todo.pop()
+        if isinstance(here, ast.Yield | ast.YieldFrom):
+            return True
+        todo.extend(c for c in ast.iter_child_nodes(here) if not isinstance(c, _SCOPES))
+    return False
 
 
 def _always_exits(node: ast.If) -> bool:

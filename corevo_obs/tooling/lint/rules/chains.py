@@ -11,6 +11,7 @@ instead.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Generator, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 CODE = "COB110"
 MAX_REEXPORT_HOPS = 4
 MAX_SUBCLASSES = 256  # implementations of an abstract method looked at
+TEST_DIRS = frozenset({"tests", "test", "testing"})
 NOT_NONE = Kind("builtins.object")  # an instance: not None, nothing else known
 MAX_ARG_DEPTH = 16  # call depth past which arguments are no longer read (sound: all paths)
 # the next hop of a chain: callee, its arguments, the caller's environment, depth, quiet
@@ -92,6 +94,9 @@ class ChainIndex:
         self.types = types  # receivers typed by helpers' results (returns.py)
         self.catalog = catalog  # to classify a method once its receiver's type is known
         self.written = frozenset(written)  # obj.x = ... somewhere: x is no known state
+        # the linted directories: a file's test-ness is read from its path below them
+        self.bases: tuple[str, ...] = ()
+        self._tests: dict[str, bool] = {}
         self._constant = resolver(constants or {})
         self.funcs: dict[str, FuncFacts] = {}
         dup: set[str] = set()
@@ -287,9 +292,12 @@ class ChainIndex:
         one the object is, is a guess: the first implementation that blocks is reported,
         at medium confidence (low when the site's own entry is a guess)."""
         owner, _, attr = callee.rpartition(".")
+        doubles = not self.in_tests(site.path)  # library code never runs a test's double
         for sub in self._subclasses(owner):
             impl = f"{sub}.{attr}"
             if impl not in self.funcs or (self.lookup(impl) or facts).abstract:
+                continue
+            if doubles and (".<locals>." in sub or self.in_tests(self.funcs[impl].path)):
                 continue
             chain = self.chain(impl, site.args)
             if chain is not None:
@@ -299,6 +307,22 @@ class ChainIndex:
                         "low" if chain.low or site.low else "medium",
                         (facts.path, *chain.paths), chain.source)
         return None
+
+    def in_tests(self, path: str) -> bool:
+        """A test module: below the linted directory that holds it, a ``tests`` / ``test``
+        / ``testing`` directory, or a ``test_*.py`` / ``*_test.py`` / ``conftest.py`` file
+        (a file outside them is read on its whole path)."""
+        found = self._tests.get(path)
+        if found is None:
+            full = os.path.abspath(path)
+            holding = [b for b in self.bases if full.startswith(b + os.sep)]
+            rest = full[len(max(holding, key=len)) + 1:] if holding else full
+            *dirs, name = rest.split(os.sep)
+            stem = name.removesuffix(".py")
+            found = self._tests[path] = (
+                any(d in TEST_DIRS for d in dirs) or stem == "conftest"
+                or stem.startswith("test_") or stem.endswith("_test"))
+        return found
 
     def _subclasses(self, cls: str) -> list[str]:
         """The classes of the run whose bases include ``cls``, at any depth, nearest first
