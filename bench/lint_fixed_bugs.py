@@ -248,7 +248,7 @@ def render(record: list[dict[str, str]] | None = None) -> str:
     batch = {b.id: b.batch for b in load_bugs()}
     parts = [("all", record)] + [
         (f"batch {n}", [r for r in record if batch[r["id"]] == n])
-        for n in sorted(set(batch.values()))]
+        for n in sorted(set(batch.values()), key=lambda b: (len(b), b))]  # 9 before 10
     head = " | ".join(label for label, _ in parts)
     lines = [f"| tool | {head} |", "|---|" + "---|" * len(parts)]
     columns = [recall_rows(rows) for _, rows in parts]
