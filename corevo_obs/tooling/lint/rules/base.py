@@ -81,7 +81,7 @@ def register(cls: type[Family]) -> type[Family]:
 # protocol's callback the loop calls, a class's constructor its users' coroutines run
 PROTOCOL_CALLBACK = "(a protocol callback)"
 CONSTRUCTOR = "(its users' coroutines build it: a class with async methods)"
-LOOP_CALLBACK = "(a callback it hands the loop)"  # in an async def: its message stays
+LOOP_CALLBACK = "(a callback it hands the loop)"  # X hands it: it runs on the loop
 LOOP_ENTRIES = (PROTOCOL_CALLBACK, CONSTRUCTOR)
 _ON_LOOP = (("inside async def {func}", "on the loop in {func}"),
             ("in async def {func}", "in {func}"))
@@ -96,12 +96,20 @@ def entry_name(func: str) -> str:
     return func
 
 
+def chain_text(func: str, names: list[str]) -> str:
+    """``entry -> hop -> ... -> call``; a protocol callback's chain starts at the callback
+    itself, which is named once, not as its own first hop."""
+    entry = entry_name(func)
+    return " -> ".join([entry, *(names[1:] if names and names[0] == entry else names)])
+
+
 def message(code: str, **fields: str) -> str:
     """The rule's message; for sync code the loop runs (a protocol callback, a guessed
-    constructor) "inside async def X" reads "on the loop in X"."""
+    constructor, a callback handed to the loop by a def that may be sync) "inside async
+    def X" reads "on the loop in X"."""
     text = RULES[code].format(**fields)
     func = fields.get("func", "")
-    if func.endswith(LOOP_ENTRIES):
+    if func.endswith((*LOOP_ENTRIES, LOOP_CALLBACK)):
         for old, new in _ON_LOOP:
             said = old.format(func=func)
             if said in text:

@@ -33,7 +33,7 @@ from ..narrowing import (
 )
 from ..returns import ReturnTypes, follow_reexport
 from . import catalogued, declared
-from .base import Family, Spec, entry_name, register
+from .base import Family, Spec, chain_text, register
 
 if TYPE_CHECKING:
     from ..call_catalog import Catalog
@@ -303,7 +303,7 @@ class ChainIndex:
             if chain is not None:
                 names = [f"{facts.name} [abstract]", *chain.names]
                 return (CODE, {"call": f"{facts.name}()", "func": site.func,
-                               "chain": " -> ".join([entry_name(site.func), *names])},
+                               "chain": chain_text(site.func, names)},
                         "low" if chain.low or site.low else "medium",
                         (facts.path, *chain.paths), chain.source)
         return None
@@ -396,7 +396,7 @@ class ChainIndex:
             names[0] = f"{names[0]} [awaited, {unread}]"  # running it in a thread: a guess
         confidence = "low" if chain.low or site.low or unread is not None else "medium"
         return (CODE, {"call": call, "func": site.func,
-                       "chain": " -> ".join([entry_name(site.func), *names])},
+                       "chain": chain_text(site.func, names)},
                 confidence, chain.paths, chain.source)
 
     def threaded(self, facts: FuncFacts) -> bool:
