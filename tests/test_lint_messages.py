@@ -53,3 +53,13 @@ def test_a_protocol_callback_is_named_once_in_its_chain(tmp_path: Path) -> None:
     said = [f.message for f in lint_paths([str(pkg)]).findings]
     assert len(said) == 1, said
     assert said[0].endswith(": Proto.connection_made -> open()"), said
+
+
+def test_a_process_join_is_named_for_a_process(tmp_path: Path) -> None:
+    src = tmp_path / "procs.py"
+    src.write_text("import multiprocessing\nimport threading\n\n\n"
+                   "async def stop(p: multiprocessing.Process, t: threading.Thread) -> None:\n"
+                   "    p.join(5)\n    t.join()\n")
+    said = {f.line: f.message for f in lint_paths([str(src)]).findings}
+    assert said[6].startswith("Process.join() waits"), said
+    assert said[7].startswith("Thread.join() waits"), said
