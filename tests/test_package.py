@@ -66,7 +66,20 @@ def test_the_wheel_carries_the_generated_files(wheel: zipfile.ZipFile) -> None:
     for kind in ("dashboards", "alerts"):
         for rel in _repo_files(kind):
             assert f"corevo_obs/tooling/assets/{kind}/{rel}" in names
-    assert "corevo_obs/tooling/lint/blocking_calls.toml" in names
+    catalog = wheel.read("corevo_obs/tooling/lint/blocking_calls.toml")
+    assert catalog == (ROOT / "lint_rules" / "blocking_calls.toml").read_bytes()
+
+
+def test_the_shipped_copies_are_links_to_the_repository_files() -> None:
+    """The package's catalog and assets are links to the files users read in the repository
+    (lint_rules/, dashboards/, alerts/): an edit that replaces a link with a copy (``sed
+    -i`` does) would let the two drift apart."""
+    pkg = ROOT / "corevo_obs" / "tooling"
+    for link, target in ((pkg / "lint" / "blocking_calls.toml", "lint_rules/blocking_calls.toml"),
+                         (pkg / "assets" / "dashboards", "dashboards"),
+                         (pkg / "assets" / "alerts", "alerts")):
+        assert link.is_symlink(), f"{link.relative_to(ROOT)} must link to {target}"
+        assert link.resolve() == (ROOT / target).resolve()
 
 
 def _requirement_names(requirements: list[str]) -> set[str]:
