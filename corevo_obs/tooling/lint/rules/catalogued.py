@@ -256,21 +256,28 @@ def deferred_buffers(call: ast.Call, ref: Ref, catalog: Catalog,
     return tuple(out)
 
 
+def _named_flags(call: ast.Call, tracker: ImportTracker, flags: Iterable[str]) -> set[str]:
+    """The names among ``flags`` that the call's arguments spell (``os.WNOHANG``, also
+    inside ``A | B``)."""
+    wanted = frozenset(flags)
+    out: set[str] = set()
+    if wanted:
+        for arg in [*call.args, *(k.value for k in call.keywords)]:
+            for node in walk(arg):
+                if isinstance(node, ast.Attribute | ast.Name):
+                    named = tracker.resolve(node)
+                    if named is not None and named.name in wanted:
+                        out.add(named.name)
+    return out
+
+
 def quiet_hints(call: ast.Call, catalog: Catalog, tracker: ImportTracker,
                 seen: set[str]) -> frozenset[str]:
     """For a method on a receiver typed only project-wide: the disarming flags its
     arguments name and the done-after methods its receiver already ran, so that
     :func:`quieted` can apply :func:`disarmed` and :func:`already_done` once the type is
     known."""
-    out: set[str] = set()
-    flags = catalog.all_disarming
-    if flags:
-        for arg in [*call.args, *(k.value for k in call.keywords)]:
-            for node in walk(arg):
-                if isinstance(node, ast.Attribute | ast.Name):
-                    named = tracker.resolve(node)
-                    if named is not None and named.name in flags:
-                        out.add(named.name)
+    out = _named_flags(call, tracker, catalog.all_disarming)
     if seen and isinstance(call.func, ast.Attribute) and catalog.after_methods:
         receiver = ast.unparse(call.func.value)
         out.update(m for m in catalog.after_methods if f"{receiver}.{m}" in seen)
@@ -306,14 +313,7 @@ def disarmed(call: ast.Call, ref: Ref, catalog: Catalog, tracker: ImportTracker)
     if not flags:
         return False
     parts = {part for f in flags for part in f.split("+")}
-    named: set[str] = set()
-    for arg in [*call.args, *(k.value for k in call.keywords)]:
-        for node in walk(arg):
-            if isinstance(node, ast.Attribute | ast.Name):
-                ref_ = tracker.resolve(node)
-                if ref_ is not None and ref_.name in parts:
-                    named.add(ref_.name)
-    return _disarms(flags, named)
+    return _disarms(flags, _named_flags(call, tracker, parts))
 
 
 HTTP_METHODS = frozenset({"get", "post", "put", "patch", "delete", "head", "options", "trace",
