@@ -133,9 +133,11 @@ def test_gunicorn_names_a_frozen_worker_before_its_timeout_kill(tmp_path: Path) 
         assert f"worker {worker} " in kill and "while frozen" in kill, kill
         assert WHERE in said[said.index(kill):], said[-3000:]
         # the stall's true age at the kill (from its start), not its last report's (the
-        # reports come at 1, 2, 4, 8, 16 s: the last one may be half the stall old)
+        # reports come at 1, 2, 4, 8, 16 s: the last one may be half the stall old). The
+        # stall counts from the loop's last tick before the request reached it (up to one
+        # sampling interval before `sent`) and prints rounded to 0.1 s: 25.9 at 25.89 is right.
         age = re.search(r"stalled (\d+\.\d)s", said[said.index(kill):])
-        assert age and killed_after - 3 < float(age.group(1)) <= killed_after, \
+        assert age and killed_after - 3 < float(age.group(1)) <= killed_after + 0.5, \
             (killed_after, kill)
         # counted with its reason on the master's endpoint and in Prometheus, with the
         # stall (line, cause, age) that the kill alert's annotations read
