@@ -10,13 +10,11 @@ async body is a call site (COB110 if it blocks); handing it to ``asyncio.to_thre
 from __future__ import annotations
 
 import ast
-import copy
-import re
 import sys
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from . import running_loop
 from .call_catalog import Catalog
@@ -24,7 +22,6 @@ from .file_modes import FILE_TYPE, FLUSHING, OPENERS, QUIET, UNSURE, flush_state
 from .file_modes import stores as bindings_of
 from .imports import (
     AMBIGUOUS,
-    BINDS_NOTHING,
     GETTER,
     PROPERTY_DECORATORS,
     Binding,
@@ -64,6 +61,30 @@ from .newer import parse_with_newer
 from .noqa import DEFAULT_NOQA, NoqaPolicy, noqa_codes
 from .rules import catalogued, declared, message, meta
 from .rules.base import CONSTRUCTOR, LOOP_CALLBACK, PROTOCOL_CALLBACK
+from .stores import (
+    KINDS,
+    SIMPLE,
+    attribute_stores,
+    module_constants,
+    plain_defs,
+    store_targets,
+    walk_stores,
+)
+from .syntax import (
+    EXITS,
+    always_exits,
+    called_names,
+    has_yield,
+    in_thread,
+    inline_properties,
+    is_abstract,
+    is_main_test,
+    live_clauses,
+    no_cover_lines,
+    property_accessor,
+    simple_properties,
+    transport_wraps,
+)
 
 PARTIAL = "functools.partial"
 CONSTRUCTORS = frozenset({"__init__", "__post_init__", "__attrs_post_init__"})
@@ -120,18 +141,13 @@ def _thread_needles(catalog: Catalog) -> tuple[bytes, ...]:
     return hit[1]
 
 
-_SIMPLE = (str, int, bool, float, bytes, type(None))
 # decorators that hand back what the function returned
 _RESULT_KEEPING = frozenset({"builtins.staticmethod", "builtins.classmethod", "functools.cache",
                              "functools.lru_cache", "typing.override",
                              "typing_extensions.override"})
-_EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
-_EXIT_TYPES = frozenset(_EXITS)
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
-# asyncio's pipe transports: they take a file object for its descriptor and do their own
-# non-blocking I/O on it; wrapping a descriptor for them (``os.fdopen(fd, "wb")``,
-# ``open(fd)``) resolves no path and reads or writes nothing
-_PIPE_TRANSPORTS = frozenset({"connect_write_pipe", "connect_read_pipe"})
+_EXIT_TYPES = frozenset(EXITS)
+# what wraps a descriptor for a pipe transport (``os.fdopen(fd, "wb")``, ``open(fd)``):
+# it resolves no path and reads or writes nothing
 _PIPE_WRAPS = frozenset({"os.fdopen", "builtins.open", "io.open"})
 _STDLIB = sys.stdlib_module_names | {"builtins"}
 # what takes the awaitables that calls return (``gather(f(), g())``): such a call's result
@@ -174,7 +190,7 @@ class _Ctx:
             return
         stores: dict[str, int] = {}
         other: set[str] = set()
-        for n, plain in (_walk_stores(node.body) if self.walrus else _store_targets(node.body)):
+        for n, plain in (walk_stores(node.body) if self.walrus else store_targets(node.body)):
             key = self._store_key(n)
             if key is None:
                 continue
@@ -244,205 +260,6 @@ class _Ctx:
         return key if key in self._plain else None
 
 
-_NONE = object()
-
-
-_KINDS: dict[type, str] = {ast.Dict: "builtins.dict", ast.DictComp: "builtins.dict",
-                           ast.ListComp: "builtins.list", ast.SetComp: "builtins.set",
-                           ast.JoinedStr: "builtins.str"}
-
-
-def _constant(node: ast.expr | None) -> object:
-    """A simple constant, or a tuple / set of them (as a tuple), a ``Kind`` for a display
-    whose type only is known; ``_NONE`` otherwise."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, _SIMPLE):
-        return node.value
-    if node is not None and type(node) in _KINDS:
-        return Kind(_KINDS[type(node)])
-    if isinstance(node, ast.Tuple | ast.Set | ast.List) and all(
-            isinstance(e, ast.Constant) and isinstance(e.value, _SIMPLE) for e in node.elts):
-        return tuple(e.value for e in node.elts if isinstance(e, ast.Constant))
-    return _NONE
-
-
-def _accessor(node: ast.FunctionDef) -> str:
-    """``setter`` / ``deleter`` for ``@p.setter def p(...)``, else ``""``."""
-    for deco in node.decorator_list:
-        if (isinstance(deco, ast.Attribute) and deco.attr in ("setter", "deleter")
-                and isinstance(deco.value, ast.Name) and deco.value.id == node.name):
-            return deco.attr
-    return ""
-
-
-def _plain_defs(body: list[ast.stmt]) -> set[str]:
-    """Module-level names bound only by one undecorated ``def``: functions, nothing else."""
-    defs: dict[str, int] = {}
-    other: set[str] = set()
-    for stmt in body:
-        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            key = stmt.name if not stmt.decorator_list and not isinstance(
-                stmt, ast.ClassDef) else ""
-            defs[stmt.name] = defs.get(stmt.name, 0) + (1 if key else 2)
-            continue
-        for n in walk(stmt):
-            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
-                other.add(n.id)
-            elif isinstance(n, ast.alias):
-                other.add((n.asname or n.name).partition(".")[0])
-            elif isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                other.add(n.name)
-    return {name for name, count in defs.items() if count == 1 and name not in other}
-
-
-def _module_constants(body: list[ast.stmt]) -> dict[str, object]:
-    """``NAME = <constant>`` at module level, assigned exactly once there."""
-    found: dict[str, object] = {}
-    seen: set[str] = set()
-    for stmt in body:
-        targets: list[ast.expr] = []
-        value: ast.expr | None = None
-        if isinstance(stmt, ast.Assign):
-            targets, value = stmt.targets, stmt.value
-        elif isinstance(stmt, ast.AnnAssign | ast.AugAssign):
-            targets, value = [stmt.target], getattr(stmt, "value", None)
-            if isinstance(stmt, ast.AugAssign):
-                value = None
-        for t in targets:
-            for name in walk(t):
-                if isinstance(name, ast.Name):
-                    if name.id in seen:
-                        found.pop(name.id, None)
-                    elif isinstance(t, ast.Name) and (const := _constant(value)) is not _NONE:
-                        found[name.id] = const
-                    seen.add(name.id)
-    return found
-
-
-_BODIES = ("body", "orelse", "finalbody")
-_NO_STORES = BINDS_NOTHING | {ast.Expr}  # an expression stores only by ``:=`` (not seen here)
-
-
-def _store_targets(stmts: list[ast.stmt]) -> Iterator[tuple[ast.AST, bool]]:
-    """(node that binds a name or attribute, made by a plain ``x = ...``?) for these
-    statements and every statement nested in them, nested defs included. Expressions are
-    not entered: only ``:=`` binds inside one (see ``_walk_stores``), a comprehension's
-    variables are its own."""
-    stack: list[ast.AST] = list(stmts)
-    while stack:
-        st = stack.pop()
-        targets: list[ast.expr] = []
-        if type(st) in _NO_STORES:
-            pass
-        elif isinstance(st, ast.Assign):
-            if len(st.targets) == 1 and isinstance(st.targets[0], ast.Name | ast.Attribute):
-                yield st.targets[0], True
-            else:
-                targets = st.targets
-        elif isinstance(st, ast.AugAssign | ast.AnnAssign | ast.For | ast.AsyncFor):
-            targets = [st.target]
-        elif isinstance(st, ast.With | ast.AsyncWith):
-            targets = [i.optional_vars for i in st.items if i.optional_vars is not None]
-        elif isinstance(st, ast.Delete):
-            targets = st.targets
-        elif isinstance(st, ast.Import | ast.ImportFrom):
-            yield from ((a, False) for a in st.names)
-        elif isinstance(st, ast.Global | ast.Nonlocal):
-            yield from ((ast.Name(n, ast.Store()), False) for n in st.names)
-        elif isinstance(st, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
-                        | ast.ExceptHandler):
-            yield st, False
-        elif isinstance(st, ast.Match):
-            for case in st.cases:
-                yield from ((n, False) for n in walk(case.pattern))
-                stack.extend(case.body)
-        elif isinstance(st, ast.Try | ast.TryStar):
-            stack.extend(st.handlers)
-        for t in targets:
-            yield from ((n, False) for n in walk(t)
-                        if isinstance(n, ast.Name | ast.Attribute)
-                        and not isinstance(n.ctx, ast.Load))
-        for name in _BODIES:
-            stack.extend(getattr(st, name, ()))
-
-
-def _walk_stores(stmts: list[ast.stmt]) -> Iterator[tuple[ast.AST, bool]]:
-    """The same as ``_store_targets`` by walking every node (for files that use ``:=``)."""
-    plain: set[int] = set()
-    for stmt in stmts:
-        for n in walk(stmt):
-            if isinstance(n, ast.Assign) and len(n.targets) == 1:
-                plain.add(id(n.targets[0]))
-            yield n, id(n) in plain
-
-
-def _attribute_stores(node: ast.ClassDef) -> dict[str, dict[str, int]]:
-    """``attr -> {method: stores of self.attr}`` for the class's own methods. Attributes
-    that are methods or properties of the class, and every attribute of a class with
-    its own ``__setattr__`` / ``__getattribute__``, are left out: assigning them runs code."""
-    methods = [m for m in node.body if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef)]
-    names = {m.name for m in methods}
-    if names & {"__setattr__", "__getattribute__"}:
-        return {}
-    out: dict[str, dict[str, int]] = {}
-    for m in methods:
-        first = [*m.args.posonlyargs, *m.args.args][:1]
-        if not first:
-            continue
-        me = first[0].arg
-        for n, _ in _store_targets(m.body):  # attributes are never bound by ``:=``
-            if (isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
-                    and n.value.id == me and n.attr not in names):
-                where = out.setdefault(n.attr, {})
-                where[m.name] = where.get(m.name, 0) + 1
-    return out
-
-
-def _simple_properties(node: ast.ClassDef) -> dict[str, tuple[str, ast.expr]]:
-    """``@property`` methods whose body is one ``return <expr>``: name -> (self, expr)."""
-    out: dict[str, tuple[str, ast.expr]] = {}
-    for m in node.body:
-        if not (isinstance(m, ast.FunctionDef) and m.args.args and any(
-                isinstance(d, ast.Name) and d.id == "property" for d in m.decorator_list)):
-            continue
-        body = [s for s in m.body if not (isinstance(s, ast.Expr)
-                                         and isinstance(s.value, ast.Constant))]
-        if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
-            out[m.name] = (m.args.args[0].arg, body[0].value)
-    return out
-
-
-class _Inline(ast.NodeTransformer):
-    """``self.p`` -> the property's expression, its own ``self`` renamed."""
-
-    def __init__(self, me: str, props: dict[str, tuple[str, ast.expr]]) -> None:
-        self.me, self.props = me, props
-
-    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
-        if isinstance(node.value, ast.Name) and node.value.id == self.me:
-            prop = self.props.get(node.attr)
-            if prop is not None:
-                return cast(ast.AST, _Rename(prop[0], self.me).visit(copy.deepcopy(prop[1])))
-        return self.generic_visit(node)
-
-
-class _Rename(ast.NodeTransformer):
-    def __init__(self, old: str, new: str) -> None:
-        self.old, self.new = old, new
-
-    def visit_Name(self, node: ast.Name) -> ast.Name:
-        return ast.Name(self.new, node.ctx) if node.id == self.old else node
-
-
-def _inline_properties(test: ast.expr, me: str,
-                       props: dict[str, tuple[str, ast.expr]]) -> ast.expr:
-    if not props or not any(isinstance(n, ast.Attribute) and n.attr in props
-                            for n in walk(test)):
-        return test
-    out = _Inline(me, props).visit(copy.deepcopy(test))
-    assert isinstance(out, ast.expr)
-    return out
-
-
 class FileScanner(ast.NodeVisitor):
     """Walks one module once; see the module docstring for what it collects."""
 
@@ -489,7 +306,7 @@ class FileScanner(ast.NodeVisitor):
         self._module_node: ast.Module | None = None
         # lines marked ``# pragma: no cover``: an except / if / else clause they open is a
         # fallback (its findings low); a ``def`` marked so is read as usual
-        self._no_cover = _no_cover_lines(source) if b"no cover" in source else frozenset()
+        self._no_cover = no_cover_lines(source) if b"no cover" in source else frozenset()
         self._properties: list[dict[str, tuple[str, ast.expr]]] = []
         self._consts: dict[str, object] = {}
         self._plain_defs: set[str] = set()
@@ -585,8 +402,8 @@ class FileScanner(ast.NodeVisitor):
         self.tracker.push_module(node.body)
         self._urllib3 = any(b.kind == "import" and (b.target or "").partition(".")[0] == "urllib3"
                             for b in self.tracker.stack[-1].bindings.values())
-        self._consts = _module_constants(node.body)
-        self._plain_defs = _plain_defs(node.body)
+        self._consts = module_constants(node.body)
+        self._plain_defs = plain_defs(node.body)
         self.result.constants = {f"{self.result.module}.{k}": v for k, v in self._consts.items()}
         self.generic_visit(node)
         scope = self.tracker.pop()
@@ -619,7 +436,7 @@ class FileScanner(ast.NodeVisitor):
             facts = FuncFacts(display, self.result.path, node.lineno,
                               marked=declared.is_marked(node, self.tracker, self.catalog),
                               getter=self.tracker.is_property(node),
-                              abstract=bool(self._class_nodes) and _is_abstract(node))
+                              abstract=bool(self._class_nodes) and is_abstract(node))
             self._signature(node, facts)
             if node.decorator_list:
                 facts.wrapped = self._unread_decorators(node)
@@ -631,7 +448,7 @@ class FileScanner(ast.NodeVisitor):
                     qualname, self.result.path, node.lineno, node.col_offset + 1,
                     f"{display} {PROTOCOL_CALLBACK}", qualname,
                     self.line(node.lineno).strip(), noqa_codes(self.line(node.lineno))))
-            accessor = _accessor(node)
+            accessor = property_accessor(node)
             if accessor:  # @p.setter def p(...): kept apart, the getter keeps the name
                 self.result.funcs[f"{qualname}#{accessor}"] = facts
             else:
@@ -644,7 +461,7 @@ class FileScanner(ast.NodeVisitor):
                 self.result.constants[qualname + LOOP_GETTER] = True
             self._method_attrs(node, ctx)
         if self._pipe_text:
-            self._pipe_wraps.update(_transport_wraps(node))
+            self._pipe_wraps.update(transport_wraps(node))
         scope = self.tracker.push_function(node, qualname)
         self._ctx.append(ctx)
         spreads = self.tracker.enter_modes(node)
@@ -751,7 +568,7 @@ class FileScanner(ast.NodeVisitor):
         among them still counts (``return; yield`` is the empty-generator idiom)."""
         if self._ctx and not self._ctx[-1].generator:
             rest = stmts[stmts.index(exit_stmt) + 1:]
-            self._ctx[-1].generator = any(_yields(stmt) for stmt in rest)
+            self._ctx[-1].generator = any(has_yield(stmt) for stmt in rest)
 
     def _visit_yield(self, node: ast.Yield | ast.YieldFrom) -> None:
         if self._ctx:
@@ -850,7 +667,7 @@ class FileScanner(ast.NodeVisitor):
 
     def _thread_decorated(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         """A decorator given ``thread=True``, or one whose code starts a thread on it."""
-        return any((isinstance(deco, ast.Call) and _in_thread(deco))
+        return any((isinstance(deco, ast.Call) and in_thread(deco))
                    or self._threads_its_function(deco) for deco in node.decorator_list)
 
     def _signature(self, node: ast.FunctionDef, facts: FuncFacts) -> None:
@@ -880,13 +697,13 @@ class FileScanner(ast.NodeVisitor):
         """A constant, a module constant, a helper's own parameter (``ctx``), an object
         built in ``local`` from known arguments, or UNKNOWN."""
         if type(node) is ast.Constant:  # type tests: the parser's nodes are exact types
-            return ("v", node.value) if isinstance(node.value, _SIMPLE) else UNKNOWN
+            return ("v", node.value) if isinstance(node.value, SIMPLE) else UNKNOWN
         if type(node) is ast.Dict and all(type(k) is ast.Constant and type(k.value) is str
                                           for k in node.keys):
             keys = tuple(sorted({str(k.value) for k in node.keys if isinstance(k, ast.Constant)}))
             return ("v", Kind("builtins.dict", keys))  # a fresh display: its keys are known
-        if type(node) in _KINDS:
-            return ("v", Kind(_KINDS[type(node)]))
+        if type(node) in KINDS:
+            return ("v", Kind(KINDS[type(node)]))
         if type(node) is ast.Call:
             ref = self.tracker.resolve(node.func)
             if ref is not None and ref.name in self.catalog.in_memory_types:
@@ -931,7 +748,7 @@ class FileScanner(ast.NodeVisitor):
             return None
         aliases: dict[str, str] = {}
         if ctx.self_name is not None and self._classes:
-            test = _inline_properties(test, ctx.self_name, self._properties[-1])
+            test = inline_properties(test, ctx.self_name, self._properties[-1])
             if ctx.init_values is not None:  # in __init__: self.x is the parameter it holds
                 stores = self._classes[-1]
                 aliases = {k: str(v[1]) for k, v in ctx.init_values.items()
@@ -1018,13 +835,13 @@ class FileScanner(ast.NodeVisitor):
         name = test.args[0].id
         if typ is None or typ == AMBIGUOUS:
             return None
-        stores = _walk_stores(stmts) if self._walrus else _store_targets(stmts)
+        stores = walk_stores(stmts) if self._walrus else store_targets(stmts)
         if any(isinstance(n, ast.Name) and n.id == name for n, _ in stores):
             return None
         return name, typ
 
     def visit_If(self, node: ast.If) -> None:
-        node = _live(node)
+        node = live_clauses(node)
         self.visit(node.test)
         body_fallback, else_fallback = self._fallback_clauses(node)
         ctx = self._ctx[-1] if self._ctx else None
@@ -1108,10 +925,10 @@ class FileScanner(ast.NodeVisitor):
             if type(stmt) in _EXIT_TYPES:
                 self._unreachable(stmts, stmt)
                 break
-            if isinstance(stmt, ast.If) and _always_exits(stmt):
+            if isinstance(stmt, ast.If) and always_exits(stmt):
                 break  # ``if True: return``: the rest of the block cannot run
             exits = (isinstance(stmt, ast.If) and not stmt.orelse and stmt.body
-                     and isinstance(stmt.body[-1], _EXITS))
+                     and isinstance(stmt.body[-1], EXITS))
             if not exits:
                 continue
             assert isinstance(stmt, ast.If)
@@ -1225,9 +1042,9 @@ class FileScanner(ast.NodeVisitor):
                 if typ and typ != AMBIGUOUS:
                     for accessor in ("__getitem__", "get"):
                         self.result.returns[item_type(f"{info.qualname}.{accessor}", name)] = typ
-        self._classes.append(_attribute_stores(node))
+        self._classes.append(attribute_stores(node))
         self._class_nodes.append(node)
-        self._properties.append(_simple_properties(node))
+        self._properties.append(simple_properties(node))
         for stmt in node.body:
             self.visit(stmt)
         self._classes.pop()
@@ -1264,16 +1081,16 @@ class FileScanner(ast.NodeVisitor):
         module = self._module_node
         if module is None or b"__main__" not in self.source:
             return self._main_names
-        blocks = [st for st in module.body if isinstance(st, ast.If) and _is_main_test(st.test)]
+        blocks = [st for st in module.body if isinstance(st, ast.If) and is_main_test(st.test)]
         if not blocks:
             return self._main_names
         sync = {st.name: st for st in module.body if isinstance(st, ast.FunctionDef)}
-        called = {n for b in blocks for n in _called_names(b)}
+        called = {n for b in blocks for n in called_names(b)}
         built = set(called)
         for name in called & set(sync):
-            built |= _called_names(sync[name])
+            built |= called_names(sync[name])
         on_loop = {n for st in ast.walk(module) if isinstance(st, ast.AsyncFunctionDef)
-                   for n in _called_names(st)}
+                   for n in called_names(st)}
         self._main_names = frozenset(built - on_loop)
         return self._main_names
 
@@ -1303,7 +1120,7 @@ class FileScanner(ast.NodeVisitor):
         arg = self._callable_arg(node, self._offload_index(node, ref))
         if isinstance(arg, ast.Lambda):
             self._offloaded.add(id(arg))
-        if _in_thread(node):  # run_worker(lambda: ..., thread=True): a worker thread runs it
+        if in_thread(node):  # run_worker(lambda: ..., thread=True): a worker thread runs it
             self._offloaded.update(id(a) for a in node.args if isinstance(a, ast.Lambda))
 
     def _threads_its_function(self, deco: ast.expr) -> bool:
@@ -1556,7 +1373,7 @@ class FileScanner(ast.NodeVisitor):
             return  # ``await open(p)``: a sync call's result is no awaitable, so the name is
             # bound at run time to an async namesake the lint cannot see (docs/lint.md)
         if hit is not None and id(node) in self._pipe_wraps and ref.name in _PIPE_WRAPS:
-            return  # a descriptor wrapped for a pipe transport (_transport_wraps)
+            return  # a descriptor wrapped for a pipe transport (transport_wraps)
         if (hit is not None and ref.kind == "method" and id(node) in self._stored
                 and f"{ref.type}.{ref.attr}" in self.catalog.generators):
             return  # the generator reads the directory when iterated, not here
@@ -1612,116 +1429,7 @@ class FileScanner(ast.NodeVisitor):
         return self.result
 
 
-_NO_COVER = re.compile(rb"#\s*pragma:\s*no\s*cover")
-
-
-def _no_cover_lines(source: bytes) -> frozenset[int]:
-    """Numbers of the lines marked ``# pragma: no cover``."""
-    return frozenset(i for i, line in enumerate(source.splitlines(), 1)
-                     if b"no cover" in line and _NO_COVER.search(line))
-
-
 THREAD = "threading.Thread"
-
-
-def _in_thread(call: ast.Call) -> bool:
-    """``thread=True`` given: the worker API or decorator runs the callable in a thread
-    (textual's ``@work(thread=True)``, ``run_worker(fn, thread=True)``)."""
-    return any(k.arg == "thread" and isinstance(k.value, ast.Constant) and k.value.value is True
-               for k in call.keywords)
-
-
-def _is_abstract(node: ast.FunctionDef) -> bool:
-    """A method left to subclasses: ``@abstractmethod``, or a body (past its docstring)
-    that only raises ``NotImplementedError``."""
-    if any(ast.unparse(d).rpartition(".")[2] == "abstractmethod" for d in node.decorator_list):
-        return True
-    body = node.body[1:] if (node.body and isinstance(node.body[0], ast.Expr)
-                             and isinstance(node.body[0].value, ast.Constant)) else node.body
-    return (len(body) == 1 and isinstance(body[0], ast.Raise) and body[0].exc is not None
-            and ast.unparse(body[0].exc).partition("(")[0] == "NotImplementedError")
-
-
-def _called_names(node: ast.AST) -> set[str]:
-    """The plain names called anywhere in ``node`` (``Daemon()``, ``main()``)."""
-    return {n.func.id for n in ast.walk(node)
-            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
-
-
-def _is_main_test(test: ast.expr) -> bool:
-    """``__name__ == "__main__"`` (either way round)."""
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1
-            and isinstance(test.ops[0], ast.Eq)):
-        return False
-    sides = {ast.unparse(test.left), ast.unparse(test.comparators[0])}
-    return sides in ({"__name__", "'__main__'"}, {"__name__", '"__main__"'})
-
-
-def _transport_wraps(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[int]:
-    """The calls in ``func`` whose file object only goes to a pipe transport: an argument
-    of ``loop.connect_write_pipe`` / ``connect_read_pipe``, written there or bound to a
-    local name once and read nowhere else (an object also read or written synchronously
-    stays a finding). A path spelled as a string is not a descriptor: its open stays."""
-    handed: dict[str, int] = {}
-    loads: dict[str, int] = {}
-    bound: dict[str, list[ast.expr]] = {}
-    out: list[ast.Call] = []
-    for node in ast.walk(func):
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr in _PIPE_TRANSPORTS):
-            for arg in [*node.args, *(k.value for k in node.keywords)]:
-                if isinstance(arg, ast.Call):
-                    out.append(arg)
-                elif isinstance(arg, ast.Name):
-                    handed[arg.id] = handed.get(arg.id, 0) + 1
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-            loads[node.id] = loads.get(node.id, 0) + 1
-        elif (isinstance(node, ast.Assign) and len(node.targets) == 1
-              and isinstance(node.targets[0], ast.Name)):
-            bound.setdefault(node.targets[0].id, []).append(node.value)
-    for name, count in handed.items():
-        values = bound.get(name, [])
-        if loads.get(name) == count and len(values) == 1 and isinstance(values[0], ast.Call):
-            out.append(values[0])
-    return {id(c) for c in out if c.args and not isinstance(c.args[0], ast.JoinedStr)
-            and not (isinstance(c.args[0], ast.Constant)
-                     and isinstance(c.args[0].value, str | bytes))}
-
-
-def _yields(node: ast.AST) -> bool:
-    """A ``yield`` in ``node`` outside the nested scopes it holds."""
-    todo = [] if isinstance(node, _SCOPES) else [node]
-    while todo:
-        here = todo.pop()
-        if isinstance(here, ast.Yield | ast.YieldFrom):
-            return True
-        todo.extend(c for c in ast.iter_child_nodes(here) if not isinstance(c, _SCOPES))
-    return False
-
-
-def _always_exits(node: ast.If) -> bool:
-    """A constant-true ``if`` whose body ends by leaving the block."""
-    live = _live(node)
-    return (live.body is node.body and bool(node.body) and not live.orelse
-            and isinstance(node.body[-1], _EXITS) and live is not node)
-
-
-def _live(node: ast.If) -> ast.If:
-    """The if without the clause a constant test rules out (``if True: ... else: <dead>``,
-    ``if 0:``, ``if not False:``): a branch that cannot run holds no finding. Coverage
-    pragmas are not read: ``# pragma: no cover`` says what a test suite skips, not what
-    never runs."""
-    test, negated = node.test, False
-    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        test, negated = test.operand, not negated
-    if not isinstance(test, ast.Constant) or test.value is Ellipsis:
-        return node
-    live = copy.copy(node)
-    if bool(test.value) != negated:
-        live.orelse = []
-    else:
-        live.body = []
-    return live
 
 
 def scan_source(path: str, module: str, source: bytes, catalog: Catalog, *,
