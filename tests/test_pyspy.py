@@ -160,15 +160,17 @@ def _blocking_handler(seconds: float) -> None:
     time.sleep(seconds)  # NATIVE-CAPTURE-LINE
 
 
-def _run_stalls(registry, capture: NativeStallCapture, *stalls: float) -> NativeStallCapture:
-    """Real stalls on a real loop with ``capture`` attached to its watchdog."""
+def _run_stalls(registry, capture: NativeStallCapture, *stalls: float,
+                gap: float = 0.1) -> NativeStallCapture:
+    """Real stalls, ``gap`` seconds apart, on a real loop with ``capture`` attached to its
+    watchdog."""
 
     async def main() -> None:
         health = install_loop_health(registry=registry, worker="n0", interval=0.01)
         assert health.watchdog is not None
         capture.attach(health.watchdog)
         for seconds in stalls:
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(gap)
             _blocking_handler(seconds)  # noqa: COB110 - the stall under test
         await asyncio.sleep(0.2)
         await health.aclose()
@@ -215,6 +217,25 @@ def test_native_capture_is_off_by_default(monkeypatch, registry):
     monkeypatch.setenv("COREVO_PYSPY_MIN_STALL", "soon")
     with pytest.raises(Exception, match=r"\$COREVO_PYSPY_MIN_STALL: cannot parse 'soon'"):
         install_native_capture(wd)
+
+
+def test_a_stall_that_starts_while_py_spy_still_runs_is_captured_too(registry, tmp_path):
+    # py-spy outlasts the first stall and the short gap after it: the capture thread never
+    # sees the loop healthy between the two, yet the second stall is a new one
+    slow = tmp_path / "slow-py-spy"
+    slow.write_text(f"#!/bin/sh\nsleep 0.6\nexec {locate()} \"$@\"\n")
+    slow.chmod(0o755)
+    capture = NativeStallCapture(min_stall=0.1, min_interval=0, timeout=10,
+                                 executable=str(slow))
+    _run_stalls(registry, capture, 0.3, 3.0, gap=0.05)
+    capture.close()
+    if capture.disabled and "ptrace" in capture.disabled:
+        _not_verified("native stall capture", capture.disabled)
+        return
+    assert capture.suppressed == 0
+    durations = sorted(c.report.duration for c in capture.captures if c.report is not None)
+    assert len(capture.captures) == 2 and len(durations) == 2, capture.captures
+    assert durations[0] < 1.0 and durations[1] > 2.5, durations  # one capture per stall
 
 
 def test_a_capture_that_outlives_its_stall_is_still_paired_with_it(registry, tmp_path):

@@ -404,15 +404,16 @@ class NativeStallCapture:
             self._thread.join(self.timeout + 1 if timeout is None else timeout)
 
     def _run(self) -> None:
-        armed = True
+        # one capture per stall, a stall known by the beat before it: a gap between two
+        # stalls shorter than a capture (py-spy runs for a while) still makes two
+        captured: float | None = None
         watchdog = self._watchdog
         assert watchdog is not None
         while not self._stop.wait(self.check_interval) and self.disabled is None:
+            beat = watchdog.last_beat  # before stalled_for: a beat between reads is no stall
             stalled = watchdog.stalled_for if watchdog.running else 0.0
-            if stalled < self.min_stall:
-                armed = True
-            elif armed:
-                armed = False
+            if stalled >= self.min_stall and beat != captured:
+                captured = beat
                 self._capture(stalled)
 
     def _capture(self, stalled: float) -> None:

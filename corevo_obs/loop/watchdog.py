@@ -377,6 +377,12 @@ class StallWatchdog(HasTelemetry, DualService):
         return self.running
 
     @property
+    def last_beat(self) -> float:
+        """When the loop last beat (this watchdog's clock). A stall is known by it: two
+        stalls a short gap apart are two however late a reader looks, one is one."""
+        return self._last_beat
+
+    @property
     def stalled_for(self) -> float:
         """Seconds the loop has been silent beyond its beat interval (0 when healthy)."""
         return max(0.0, self._clock() - self._last_beat - self.beat_interval)
