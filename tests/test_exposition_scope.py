@@ -135,6 +135,11 @@ def test_idle_connections_do_not_keep_threads(tmp_path: Path) -> None:
             s.close()
         idle = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(50)]
         opened = time.monotonic()
+        # the server takes them up (a loaded box may take a moment, and the 300 before
+        # may all be gone by then: the count would already read "back to base")
+        while _threads(serve.pid) <= base and time.monotonic() < opened + IDLE_TIMEOUT - 1:
+            time.sleep(0.02)
+        assert _threads(serve.pid) > base, "the idle connections got no thread"
         deadline = opened + IDLE_TIMEOUT + 10
         while _threads(serve.pid) > base and time.monotonic() < deadline:
             time.sleep(0.2)
