@@ -101,8 +101,8 @@ V = {
 }
 LF = ("{fn} (pytest-asyncio, asyncio_mode = auto in pyproject.toml) -> load_fixture -> "
       "get_fixture_path(...).read_text(): reads a fixture JSON file on the loop")
-FPR = ("fake_post_request is the side_effect of the AsyncMock patched over async_post_api_request in tests/conftest.py, "
-       "so it is awaited on the test's loop; this branch ({b}) -> load_fixture -> Path.read_text() reads a fixture file on the loop")
+FPR = ("fake_post_request is patched in place of AbstractAsyncAuth.async_post_api_request/async_post_request by the "
+       "async_account fixture (tests/conftest.py), so it is awaited on the test's loop; this branch ({b}) -> load_fixture -> Path.read_text() reads a fixture file on the loop")
 V["pyatmo-9.9.1|cob"] = [
   v(T, LF.format(fn="test_async_velux_modules")),
   v(T, FPR.format(b="default endpoint fixture")),
