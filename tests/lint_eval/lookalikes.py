@@ -1,8 +1,9 @@
-"""Calls that look blocking and are not: in-memory file objects, lazy constructors, a
+"""Calls that look blocking and are not: in-memory file objects and databases, lazy constructors, a
 process already reaped by communicate(), and their blocking twins."""
 import asyncio
 import io
 import json
+import sqlite3
 import subprocess
 import tarfile
 import zipfile
@@ -18,11 +19,15 @@ async def in_memory(data: bytes, buf: io.BytesIO) -> None:
     json.load(io.StringIO("{}"))
     text = io.StringIO()
     json.dump({}, text)
+    sqlite3.connect(":memory:")  # a private database in memory: no file
+    sqlite3.connect(database=":memory:", check_same_thread=False)
 
 
 async def on_disk(path: str) -> None:
     zipfile.ZipFile(path)  # error: COB100
     tarfile.open(path)  # error: COB100
+    sqlite3.connect(path)  # error: COB105
+    sqlite3.connect("memory.db")  # error: COB105
     with open(path) as fh:  # error: COB100
         json.load(fh)  # error: COB100
 

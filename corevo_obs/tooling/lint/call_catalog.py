@@ -7,6 +7,7 @@ live in the rule registry (``rules/base.py``); the catalog only refers to them.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import tomllib
 from dataclasses import dataclass, field
@@ -54,6 +55,7 @@ class Catalog:
     after: dict[str, frozenset[str]] = field(default_factory=dict)  # T.wait -> {communicate}
     in_memory_args: dict[str, tuple[int | str, ...]] = field(default_factory=dict)
     in_memory_types: frozenset[str] = frozenset()
+    in_memory_names: frozenset[str] = frozenset()  # file names that are no file (":memory:")
     data_urls: dict[str, tuple[int | str, ...]] = field(default_factory=dict)
     first_use: frozenset[str] = frozenset()  # block on first use only: low confidence
     zero_timeout: dict[str, tuple[int | str, ...]] = field(default_factory=dict)
@@ -124,36 +126,11 @@ class Catalog:
             calls.update(dict.fromkeys(names, code))
         exact = {n for n in config.non_blocking if not n.endswith(".*")}
         prefixes = tuple(n[:-1] for n in config.non_blocking if n.endswith(".*"))
-        return Catalog(
+        return dataclasses.replace(
+            self,
             calls=calls,
-            objects=self.objects,
-            factories=self.factories,
             offload={**self.offload, **config.offload},
             offload_methods={**self.offload_methods, **config.offload_methods},
-            disarming=self.disarming,
-            disarming_keywords=self.disarming_keywords,
-            loop_callbacks=self.loop_callbacks,
-            protocol_types=self.protocol_types,
-            protocol_methods=self.protocol_methods,
-            awaited_blocking=self.awaited_blocking,
-            default_tls=self.default_tls,
-            default_tls_methods=self.default_tls_methods,
-            attributes=self.attributes,
-            elements=self.elements,
-            generators=self.generators,
-            modes=self.modes,
-            aliases=self.aliases,
-            after=self.after,
-            in_memory_args=self.in_memory_args,
-            in_memory_types=self.in_memory_types,
-            data_urls=self.data_urls,
-            first_use=self.first_use,
-            zero_timeout=self.zero_timeout,
-            fd_args=self.fd_args,
-            fd_factories=self.fd_factories,
-            pipes=self.pipes,
-            pipe_writes=self.pipe_writes,
-            distinctive=self.distinctive,
             blocking=frozenset(config.blocking),
             non_blocking=frozenset(exact),
             non_blocking_prefixes=prefixes,
@@ -214,6 +191,7 @@ def _parse(data: dict[str, Any], source: str) -> Catalog:
         after = {str(k): frozenset(map(str, v)) for k, v in data.get("done-after", {}).items()}
         memory = data.get("in-memory", {})
         in_memory_types = frozenset(map(str, memory.get("types", ())))
+        in_memory_names = frozenset(map(str, memory.get("names", ())))
         in_memory_args: dict[str, tuple[int | str, ...]] = {
             str(k): tuple(a if isinstance(a, int) else str(a) for a in v)
             for k, v in memory.get("arguments", {}).items()}
@@ -255,7 +233,8 @@ def _parse(data: dict[str, Any], source: str) -> Catalog:
                    after, in_memory_args, in_memory_types, first_use=first_use,
                    zero_timeout=zero_timeout, fd_args=fd_args, fd_factories=fd_sets[0],
                    pipes=fd_sets[1], pipe_writes=fd_sets[2],
-                   data_urls=data_urls, distinctive=distinctive,
+                   data_urls=data_urls, in_memory_names=in_memory_names,
+                   distinctive=distinctive,
                    disarming_keywords=disarming_keywords, loop_callbacks=loop_callbacks,
                    protocol_types=protocol_types, protocol_methods=protocol_methods,
                    awaited_blocking=awaited_blocking, default_tls=default_tls,

@@ -226,7 +226,8 @@ def already_done(call: ast.Call, ref: Ref, catalog: Catalog, seen: set[str]) -> 
 
 
 def in_memory(call: ast.Call, ref: Ref, catalog: Catalog, tracker: ImportTracker) -> bool:
-    """True when the call's file argument is an in-memory buffer (``io.BytesIO``...)."""
+    """True when the call's file argument is an in-memory buffer (``io.BytesIO``...) or
+    spells the name of an in-memory store (``sqlite3.connect(":memory:")``)."""
     where = catalog.in_memory_args.get(ref.name)
     if not where:
         return False
@@ -235,7 +236,11 @@ def in_memory(call: ast.Call, ref: Ref, catalog: Catalog, tracker: ImportTracker
             arg = call.args[spot] if len(call.args) > spot else None
         else:
             arg = next((k.value for k in call.keywords if k.arg == spot), None)
-        if arg is not None and tracker.value_type(arg) in catalog.in_memory_types:
+        if arg is None:
+            continue
+        if isinstance(arg, ast.Constant) and arg.value in catalog.in_memory_names:
+            return True
+        if tracker.value_type(arg) in catalog.in_memory_types:
             return True
     return False
 
