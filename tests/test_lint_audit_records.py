@@ -1,6 +1,6 @@
 """The frozen outside-audit records stay reproducible by the shared bench/lint_audit.py.
 
-Audits 2026-12-07c/d/e/f/h were scored once; their tables.md and samples.json are records, not
+Audits 2026-12-07c/d/e/f/g/h were scored once; their tables.md and samples.json are records, not
 outputs to refresh. Re-scoring each from its committed samples.json and verdicts.json must give
 the committed files byte for byte, so a change to the shared scoring code that would alter a
 frozen record fails here.
@@ -36,6 +36,7 @@ CASES = {
     "2026-12-07d": ("/tmp/2026-12-07d_src", "raw"),
     "2026-12-07e": ("/tmp/2026-12-07e_src", None),
     "2026-12-07f": ("/tmp/2026-12-07f_src", None),
+    "2026-12-07g": ("/tmp/2026-12-07g_src", None),
     "2026-12-07h": ("/tmp/2026-12-07h_src", None),
 }
 
