@@ -374,6 +374,12 @@ class ChainIndex:
             if target is None:
                 return None
             if self.lookup(target) is None:  # a library type: the catalog decides
+                if site.awaited and (self.catalog is None
+                                     or target not in self.catalog.awaited_blocking):
+                    # a sync method's result is no awaitable: the receiver's class makes
+                    # it one (jupyterhub's requests.Session whose request() goes to a
+                    # thread pool), as an awaited catalogued call in one file (scan.py)
+                    return None
                 hit = self.catalogued(target, site.quiet, direct=True)
                 if hit is None:
                     return None
