@@ -105,6 +105,31 @@ def test_a_changed_helper_changes_its_unchanged_callers_findings(tmp_path: Path)
     assert again.stats.hits == 1
 
 
+RETRY = ("async def retry(operation):\n    return operation()\n")
+HANDS = "from pkg.helpers import pause\nfrom pkg.retry import retry\n\nasync def handler():\n" \
+    "    await retry(pause)\n"
+
+
+def test_a_helper_handed_to_a_wrapper_is_read_and_followed_from_the_cache(
+        tmp_path: Path) -> None:
+    """``retry(pause)`` with ``retry`` calling its parameter on the loop: the finding is at
+    that call, the helper's module (no ``async`` in it) is read because it is handed, and
+    a warm run re-classifies it from the cached summaries when only the helper changes."""
+    root = tree(tmp_path / "src", {"pkg/__init__.py": "", "pkg/helpers.py": HELPER_BLOCKS,
+                                   "pkg/retry.py": RETRY, "pkg/app.py": HANDS})
+    cache_dir = tmp_path / "cache"
+    first = run([str(root)], LintConfig(), LintCache.at(cache_dir))
+    assert [(Path(f.path).name, f.line, f.code) for f in first] == [  # type: ignore[attr-defined]
+        ("retry.py", 2, "COB110")]
+    assert "operation [pause, handed in at app.py:5] -> time.sleep()" in first[0].message  # type: ignore[attr-defined]
+    assert run([str(root)], LintConfig(), None) == first  # cold, without a cache
+
+    (root / "pkg" / "helpers.py").write_text(HELPER_CLEAN)
+    warm = LintCache.at(cache_dir)
+    assert run([str(root)], LintConfig(), warm) == []
+    assert warm.stats.hits == 3  # every file but the changed helper came from the cache
+
+
 FACTORY_SYNC = ("import io\nimport httpx\n\ndef make():\n    return httpx.Client(verify=False)\n\n"
                 "def buf():\n    return open('f', 'rb')\n")
 FACTORY_ASYNC = ("import io\nimport httpx\n\ndef make() -> httpx.AsyncClient:\n"

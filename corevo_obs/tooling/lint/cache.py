@@ -56,11 +56,11 @@ from pathlib import Path
 from typing import Any
 
 from .call_catalog import Catalog
-from .model import CallSite, Edge, FileResult, Finding, FuncFacts, Pending
+from .model import CallSite, Edge, FileResult, Finding, FuncFacts, ParamCall, Pending
 from .narrowing import CONJ, OPS, Args, Atom, Guard, Kind, Value, instance
 from .noqa import NoqaPolicy
 
-FORMAT = 11
+FORMAT = 12
 ENV = "COREVO_LINT_CACHE_DIR"
 DEFAULT_PARTS = (".corevo-cache", "lint")  # under the project root
 MAX_ENTRY = 16 << 20
@@ -165,6 +165,8 @@ def _enc_const(c: object) -> object:
     if isinstance(c, bytes):
         return {"b": c.hex()}
     if isinstance(c, Kind):
+        if c.target is not None:
+            return {"k": c.type, "f": c.target}
         return {"k": c.type} if c.keys is None else {"k": c.type, "keys": list(c.keys)}
     if isinstance(c, tuple):
         return {"t": [_enc_const(v) for v in c]}
@@ -174,10 +176,12 @@ def _enc_const(c: object) -> object:
 def _dec_const(x: object) -> object:
     if x is None or type(x) in (bool, int, float, str):
         return x
-    _check(type(x) is dict and (len(x) == 1 or len(x) == 2 and "keys" in x))
+    _check(type(x) is dict and (len(x) == 1 or len(x) == 2 and ("keys" in x or "f" in x)))
     assert isinstance(x, dict)
     if "b" in x:
         return bytes.fromhex(_str(x["b"]))
+    if "f" in x:
+        return Kind(_str(x["k"]), target=_str(x["f"]))
     if "keys" in x:
         return Kind(_str(x["k"]), tuple(map(_str, _list(x["keys"]))))
     if "k" in x:
@@ -327,6 +331,9 @@ def encode(result: FileResult) -> dict[str, object]:
         "bases": [[k, list(v)] for k, v in result.bases.items()],
         "shadows": [[k, sorted(v)] for k, v in result.shadows.items()],
         "callbacks": [_enc_site(s) for s in result.callbacks],
+        "hands": [_enc_site(s) for s in result.hands],
+        "param_calls": [[c.func, c.param, list(c.params), sorted(c.names), _enc_site(c.site)]
+                        for c in result.param_calls],
     }
 
 
@@ -351,6 +358,11 @@ def decode(x: object, path: str, module: str) -> FileResult:
     out.funcs = dict(_dec_facts(item, path) for item in _list(x["funcs"]))
     out.sites = [_dec_site(item, path) for item in _list(x["sites"])]
     out.callbacks = [_dec_site(item, path) for item in _list(x["callbacks"])]
+    out.hands = [_dec_site(item, path) for item in _list(x["hands"])]
+    for item in _list(x["param_calls"]):
+        func, param, params, names, site = _list(item, 5)
+        out.param_calls.append(ParamCall(_str(func), _str(param), tuple(_strs(params)),
+                                         frozenset(_strs(names)), _dec_site(site, path)))
     for item in _list(x["reexports"]):
         k, v = _list(item, 2)
         out.reexports[_str(k)] = _str(v)

@@ -117,6 +117,20 @@ class CallSite:
 
 @compact_pickle
 @dataclass(frozen=True, slots=True)
+class ParamCall:
+    """Code on the loop calling its own parameter (``return operation()`` in an async
+    def): a sync function a caller hands in runs on the loop there. ``site`` is the call,
+    its callee left to the functions the run finds handed in."""
+
+    func: str  # qualified name of the def whose parameter is called
+    param: str
+    params: tuple[str, ...]  # its positional parameters (without self / cls)
+    names: frozenset[str]  # the parameters a keyword can name
+    site: CallSite
+
+
+@compact_pickle
+@dataclass(frozen=True, slots=True)
 class Pending:
     """A direct finding that holds unless one of ``unless`` (deferred types of its file
     arguments, ``returns.py``) resolves to an in-memory buffer type."""
@@ -145,3 +159,7 @@ class FileResult:
     # methods named like a protocol's callbacks (``data_received``) of classes whose bases
     # are elsewhere, as calls made on the loop: sites if the run finds a protocol base
     callbacks: list[CallSite] = field(default_factory=list)
+    param_calls: list[ParamCall] = field(default_factory=list)
+    # calls on the loop that hand a function of the tree to another (``retry(save)``):
+    # matched against ``param_calls`` by the run
+    hands: list[CallSite] = field(default_factory=list)

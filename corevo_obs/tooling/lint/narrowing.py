@@ -44,6 +44,7 @@ TYPES: dict[str, type] = {f"builtins.{t.__name__}": t for t in (
     str, bytes, int, float, bool, dict, list, tuple, set, frozenset, bytearray)}
 TYPES["os.PathLike"] = os.PathLike
 TYPES["types.FunctionType"] = types.FunctionType
+TYPES["types.MethodType"] = types.MethodType
 TYPES.update({f"io.{t.__name__}": t for t in (
     io.IOBase, io.RawIOBase, io.BufferedIOBase, io.TextIOBase, io.BytesIO, io.StringIO)})
 FORWARD = "**"  # env key: the keywords a helper's **kwargs received
@@ -62,10 +63,12 @@ SELF = "self"  # keyword of a method call: the receiver's value
 @dataclass(frozen=True, slots=True)
 class Kind:
     """A value whose type is known but not its content (``{...}``, ``[...]``); a dict
-    display written at the call site also knows its constant ``keys``."""
+    display written at the call site also knows its constant ``keys``, a function named
+    at the call site (``retry(save)``) the ``target`` def it is."""
 
     type: str
     keys: tuple[str, ...] | None = None
+    target: str | None = None
 
 OPS = frozenset(_NEGATE)
 _MISSING = object()

@@ -23,6 +23,7 @@ from ...core.fileio import read_regular
 from .cache import LintCache, digest, fingerprint
 from .call_catalog import Catalog, load_catalog
 from .config import LintConfig
+from .handed import handed_calls, handed_targets
 from .hierarchy import Hierarchy
 from .model import READ, UNNAMED, CallSite, FileResult, Finding, FuncFacts
 from .noqa import NoqaPolicy
@@ -452,6 +453,7 @@ def _scan_tree(files: list[str], catalog: Catalog, noqa: NoqaPolicy,
         types = ReturnTypes(((q, t) for r in done for q, t in r.returns.items()), reexports,
                             hierarchy)
         frontier = [s.callee for r in done for s in r.sites]
+        frontier += handed_targets(done)
         # a protocol callback's class: its bases' modules, to see whether one is a protocol
         frontier += [b for r in done for s in r.callbacks for b in hierarchy.inherited(s.callee)]
         frontier += [t for r in done for p in r.pending for t in p.unless]
@@ -679,6 +681,18 @@ def _lint_files(files: list[str], unreadable: list[tuple[str, str]], config: Lin
             out.findings.append(Finding(site.path, site.line, site.col, code,
                                         message(code, **fields), site.context, site.snippet,
                                         confidence, tuple(dict.fromkeys(via)), source))
+    for candidates in handed_calls(results, own, hierarchy):
+        for site, handed in candidates:  # the first def handed in that blocks
+            hit = index.classify(site, handed)
+            if hit is None:
+                continue
+            code, fields, confidence, via, source = hit
+            if (catalog.selection.enabled(code)
+                    and not config.noqa.silences(code, site.noqa)):
+                out.findings.append(Finding(
+                    site.path, site.line, site.col, code, message(code, **fields),
+                    site.context, site.snippet, confidence, tuple(dict.fromkeys(via)), source))
+            break
     out.findings.sort()
     out.errors.sort()
     if (cache is not None and tree is not None and tree_key and not out.errors

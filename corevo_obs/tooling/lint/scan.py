@@ -41,6 +41,7 @@ from .model import (
     FileResult,
     Finding,
     FuncFacts,
+    ParamCall,
     Pending,
 )
 from .narrowing import (
@@ -180,6 +181,10 @@ class _Ctx:
     fds: dict[str, str] | None = None  # names bound once to a descriptor or pipe end
     once: int = 0  # inside ``if <module global> is None:`` blocks: a once-per-process memo
     fallback: int = 0  # inside clauses marked ``# pragma: no cover``: whether they run is a guess
+    # an async def's (positional parameters, keyword names): its calls of a parameter
+    # run what its callers hand in (``ParamCall``)
+    signature: tuple[tuple[str, ...], frozenset[str]] | None = None
+    rebound: frozenset[str] | None = None  # names the async def's body stores (lazily)
 
     def _scan_stores(self) -> None:
         facts, node = self.facts, self.node
@@ -424,7 +429,7 @@ class FileScanner(ast.NodeVisitor):
                     else False)
         if isinstance(node, ast.AsyncFunctionDef) and not self._thread_decorated(node):
             ctx = _Ctx(qualname, display, on_loop=True, node=node,  # type: ignore[arg-type]
-                       walrus=self._walrus)
+                       walrus=self._walrus, signature=self._parameters(node))
         elif isinstance(node, ast.AsyncFunctionDef):  # @work(thread=True) async def: the
             ctx = _Ctx(qualname, display, on_loop=False)  # worker thread's own loop runs it
         elif self._offload_decorated(node):  # @sync_to_async def f(): calls return awaitables
@@ -670,8 +675,10 @@ class FileScanner(ast.NodeVisitor):
         return any((isinstance(deco, ast.Call) and in_thread(deco))
                    or self._threads_its_function(deco) for deco in node.decorator_list)
 
-    def _signature(self, node: ast.FunctionDef, facts: FuncFacts) -> None:
-        """Positional parameters (without self / cls), keyword names, constant defaults."""
+    def _parameters(self, node: ast.FunctionDef | ast.AsyncFunctionDef
+                    ) -> tuple[tuple[str, ...], frozenset[str]]:
+        """Positional parameters (without self / cls) and the names a keyword can give,
+        for a def about to be entered."""
         args = node.args
         positional = [a.arg for a in [*args.posonlyargs, *args.args]]
         keywords = {a.arg for a in [*args.args, *args.kwonlyargs]}
@@ -680,8 +687,12 @@ class FileScanner(ast.NodeVisitor):
                      for d in node.decorator_list)
         if in_class and not static and positional:
             keywords.discard(positional.pop(0))
-        facts.params = tuple(positional)
-        facts.names = frozenset(keywords)
+        return tuple(positional), frozenset(keywords)
+
+    def _signature(self, node: ast.FunctionDef, facts: FuncFacts) -> None:
+        """Positional parameters (without self / cls), keyword names, constant defaults."""
+        args = node.args
+        facts.params, facts.names = self._parameters(node)
         facts.varkw = args.kwarg is not None
         pairs = [*zip(reversed([*args.posonlyargs, *args.args]), reversed(args.defaults),
                       strict=False),
@@ -726,14 +737,19 @@ class FileScanner(ast.NodeVisitor):
             if binding is not None and binding is module and node.id in self._consts:
                 return ("v", self._consts[node.id])
             if binding is not None and binding is module and node.id in self._plain_defs:
-                return ("v", Kind("types.FunctionType"))  # an undecorated module-level def
+                # an undecorated module-level def
+                return ("v", Kind("types.FunctionType", target=binding.target))
             if (binding is not None and binding is not module and binding.kind == "def"
                     and binding.target not in self._decorated):
-                return ("v", Kind("types.FunctionType"))  # a nested def: a function, no str
+                # a nested def: a function, no str
+                return ("v", Kind("types.FunctionType", target=binding.target))
         if isinstance(node, ast.Name | ast.Attribute):
             ref = self.tracker.resolve(node)
             if ref is not None and ref.kind == "import":
                 return ("s", ref.name)
+            if (ref is not None and ref.kind == "def" and isinstance(node, ast.Attribute)
+                    and ref.name not in self._decorated):
+                return ("v", Kind("types.MethodType", target=ref.name))  # self.save
         return UNKNOWN
 
     def _atoms(self, test: ast.expr, ctx: _Ctx) -> Guard | None:
@@ -1330,6 +1346,11 @@ class FileScanner(ast.NodeVisitor):
             catalogued.note_methods(node, self.catalog, ctx.seen)
         if ctx is not None and ctx.on_loop and self._tls_text:
             self._default_tls(node, ref, ctx)
+        if (ctx is not None and ctx.signature is not None and type(node.func) is ast.Name
+                and id(node) not in self._scheduled):
+            self._param_call(node, node.func.id, ctx, ctx.signature)
+        if ctx is not None and ctx.on_loop and self._sites and (node.args or node.keywords):
+            self._hands(node, ref, ctx)
         if ctx is not None and ref is not None and not self.catalog.is_non_blocking(ref.name):
             self._classify(node, ref, ctx)
         elif (ctx is not None and ref is None and isinstance(node.func, ast.Attribute)
@@ -1340,6 +1361,48 @@ class FileScanner(ast.NodeVisitor):
             self._report(catalogued.HTTP, node, ctx, display, catalogued.NO_FIELDS,
                          confidence="low")  # a receiver of unknown type
         self.generic_visit(node)
+
+    def _param_call(self, node: ast.Call, name: str, ctx: _Ctx,
+                    signature: tuple[tuple[str, ...], frozenset[str]]) -> None:
+        """``return operation()`` in an async def, ``operation`` a parameter it never
+        rebinds, the result not awaited: the sync function a caller hands in runs on the
+        loop here (``ParamCall``; an awaited one is a coroutine function)."""
+        params, names = signature
+        if name not in params and name not in names:
+            return
+        if ctx.rebound is None:
+            assert ctx.node is not None
+            ctx.rebound = frozenset(n.id for n, _ in walk_stores(ctx.node.body)
+                                    if isinstance(n, ast.Name) and type(n.ctx) is not ast.Load)
+        if name in ctx.rebound:
+            return
+        self.result.param_calls.append(ParamCall(ctx.qualname, name, params, names, CallSite(
+            "", self.result.path, node.lineno, node.col_offset + 1, ctx.display,
+            ctx.qualname, self.line(node.lineno).strip(), self._noqa(node),
+            self._args(node, None, ctx))))
+
+    def _hands(self, node: ast.Call, ref: Ref | None, ctx: _Ctx) -> None:
+        """A call on the loop that hands a sync def of the tree to a function of the tree
+        (``await retry(save)``, ``await self._with_retry(self._count)``): kept for the run,
+        which knows whether the callee calls that parameter on the loop (``ParamCall``)."""
+        given = [*node.args, *(k.value for k in node.keywords if k.arg is not None)]
+        if not any(type(a) in (ast.Name, ast.Attribute) for a in given) or not any(
+                v[0] == "s" or (isinstance(v[1], Kind) and v[1].target is not None)
+                for a in given if type(a) in (ast.Name, ast.Attribute)
+                for v in (self._value(a, None, ctx),)):
+            return  # no def of the file and no imported name handed
+        if ref is not None and ref.kind in ("def", "method", "import"):
+            callee = ref.name
+        elif (type(node.func) is ast.Attribute
+              and (base := self.tracker.resolve(node.func.value)) is not None
+              and base.kind == "self"):
+            callee = f"{base.name}.{node.func.attr}"  # self.m(): an async method
+        else:
+            return
+        self.result.hands.append(CallSite(
+            callee, self.result.path, node.lineno, node.col_offset + 1, ctx.display,
+            ctx.qualname, self.line(node.lineno).strip(), self._noqa(node),
+            self._args(node, None, ctx)))
 
     def _default_tls(self, node: ast.Call, ref: Ref | None, ctx: _Ctx) -> None:
         """``await asyncio.open_connection(h, p, ssl=True)``, ``websockets.connect("wss://...")``,

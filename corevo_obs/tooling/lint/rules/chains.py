@@ -359,9 +359,11 @@ class ChainIndex:
             if value != UNKNOWN:
                 env[key] = value
 
-    def classify(self, site: CallSite) -> Verdict | None:
+    def classify(self, site: CallSite, handed: tuple[str, str] | None = None
+                 ) -> Verdict | None:
         """(code, message fields, confidence, files on the chain) for a call made on the
-        loop, or None if it does not block."""
+        loop, or None if it does not block. ``handed``: (parameter, where) when the site
+        is a call of a parameter and its callee the def a caller handed in there."""
         callee = site.callee
         inferred = False
         if callee.endswith(READ):
@@ -400,6 +402,8 @@ class ChainIndex:
         unread = self.unread(facts) if site.awaited else None
         if unread is not None:  # awaited: its decorator made it awaitable, most likely by
             names[0] = f"{names[0]} [awaited, {unread}]"  # running it in a thread: a guess
+        if handed is not None:
+            call, names[0] = f"{handed[0]}()", f"{handed[0]} [{names[0]}, {handed[1]}]"
         confidence = "low" if chain.low or site.low or unread is not None else "medium"
         return (CODE, {"call": call, "func": site.func,
                        "chain": chain_text(site.func, names)},
