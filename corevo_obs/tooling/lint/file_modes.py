@@ -109,7 +109,9 @@ def flush_state(scope: ast.AST | None, key: str, resolve: Resolve) -> str:
     ``UNSURE`` otherwise (whether anything waits to be flushed is a guess)."""
     if scope is None:
         return UNSURE
-    modes = [_opened_mode(v, resolve) if v is not None else None for v in stores(scope, key)]
+    # ``self.f = None`` (before it is opened, after it is closed) holds nothing to flush
+    modes = [_opened_mode(v, resolve) if v is not None else None for v in stores(scope, key)
+             if not (isinstance(v, ast.Constant) and v.value is None)]
     if not modes or any(m is None for m in modes):
         return UNSURE
     if all(not set("wax+") & set(m) for m in modes if m is not None):

@@ -19,6 +19,7 @@ from typing import NamedTuple, cast
 
 BUILTINS = frozenset(dir(builtins))
 AMBIGUOUS = "?"
+NONE_TYPE = "builtins.NoneType"  # an attribute set to None (and maybe later to an object)
 # "X[]": a container of X (``Tuple[X, ...]``, ``list[X]``): iterating it gives an X
 ELEMENTS = "[]"
 # "X|builtins.str": X or a builtin scalar (``str | Path | None``): a method the scalars
@@ -199,6 +200,10 @@ def _own_statements(stmts: list[ast.stmt]) -> Iterator[ast.stmt]:
         yield stmt
         for block in _compound_children(stmt):
             yield from _own_statements(block)
+
+
+def _is_none(node: ast.expr | None) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
 
 
 def _made_nonblocking(stmt: ast.stmt) -> ast.expr | None:
@@ -542,13 +547,18 @@ class ImportTracker:
                     typ = self._annotation_type(stmt.annotation)
                 if typ is None and isinstance(stmt.value, ast.Name) and stmt.value.id in params:
                     typ = params[stmt.value.id]  # self.client = client (an annotated param)
+                elif typ is None and _is_none(stmt.value):
+                    typ = NONE_TYPE
                 elif typ is None and stmt.value is not None:
                     typ = self.value_type(stmt.value)
                 for t in targets:
                     if (isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
                             and t.value.id == self_name):
+                        # ``self.conn = None`` beside ``self.conn = connect()``: a method
+                        # called on it runs on the connection (None has none)
                         old = info.attrs.get(t.attr, typ)
-                        info.attrs[t.attr] = typ if old == typ else AMBIGUOUS
+                        info.attrs[t.attr] = (typ if old in (typ, NONE_TYPE) else
+                                              old if typ == NONE_TYPE else AMBIGUOUS)
             quiet = _made_nonblocking(stmt)
             if (isinstance(quiet, ast.Attribute) and isinstance(quiet.value, ast.Name)
                     and quiet.value.id == self_name):
