@@ -93,9 +93,12 @@ def test_gunicorn_three_workers_one_target(tmp_path: Path, need_prometheus: None
             base = _settled(prom, STALLS)  # stalls of the workers' warm-up, if any
             for _ in range(4):
                 get(f"http://127.0.0.1:{app_port}/report")
-            eventually("4 blocking stalls in sum()", lambda: scalar(prom, STALLS) == base + 4)
+            # each planted stall counted once across the workers: a double count would read
+            # 8 or more; a loaded box may add a blocking stall or two of its own
+            eventually("4 blocking stalls in sum()",
+                       lambda: 4 <= (scalar(prom, STALLS) or 0) - base < 8)
             time.sleep(2.5)  # more scrapes: a double count would show now
-            assert scalar(prom, ITEMS) == 30 and scalar(prom, STALLS) == base + 4
+            assert scalar(prom, ITEMS) == 30 and 4 <= (scalar(prom, STALLS) or 0) - base < 8
             said = log.read_text(errors="replace")
             assert "stalled" in said and f"fastapi_app.py:{SLEEP_LINE}" in said, said[-3000:]
 

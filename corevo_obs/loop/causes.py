@@ -10,7 +10,9 @@ cause, in this order:
 
 1. ``throttled``, ``starved`` or ``gc`` when the cgroup throttled the process, the loop
    thread waited runnable for a CPU, or collections ran, for a large share of the stall
-   (the largest share wins): whatever the loop was running would not have been late;
+   (the largest share wins): whatever the loop was running would not have been late —
+   unless its own part alone reached the stall threshold (a slow import stretched by a
+   busy machine is still the import's stall);
 2. ``gil`` when the loop thread hardly ran, was not waiting for a CPU, and another thread
    of the process was busy meanwhile, the loop thread being in its selector wait, in a
    futex (the GIL's wait) or beyond the watchdog's reach;
@@ -287,8 +289,10 @@ def _caught_line(caught: Caught) -> str | None:
 
 
 def attribute(duration: float, window: Window | None, caught: Caught, frames: FrameFilter,
-              blocker: BusyThread | None = None) -> Attribution:
-    """The cause of one stall of ``duration`` seconds (see the module docstring)."""
+              blocker: BusyThread | None = None,
+              threshold: float | None = None) -> Attribution:
+    """The cause of one stall of ``duration`` seconds (see the module docstring);
+    ``threshold``: the stall threshold, which the code's own part may reach alone."""
     w = window
     if blocker is not None and not blocker.explains(duration):
         blocker = None  # it barely ran: not what held the GIL
@@ -316,6 +320,8 @@ def attribute(duration: float, window: Window | None, caught: Caught, frames: Fr
     code_off = "gil" not in scores and (not first or not idle)
     scores["code"] = p.get("on_cpu", 0.0) + (p.get("off_cpu", 0.0) if code_off else 0.0)
     cause = max(scores, key=lambda k: scores[k])
+    if threshold is not None and scores["code"] >= threshold:
+        cause = "code"  # it would have stalled the loop on an idle machine too
     if cause != "code" and scores[cause] >= MIN_SHARE * duration:
         where = " while idle in its selector wait" if idle else (
             f" at {project}" if project else "")

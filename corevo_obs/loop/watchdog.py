@@ -496,7 +496,8 @@ class StallWatchdog(HasTelemetry, DualService):
         caught = Caught(samples=(frames,),
                         syscall=schedstat.syscall(native) if native else pending.syscall,
                         state=schedstat.state(native) if native else pending.state)
-        why = attribute(age, None, caught, self.frame_filter, pending.blocker)
+        why = attribute(age, None, caught, self.frame_filter, pending.blocker,
+                        threshold=self.threshold)
         return StallReport(
             worker=self.worker, duration=age, ended_at=self._wall(), frames=frames,
             culprit=why.culprit, captured=True,
@@ -621,7 +622,7 @@ class StallWatchdog(HasTelemetry, DualService):
         if (blocker is None and find_blocker is not None
                 and may_be_gil(lag, window, caught, ff)):
             blocker = find_blocker()
-        why = attribute(lag, window, caught, ff, blocker)
+        why = attribute(lag, window, caught, ff, blocker, threshold=self.threshold)
         evidence = list(why.evidence)
         if why.cause == "gc":
             evidence.extend(
