@@ -99,6 +99,12 @@ async def credentials() -> object:
     return session.get_credentials()  # error: COB106
 
 
+async def invoke(body: bytes, given: boto3.Session | None = None) -> None:
+    session = given or boto3.Session(region_name="us-east-1")
+    runtime = session.client("sagemaker-runtime")  # error: COB106
+    runtime.invoke_endpoint(EndpointName="model", Body=body)  # error: COB106
+
+
 async def verify(token: str) -> dict[str, object]:
     keys = jwt.PyJWKClient("https://example.com/.well-known/jwks.json")
     key = keys.get_signing_key_from_jwt(token)  # error: COB101

@@ -547,6 +547,12 @@ class ImportTracker:
                     typ = self._annotation_type(stmt.annotation)
                 if typ is None and isinstance(stmt.value, ast.Name) and stmt.value.id in params:
                     typ = params[stmt.value.id]  # self.client = client (an annotated param)
+                elif (typ is None and isinstance(stmt.value, ast.BoolOp)
+                      and isinstance(stmt.value.op, ast.Or)):  # client or make_client()
+                    sides = {params[v.id] if isinstance(v, ast.Name) and v.id in params
+                             else self.value_type(v)
+                             for v in stmt.value.values if not _is_none(v)}
+                    typ = sides.pop() if len(sides) == 1 else None
                 elif typ is None and _is_none(stmt.value):
                     typ = NONE_TYPE
                 elif typ is None and stmt.value is not None:
@@ -822,6 +828,10 @@ class ImportTracker:
                 return f"{ref.type}.{ref.attr}{GETTER}"
             # an instance, or ``self`` (``return self``: a builder's result is its class)
             return ref.type if ref is not None and ref.kind in ("instance", "self") else None
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
+            # ``session or boto3.Session()``: one type on every side (None aside)
+            types = {self.value_type(v) for v in node.values if not _is_none(v)}
+            return types.pop() if len(types) == 1 else None
         return None
 
     def _super_type(self) -> str | None:
