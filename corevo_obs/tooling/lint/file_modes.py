@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator
 
-from .imports import Ref
+from .imports import Ref, is_none
 
 # opener -> (position, keyword) of its mode, and the mode it defaults to; tempfile's are
 # not here: closing a NamedTemporaryFile deletes it
@@ -111,7 +111,7 @@ def flush_state(scope: ast.AST | None, key: str, resolve: Resolve) -> str:
         return UNSURE
     # ``self.f = None`` (before it is opened, after it is closed) holds nothing to flush
     modes = [_opened_mode(v, resolve) if v is not None else None for v in stores(scope, key)
-             if not (isinstance(v, ast.Constant) and v.value is None)]
+             if not is_none(v)]
     if not modes or any(m is None for m in modes):
         return UNSURE
     if all(not set("wax+") & set(m) for m in modes if m is not None):

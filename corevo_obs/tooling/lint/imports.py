@@ -13,7 +13,7 @@ import ast
 import builtins
 import os
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple, cast
 
@@ -202,8 +202,15 @@ def _own_statements(stmts: list[ast.stmt]) -> Iterator[ast.stmt]:
             yield from _own_statements(block)
 
 
-def _is_none(node: ast.expr | None) -> bool:
+def is_none(node: ast.expr | None) -> bool:
+    """The constant ``None``."""
     return isinstance(node, ast.Constant) and node.value is None
+
+
+def _or_type(node: ast.BoolOp, type_of: Callable[[ast.expr], str | None]) -> str | None:
+    """``given or make()``: the one type of its sides (None aside), else None."""
+    types = {type_of(v) for v in node.values if not is_none(v)}
+    return types.pop() if len(types) == 1 else None
 
 
 def _made_nonblocking(stmt: ast.stmt) -> ast.expr | None:
@@ -549,11 +556,9 @@ class ImportTracker:
                     typ = params[stmt.value.id]  # self.client = client (an annotated param)
                 elif (typ is None and isinstance(stmt.value, ast.BoolOp)
                       and isinstance(stmt.value.op, ast.Or)):  # client or make_client()
-                    sides = {params[v.id] if isinstance(v, ast.Name) and v.id in params
-                             else self.value_type(v)
-                             for v in stmt.value.values if not _is_none(v)}
-                    typ = sides.pop() if len(sides) == 1 else None
-                elif typ is None and _is_none(stmt.value):
+                    typ = _or_type(stmt.value, lambda v: params[v.id] if isinstance(
+                        v, ast.Name) and v.id in params else self.value_type(v))
+                elif typ is None and is_none(stmt.value):
                     typ = NONE_TYPE
                 elif typ is None and stmt.value is not None:
                     typ = self.value_type(stmt.value)
@@ -829,9 +834,7 @@ class ImportTracker:
             # an instance, or ``self`` (``return self``: a builder's result is its class)
             return ref.type if ref is not None and ref.kind in ("instance", "self") else None
         if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
-            # ``session or boto3.Session()``: one type on every side (None aside)
-            types = {self.value_type(v) for v in node.values if not _is_none(v)}
-            return types.pop() if len(types) == 1 else None
+            return _or_type(node, self.value_type)  # ``session or boto3.Session()``
         return None
 
     def _super_type(self) -> str | None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from .imports import Ref
+from .imports import Ref, is_none
 from .narrowing import LOOP, LOOP_GETTER, Atom, Guard
 
 NONE_OUTSIDE = frozenset({"asyncio._get_running_loop", "asyncio.events._get_running_loop"})
@@ -99,7 +99,7 @@ def probed(node: ast.Try, key: str, resolve: Resolve) -> bool:
             and loopless(node.handlers[0], resolve) and len(node.handlers[0].body) == 1
             and isinstance(assign := node.handlers[0].body[0], ast.Assign)
             and len(assign.targets) == 1 and ast.unparse(assign.targets[0]) == key
-            and _is_none(assign.value))
+            and is_none(assign.value))
 
 
 PROBED = ast.Constant(value=...)  # what ``bound`` gives for a name a probe bound
@@ -120,20 +120,16 @@ def _runtime_error(node: ast.expr, resolve: Resolve) -> bool:
     return ref is not None and ref.name == "builtins.RuntimeError"
 
 
-def _is_none(node: ast.expr) -> bool:
-    return isinstance(node, ast.Constant) and node.value is None
-
-
 def truth(expr: ast.expr, resolve: Resolve, bound: Callable[[ast.expr], ast.expr | None],
           plain: Callable[[ast.expr], Guard | None], depth: int = 0) -> Atom | None:
     """The test that holds exactly when ``expr`` is truthy, if it is a loop expression;
     ``bound`` gives the one value a name or ``self.x`` was bound to in the function,
     ``plain`` the ordinary guard of a condition (``None if C else ...``)."""
     if isinstance(expr, ast.IfExp) and depth < 2:
-        if _is_none(expr.body):  # None if C else E: (not C) and E
+        if is_none(expr.body):  # None if C else E: (not C) and E
             loop, cond = truth(expr.orelse, resolve, bound, plain, depth + 1), plain(expr.test)
             negate = False
-        elif _is_none(expr.orelse):  # E if C else None: C and E
+        elif is_none(expr.orelse):  # E if C else None: C and E
             loop, cond = truth(expr.body, resolve, bound, plain, depth + 1), plain(expr.test)
             negate = True
         else:
@@ -170,7 +166,7 @@ def guard(test: ast.expr, resolve: Resolve, bound: Callable[[ast.expr], ast.expr
     negate = False
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         test, negate = test.operand, True
-    elif (isinstance(test, ast.Compare) and len(test.ops) == 1 and _is_none(test.comparators[0])
+    elif (isinstance(test, ast.Compare) and len(test.ops) == 1 and is_none(test.comparators[0])
           and isinstance(test.ops[0], ast.Is | ast.IsNot)):
         negate = isinstance(test.ops[0], ast.Is)
         test = test.left
