@@ -30,7 +30,7 @@ from .noqa import NoqaPolicy
 from .observed import FrameIndex, Stall, blocking_facts
 from .returns import AMBIGUOUS, ReturnTypes, follow_reexport
 from .rules import message, meta
-from .rules.chains import MAX_REEXPORT_HOPS, ChainIndex
+from .rules.chains import MAX_REEXPORT_HOPS, ChainIndex, Verdict
 from .scan import scan_source
 
 SKIP_DIRS = frozenset({"__pycache__", "node_modules", "venv", ".venv", ".git", ".tox"})
@@ -671,28 +671,13 @@ def _lint_files(files: list[str], unreadable: list[tuple[str, str]], config: Lin
         out.findings.extend(r.findings)
         out.findings.extend(p.finding for p in r.pending if not buffer(p.unless))
         for site in [*r.sites, *_protocol_callbacks(r, hierarchy, catalog)]:
-            hit = index.classify(site)
-            if hit is None:
-                continue
-            code, fields, confidence, via, source = hit
-            if (not catalog.selection.enabled(code)
-                    or config.noqa.silences(code, site.noqa)):
-                continue
-            out.findings.append(Finding(site.path, site.line, site.col, code,
-                                        message(code, **fields), site.context, site.snippet,
-                                        confidence, tuple(dict.fromkeys(via)), source))
+            _report_site(out, site, index.classify(site), catalog, config)
     for candidates in handed_calls(results, own, hierarchy):
         for site, handed in candidates:  # the first def handed in that blocks
             hit = index.classify(site, handed)
-            if hit is None:
-                continue
-            code, fields, confidence, via, source = hit
-            if (catalog.selection.enabled(code)
-                    and not config.noqa.silences(code, site.noqa)):
-                out.findings.append(Finding(
-                    site.path, site.line, site.col, code, message(code, **fields),
-                    site.context, site.snippet, confidence, tuple(dict.fromkeys(via)), source))
-            break
+            if hit is not None:
+                _report_site(out, site, hit, catalog, config)
+                break
     out.findings.sort()
     out.errors.sort()
     if (cache is not None and tree is not None and tree_key and not out.errors
@@ -700,6 +685,19 @@ def _lint_files(files: list[str], unreadable: list[tuple[str, str]], config: Lin
         cache.store_tree(tree_key, out.findings)  # no file changed while it was read
         cache.close()
     return out
+
+
+def _report_site(out: LintResult, site: CallSite, hit: Verdict | None, catalog: Catalog,
+                 config: LintConfig) -> None:
+    """A call site's finding, unless it does not block, its code is not selected or its
+    line silences it."""
+    if hit is None:
+        return
+    code, fields, confidence, via, source = hit
+    if catalog.selection.enabled(code) and not config.noqa.silences(code, site.noqa):
+        out.findings.append(Finding(site.path, site.line, site.col, code,
+                                    message(code, **fields), site.context, site.snippet,
+                                    confidence, tuple(dict.fromkeys(via)), source))
 
 
 def may_run_on_loop(source: bytes, catalog: Catalog) -> bool:
