@@ -37,13 +37,13 @@ def handed_calls(results: Iterable[FileResult], own: set[str],
     for r in done:
         for hand in r.hands:
             for pc in calls.get(_definer(hand.callee, calls, hierarchy), ()):
-                target = _target(bind(hand.args, pc.params, pc.names, {}, {}).get(pc.param))
-                if target is None:
+                def_ = target(bind(hand.args, pc.params, pc.names, {}, {}).get(pc.param))
+                if def_ is None:
                     continue
                 where = f"handed in at {os.path.basename(hand.path)}:{hand.line}"
                 key = (pc.site.path, pc.site.line, pc.site.col)
                 found.setdefault(key, []).append(((hand.path, hand.line, hand.col), (
-                    replace(pc.site, callee=target), (pc.param, where))))
+                    replace(pc.site, callee=def_), (pc.param, where))))
     for key in sorted(found):
         yield [c for _, c in sorted(found[key], key=lambda item: item[0])]
 
@@ -53,10 +53,10 @@ def handed_targets(results: Iterable[FileResult]) -> list[str]:
     read, as for a call's callee."""
     return [t for r in results for hand in r.hands if hand.args is not None
             for v in (*hand.args.positional, *(v for _, v in hand.args.keywords))
-            if (t := _target(v)) is not None]
+            if (t := target(v)) is not None]
 
 
-def _target(value: Value | None) -> str | None:
+def target(value: Value | None) -> str | None:
     """The def a value names: one of the file (``Kind.target``) or an imported name
     (``("s", qualname)``; the run's index tells whether it is a function)."""
     if value is None:

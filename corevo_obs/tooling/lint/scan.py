@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import running_loop
+from . import handed, running_loop
 from .call_catalog import Catalog
 from .file_modes import FILE_TYPE, FLUSHING, OPENERS, QUIET, UNSURE, flush_state
 from .file_modes import stores as bindings_of
@@ -184,7 +184,6 @@ class _Ctx:
     # an async def's (positional parameters, keyword names): its calls of a parameter
     # run what its callers hand in (``ParamCall``)
     signature: tuple[tuple[str, ...], frozenset[str]] | None = None
-    rebound: frozenset[str] | None = None  # names the async def's body stores (lazily)
 
     def _scan_stores(self) -> None:
         facts, node = self.facts, self.node
@@ -250,6 +249,12 @@ class _Ctx:
         """Parameters whose tests say something: never rebound, or rebound by plain
         assignments whose guards are recorded (``FuncFacts.rebinds``)."""
         return self.stable_params() | self._plain
+
+    def stored(self, name: str) -> bool:
+        """Bound anywhere in the body (an assignment, ``for``, ``with``, ``import``, a
+        ``def``, ``except ... as``)."""
+        self.stable_params()
+        return name in self._counts
 
     def assigned_once(self, name: str) -> bool:
         """Bound by exactly one plain assignment in the body (and nowhere else)."""
@@ -1368,13 +1373,7 @@ class FileScanner(ast.NodeVisitor):
         rebinds, the result not awaited: the sync function a caller hands in runs on the
         loop here (``ParamCall``; an awaited one is a coroutine function)."""
         params, names = signature
-        if name not in params and name not in names:
-            return
-        if ctx.rebound is None:
-            assert ctx.node is not None
-            ctx.rebound = frozenset(n.id for n, _ in walk_stores(ctx.node.body)
-                                    if isinstance(n, ast.Name) and type(n.ctx) is not ast.Load)
-        if name in ctx.rebound:
+        if (name not in params and name not in names) or ctx.stored(name):
             return
         self.result.param_calls.append(ParamCall(ctx.qualname, name, params, names, CallSite(
             "", self.result.path, node.lineno, node.col_offset + 1, ctx.display,
@@ -1385,12 +1384,9 @@ class FileScanner(ast.NodeVisitor):
         """A call on the loop that hands a sync def of the tree to a function of the tree
         (``await retry(save)``, ``await self._with_retry(self._count)``): kept for the run,
         which knows whether the callee calls that parameter on the loop (``ParamCall``)."""
-        given = [*node.args, *(k.value for k in node.keywords if k.arg is not None)]
-        if not any(type(a) in (ast.Name, ast.Attribute) for a in given) or not any(
-                v[0] == "s" or (isinstance(v[1], Kind) and v[1].target is not None)
-                for a in given if type(a) in (ast.Name, ast.Attribute)
-                for v in (self._value(a, None, ctx),)):
-            return  # no def of the file and no imported name handed
+        if not any(type(a) in (ast.Name, ast.Attribute)
+                   for a in [*node.args, *(k.value for k in node.keywords)]):
+            return  # only a name can name a def
         if ref is not None and ref.kind in ("def", "method", "import"):
             callee = ref.name
         elif (type(node.func) is ast.Attribute
@@ -1399,10 +1395,12 @@ class FileScanner(ast.NodeVisitor):
             callee = f"{base.name}.{node.func.attr}"  # self.m(): an async method
         else:
             return
-        self.result.hands.append(CallSite(
-            callee, self.result.path, node.lineno, node.col_offset + 1, ctx.display,
-            ctx.qualname, self.line(node.lineno).strip(), self._noqa(node),
-            self._args(node, None, ctx)))
+        args = self._args(node, None, ctx)
+        if any(handed.target(v) is not None
+               for v in (*args.positional, *(v for _, v in args.keywords))):
+            self.result.hands.append(CallSite(
+                callee, self.result.path, node.lineno, node.col_offset + 1, ctx.display,
+                ctx.qualname, self.line(node.lineno).strip(), self._noqa(node), args))
 
     def _default_tls(self, node: ast.Call, ref: Ref | None, ctx: _Ctx) -> None:
         """``await asyncio.open_connection(h, p, ssl=True)``, ``websockets.connect("wss://...")``,
