@@ -219,12 +219,18 @@ def test_native_capture_is_off_by_default(monkeypatch, registry):
         install_native_capture(wd)
 
 
-def test_a_stall_that_starts_while_py_spy_still_runs_is_captured_too(registry, tmp_path):
-    # py-spy outlasts the first stall and the short gap after it: the capture thread never
-    # sees the loop healthy between the two, yet the second stall is a new one
+def _slow_pyspy(tmp_path: Path) -> Path:
+    """py-spy that starts 0.6 s late: a capture that outlasts a short stall."""
     slow = tmp_path / "slow-py-spy"
     slow.write_text(f"#!/bin/sh\nsleep 0.6\nexec {locate()} \"$@\"\n")
     slow.chmod(0o755)
+    return slow
+
+
+def test_a_stall_that_starts_while_py_spy_still_runs_is_captured_too(registry, tmp_path):
+    # py-spy outlasts the first stall and the short gap after it: the capture thread never
+    # sees the loop healthy between the two, yet the second stall is a new one
+    slow = _slow_pyspy(tmp_path)
     capture = NativeStallCapture(min_stall=0.1, min_interval=0, timeout=10,
                                  executable=str(slow))
     _run_stalls(registry, capture, 0.3, 3.0, gap=0.05)
@@ -239,9 +245,7 @@ def test_a_stall_that_starts_while_py_spy_still_runs_is_captured_too(registry, t
 
 
 def test_a_capture_that_outlives_its_stall_is_still_paired_with_it(registry, tmp_path):
-    slow = tmp_path / "slow-py-spy"
-    slow.write_text(f"#!/bin/sh\nsleep 0.6\nexec {locate()} \"$@\"\n")
-    slow.chmod(0o755)
+    slow = _slow_pyspy(tmp_path)
     capture = NativeStallCapture(min_stall=0.1, timeout=10, executable=str(slow))
     _run_stalls(registry, capture, 0.3)
     capture.close()
