@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from .hierarchy import Hierarchy
 from .model import CallSite, FileResult, ParamCall
-from .narrowing import Kind, Value, bind
+from .narrowing import Args, Kind, Value, bind
 
 Candidate = tuple[CallSite, tuple[str, str]]  # the call with the handed def, (param, where)
 
@@ -51,9 +51,15 @@ def handed_calls(results: Iterable[FileResult], own: set[str],
 def handed_targets(results: Iterable[FileResult]) -> list[str]:
     """The defs handed by calls on the loop: a module without ``async`` that holds one is
     read, as for a call's callee."""
-    return [t for r in results for hand in r.hands if hand.args is not None
-            for v in (*hand.args.positional, *(v for _, v in hand.args.keywords))
-            if (t := target(v)) is not None]
+    return [t for r in results for hand in r.hands for t in defs_named(hand.args)]
+
+
+def defs_named(args: Args | None) -> Iterator[str]:
+    """The defs a call's arguments name (``target``)."""
+    if args is not None:
+        for value in (*args.positional, *(v for _, v in args.keywords)):
+            if (t := target(value)) is not None:
+                yield t
 
 
 def target(value: Value | None) -> str | None:

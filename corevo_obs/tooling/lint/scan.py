@@ -1396,8 +1396,7 @@ class FileScanner(ast.NodeVisitor):
         else:
             return
         args = self._args(node, None, ctx)
-        if any(handed.target(v) is not None
-               for v in (*args.positional, *(v for _, v in args.keywords))):
+        if next(handed.defs_named(args), None) is not None:
             self.result.hands.append(CallSite(
                 callee, self.result.path, node.lineno, node.col_offset + 1, ctx.display,
                 ctx.qualname, self.line(node.lineno).strip(), self._noqa(node), args))
