@@ -1306,10 +1306,7 @@ class FileScanner(ast.NodeVisitor):
             return
         if ctx.on_loop:
             if self._sites:
-                self.result.sites.append(CallSite(
-                    callee + READ, self.result.path, node.lineno, node.col_offset + 1,
-                    ctx.display, ctx.qualname, self.line(node.lineno).strip(),
-                    self._noqa(node)))
+                self.result.sites.append(self._site(callee + READ, node, ctx))
         elif ctx.facts is not None:
             ctx.facts.edges.append(Edge(callee + READ, tuple(ctx.guard)))
 
@@ -1353,7 +1350,7 @@ class FileScanner(ast.NodeVisitor):
             self._default_tls(node, ref, ctx)
         if (ctx is not None and ctx.signature is not None and type(node.func) is ast.Name
                 and id(node) not in self._scheduled):
-            self._param_call(node, node.func.id, ctx, ctx.signature)
+            self._param_call(node, node.func.id, ctx)
         if ctx is not None and ctx.on_loop and self._sites and (node.args or node.keywords):
             self._hands(node, ref, ctx)
         if ctx is not None and ref is not None and not self.catalog.is_non_blocking(ref.name):
@@ -1367,18 +1364,24 @@ class FileScanner(ast.NodeVisitor):
                          confidence="low")  # a receiver of unknown type
         self.generic_visit(node)
 
-    def _param_call(self, node: ast.Call, name: str, ctx: _Ctx,
-                    signature: tuple[tuple[str, ...], frozenset[str]]) -> None:
+    def _site(self, callee: str, node: ast.expr, ctx: _Ctx, args: Args | None = None,
+              quiet: frozenset[str] = frozenset(), low: bool = False,
+              awaited: bool = False) -> CallSite:
+        """A call made at ``node`` in ``ctx``'s function, for the run to classify."""
+        return CallSite(callee, self.result.path, node.lineno, node.col_offset + 1,
+                        ctx.display, ctx.qualname, self.line(node.lineno).strip(),
+                        self._noqa(node), args, quiet, low, awaited)
+
+    def _param_call(self, node: ast.Call, name: str, ctx: _Ctx) -> None:
         """``return operation()`` in an async def, ``operation`` a parameter it never
         rebinds, the result not awaited: the sync function a caller hands in runs on the
         loop here (``ParamCall``; an awaited one is a coroutine function)."""
-        params, names = signature
+        assert ctx.signature is not None
+        params, names = ctx.signature
         if (name not in params and name not in names) or ctx.stored(name):
             return
-        self.result.param_calls.append(ParamCall(ctx.qualname, name, params, names, CallSite(
-            "", self.result.path, node.lineno, node.col_offset + 1, ctx.display,
-            ctx.qualname, self.line(node.lineno).strip(), self._noqa(node),
-            self._args(node, None, ctx))))
+        site = self._site("", node, ctx, self._args(node, None, ctx))
+        self.result.param_calls.append(ParamCall(ctx.qualname, name, params, names, site))
 
     def _hands(self, node: ast.Call, ref: Ref | None, ctx: _Ctx) -> None:
         """A call on the loop that hands a sync def of the tree to a function of the tree
@@ -1397,9 +1400,7 @@ class FileScanner(ast.NodeVisitor):
             return
         args = self._args(node, None, ctx)
         if next(handed.defs_named(args), None) is not None:
-            self.result.hands.append(CallSite(
-                callee, self.result.path, node.lineno, node.col_offset + 1, ctx.display,
-                ctx.qualname, self.line(node.lineno).strip(), self._noqa(node), args))
+            self.result.hands.append(self._site(callee, node, ctx, args))
 
     def _default_tls(self, node: ast.Call, ref: Ref | None, ctx: _Ctx) -> None:
         """``await asyncio.open_connection(h, p, ssl=True)``, ``websockets.connect("wss://...")``,
@@ -1473,11 +1474,9 @@ class FileScanner(ast.NodeVisitor):
         if ctx.on_loop:
             if not self._sites and not deferred:
                 return
-            self.result.sites.append(CallSite(
-                ref.name, self.result.path, node.lineno, node.col_offset + 1, ctx.display,
-                ctx.qualname, self.line(node.lineno).strip(), self._noqa(node),
-                self._args(node, None, ctx), quiet, low=bool(ctx.once or ctx.fallback),
-                awaited=id(node) in self._scheduled))
+            self.result.sites.append(self._site(
+                ref.name, node, ctx, self._args(node, None, ctx), quiet,
+                low=bool(ctx.once or ctx.fallback), awaited=id(node) in self._scheduled))
         elif ctx.facts is not None and ctx.facts.blocking is None:
             ctx.facts.edges.append(Edge(ref.name, tuple(ctx.guard), self._args(node, ctx),
                                         quiet, once=bool(ctx.once or ctx.fallback)))
