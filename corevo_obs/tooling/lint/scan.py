@@ -84,6 +84,7 @@ from .syntax import (
     no_cover_lines,
     property_accessor,
     simple_properties,
+    suspends,
     transport_wraps,
 )
 
@@ -298,7 +299,7 @@ class FileScanner(ast.NodeVisitor):
             ast.Return: self.visit_Return,
             ast.Yield: self._visit_yield, ast.YieldFrom: self._visit_yield,
             ast.Attribute: self.visit_Attribute, ast.ExceptHandler: self.visit_ExceptHandler,
-            ast.Try: self.visit_Try,
+            ast.Try: self.visit_Try, ast.With: self.visit_With,
             ast.ListComp: self._visit_comprehension, ast.SetComp: self._visit_comprehension,
             ast.GeneratorExp: self._visit_comprehension,
             ast.DictComp: self._visit_comprehension,
@@ -1183,6 +1184,23 @@ class FileScanner(ast.NodeVisitor):
     def visit_Await(self, node: ast.Await) -> None:
         self._awaited.add(id(node.value))
         self._scheduled.add(id(node.value))
+        self.generic_visit(node)
+
+    def visit_With(self, node: ast.With) -> None:
+        """``with self._lock: await ...`` on a thread lock: the next task that takes it
+        while the holder waits blocks the loop's thread, and the holder can never resume
+        to release it (a deadlock). Held without an await, the lock waits only for other
+        threads, which the lint cannot see: not reported."""
+        ctx = self._ctx[-1] if self._ctx else None
+        if ctx is not None and ctx.on_loop and suspends(node.body):
+            for item in node.items:
+                probe = ast.Attribute(value=item.context_expr, attr="acquire", ctx=ast.Load())
+                ref = self.tracker.resolve(probe)
+                hit = catalogued.classify(ref, self.catalog) if ref is not None else None
+                if hit is not None and hit[0] == "COB108":
+                    held = (f"`with {ast.unparse(item.context_expr)}:` (a thread lock held "
+                            "across an await)")
+                    self._report("COB108", item.context_expr, ctx, held, catalogued.NO_FIELDS)
         self.generic_visit(node)
 
     def _schedule(self, node: ast.Call, ref: Ref | None) -> None:
