@@ -1441,6 +1441,7 @@ class FileScanner(ast.NodeVisitor):
                                             attr=method)
 
     def _classify(self, node: ast.Call, ref: Ref, ctx: _Ctx, guessed: bool = False) -> None:
+        ref = catalogued.base_constructor(ref, self.catalog)
         hit = declared.configured(ref, self.catalog) or catalogued.classify(ref, self.catalog)
         if (hit is None and ref.kind == "method" and ref.type not in self.catalog.objects
                 and (guess := self._distinctive(ref.attr)) is not None):
@@ -1488,7 +1489,8 @@ class FileScanner(ast.NodeVisitor):
         deferred = (ref.kind == "method" and ref.type is not None
                     and ref.type not in self.catalog.objects)
         quiet = (catalogued.quiet_hints(node, self.catalog, self.tracker, ctx.seen)
-                 if deferred else frozenset())
+                 if deferred else catalogued.constructor_hints(node, self.catalog)
+                 if ref.kind == "class" else frozenset())
         if ctx.on_loop:
             if not self._sites and not deferred:
                 return

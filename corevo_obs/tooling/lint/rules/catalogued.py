@@ -65,8 +65,16 @@ class CataloguedCalls(Family):
 NO_FIELDS: dict[str, str] = {}
 
 
+def base_constructor(ref: Ref, catalog: Catalog) -> Ref:
+    """``super().__init__(...)`` in a project subclass of a catalogued constructor
+    (``class Login(httpx.AsyncClient)``): that constructor's call, with these arguments."""
+    typ, _, attr = ref.name.rpartition(".")
+    return Ref(typ, "class") if attr == "__init__" and typ in catalog.calls else ref
+
+
 def classify(ref: Ref, catalog: Catalog) -> tuple[str, str, dict[str, str]] | None:
     """(code, display, extra fields) when ``ref`` is a catalogued blocking call."""
+    ref = base_constructor(ref, catalog)
     if ref.kind == "method" and ref.type is not None and ref.attr is not None:
         rule = catalog.objects.get(ref.type)
         if rule is not None and rule.blocks(ref.attr):
@@ -295,8 +303,23 @@ def _disarms(flags: frozenset[str], named: frozenset[str] | set[str]) -> bool:
     return any(all(part in named for part in f.split("+")) for f in flags)
 
 
+ARGUED = "(argued)"  # a hint: the call names a disarming keyword or spreads ``**options``
+
+
+def constructor_hints(call: ast.Call, catalog: Catalog) -> frozenset[str]:
+    """For a call of a project class, which may turn out to be a subclass of a catalogued
+    constructor: whether it passes what could disarm that constructor (``verify=ctx``)."""
+    names = {k for spots in catalog.disarming_keywords.values() for k in spots}
+    if any(k.arg is None or k.arg in names for k in call.keywords):
+        return frozenset({ARGUED})
+    return frozenset()
+
+
 def quieted(name: str, quiet: frozenset[str], catalog: Catalog) -> bool:
     """The resolved method ``name`` returns at once given these hints."""
+    if ARGUED in quiet and base_constructor(Ref(name, "method"), catalog).name in (
+            catalog.disarming_keywords):
+        return True
     return bool(quiet and (_disarms(catalog.disarming.get(name, frozenset()), quiet)
                            or catalog.after.get(name, frozenset()) & quiet))
 

@@ -179,7 +179,8 @@ class ChainIndex:
             return None
         target = self.types.method(callee)
         if target is None and self.hierarchy:  # a library method a tree class inherits
-            target = next((b for b in self.hierarchy.inherited(callee)
+            target = next((b for name in (callee, f"{callee}.__init__")
+                           for b in self.hierarchy.inherited(name)
                            if self.catalogued(b, frozenset(), direct=True) is not None), None)
         if target is None or (self.catalog is not None
                               and self.catalog.is_non_blocking(target)):
