@@ -1,7 +1,9 @@
 """A thread lock held across an await: the next task that takes it while the holder waits
 blocks the loop's thread, and the holder can never resume to release it. Twins: the same
 lock held without an await (it waits only for other threads: not reported), an asyncio lock,
-and an await inside a def nested in the block (it runs later, outside the lock)."""
+an await inside a def nested in the block (it runs later, outside the lock), and an
+``async with`` on an asyncio condition whose body does not await (entering an uncontended one
+does not suspend)."""
 import asyncio
 import multiprocessing
 import threading
@@ -31,6 +33,11 @@ class TokenPolicy:
         async with self._async_lock:
             self._token = await self.credential.get_token()
         return self._token
+
+    async def notify(self, condition: asyncio.Condition) -> None:
+        with self._lock:
+            async with condition:
+                condition.notify_all()
 
     async def later(self) -> Any:
         with self._lock:

@@ -58,6 +58,7 @@ class Catalog:
     in_memory_names: frozenset[str] = frozenset()  # file names that are no file (":memory:")
     data_urls: dict[str, tuple[int | str, ...]] = field(default_factory=dict)
     first_use: frozenset[str] = frozenset()  # block on first use only: low confidence
+    per_process: frozenset[str] = frozenset()  # first-use loaders a chain reaches at medium
     zero_timeout: dict[str, tuple[int | str, ...]] = field(default_factory=dict)
     # call -> positions of its file argument (None: takes descriptors only); see [descriptors]
     fd_args: dict[str, tuple[int | str, ...] | None] = field(default_factory=dict)
@@ -228,9 +229,11 @@ def _parse(data: dict[str, Any], source: str) -> Catalog:
                      | {o.code for o in objects.values() if o.code not in RULES})
     if unknown:
         raise ConfigError(f"codes no rule family registers: {unknown}", source=source)
-    first_use = frozenset(map(str, data.get("first-use", {}).get("calls", ())))
+    per_process = frozenset(map(str, data.get("first-use", {}).get("per-process", ())))
+    first_use = per_process | frozenset(map(str, data.get("first-use", {}).get("calls", ())))
     return Catalog(calls, objects, factories, offload, offload_methods, disarming, aliases,
                    after, in_memory_args, in_memory_types, first_use=first_use,
+                   per_process=per_process,
                    zero_timeout=zero_timeout, fd_args=fd_args, fd_factories=fd_sets[0],
                    pipes=fd_sets[1], pipe_writes=fd_sets[2],
                    data_urls=data_urls, in_memory_names=in_memory_names,

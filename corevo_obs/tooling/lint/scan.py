@@ -33,6 +33,7 @@ from .imports import (
 )
 from .model import (
     FALLBACK,
+    FIRST_CALL,
     FIRST_USE,
     READ,
     UNNAMED,
@@ -1479,7 +1480,8 @@ class FileScanner(ast.NodeVisitor):
                 if unless:
                     ctx.facts.unless[len(ctx.facts.blocks)] = unless
                 if ref.name in self.catalog.first_use or ctx.once:  # a chain to it is low
-                    display += FIRST_USE
+                    display += (FIRST_CALL if ref.name in self.catalog.per_process
+                                and not ctx.once else FIRST_USE)
                 elif ctx.fallback:
                     display += FALLBACK
                 ctx.facts.blocks.append((display, tuple(ctx.guard)))

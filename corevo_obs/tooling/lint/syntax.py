@@ -165,9 +165,10 @@ def has_yield(node: ast.AST) -> bool:
 
 
 def suspends(stmts: list[ast.stmt]) -> bool:
-    """Whether the statements can give the loop to another task (``await``, ``async for``,
-    ``async with``) outside the nested scopes they hold."""
-    return _holds(list(stmts), (ast.Await, ast.AsyncFor, ast.AsyncWith))
+    """Whether the statements give the loop to another task (an ``await``, ``async for``)
+    outside the nested scopes they hold. Not ``async with`` alone: entering an uncontended
+    ``asyncio.Lock`` or ``Condition`` returns without suspending."""
+    return _holds(list(stmts), (ast.Await, ast.AsyncFor))
 
 
 def always_exits(node: ast.If) -> bool:
