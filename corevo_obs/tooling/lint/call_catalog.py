@@ -60,6 +60,8 @@ class Catalog:
     first_use: frozenset[str] = frozenset()  # block on first use only: low confidence
     per_process: frozenset[str] = frozenset()  # first-use loaders a chain reaches at medium
     zero_timeout: dict[str, tuple[int | str, ...]] = field(default_factory=dict)
+    # writer -> position / keyword of its target: given none, it returns the data instead
+    no_target: dict[str, tuple[int | str, ...]] = field(default_factory=dict)
     # call -> positions of its file argument (None: takes descriptors only); see [descriptors]
     fd_args: dict[str, tuple[int | str, ...] | None] = field(default_factory=dict)
     fd_factories: frozenset[str] = frozenset()
@@ -199,6 +201,7 @@ def _parse(data: dict[str, Any], source: str) -> Catalog:
         data_urls: dict[str, tuple[int | str, ...]] = {
             str(k): _spots(v) for k, v in memory.get("data-urls", {}).items()}
         zero_timeout = {str(k): _spots(v) for k, v in data.get("zero-timeout", {}).items()}
+        no_target = {str(k): _spots(v) for k, v in data.get("no-target", {}).items()}
         fds = data.get("descriptors", {})
         fd_args = {str(k): None if v == "*" else _spots(v)
                    for k, v in fds.get("arguments", {}).items()}
@@ -233,7 +236,7 @@ def _parse(data: dict[str, Any], source: str) -> Catalog:
     first_use = per_process | frozenset(map(str, data.get("first-use", {}).get("calls", ())))
     return Catalog(calls, objects, factories, offload, offload_methods, disarming, aliases,
                    after, in_memory_args, in_memory_types, first_use=first_use,
-                   per_process=per_process,
+                   per_process=per_process, no_target=no_target,
                    zero_timeout=zero_timeout, fd_args=fd_args, fd_factories=fd_sets[0],
                    pipes=fd_sets[1], pipe_writes=fd_sets[2],
                    data_urls=data_urls, in_memory_names=in_memory_names,

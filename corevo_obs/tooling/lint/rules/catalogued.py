@@ -94,7 +94,8 @@ def returns_at_once(call: ast.Call, ref: Ref, catalog: Catalog, tracker: ImportT
     """True when this catalogued call cannot wait here (see the module docstring)."""
     return (disarmed(call, ref, catalog, tracker) or in_memory(call, ref, catalog, tracker)
             or already_done(call, ref, catalog, seen) or data_url(call, ref, catalog, guard)
-            or zero_timeout(call, ref, catalog) or descriptor(call, ref, catalog, fds)
+            or zero_timeout(call, ref, catalog) or no_target(call, ref, catalog)
+            or descriptor(call, ref, catalog, fds)
             or no_ca_file(call, ref, tracker))
 
 
@@ -130,6 +131,15 @@ def zero_timeout(call: ast.Call, ref: Ref, catalog: Catalog) -> bool:
     arg = _argument(call, where) if where else None
     return (isinstance(arg, ast.Constant) and type(arg.value) in (int, float)
             and arg.value == 0)
+
+
+def no_target(call: ast.Call, ref: Ref, catalog: Catalog) -> bool:
+    """``df.to_csv()``, ``df.to_parquet(index=False)``: no file named, the data comes back
+    as text or bytes (a ``*args`` / ``**options`` spread may name one)."""
+    where = catalog.no_target.get(ref.name)
+    return where is not None and _argument(call, where) is None and not any(
+        isinstance(a, ast.Starred) for a in call.args) and all(
+        k.arg is not None for k in call.keywords)
 
 
 PIPE, FD = "pipe", "fd"  # what a name bound in the function holds (``fds``)
