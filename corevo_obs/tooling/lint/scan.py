@@ -1370,8 +1370,8 @@ class FileScanner(ast.NodeVisitor):
         if (ctx is not None and ctx.signature is not None and type(node.func) is ast.Name
                 and id(node) not in self._scheduled):
             self._param_call(node, node.func.id, ctx)
-        if ctx is not None and ctx.on_loop and self._sites and (node.args or node.keywords):
-            self._hands(node, ref, ctx)
+        if ctx is not None and self._sites and (node.args or node.keywords):
+            self._hands(node, ref, ctx)  # off the loop too: the coroutine it makes runs there
         if ctx is not None and ref is not None and not self.catalog.is_non_blocking(ref.name):
             self._classify(node, ref, ctx)
         elif (ctx is not None and ref is None and isinstance(node.func, ast.Attribute)
@@ -1403,9 +1403,10 @@ class FileScanner(ast.NodeVisitor):
         self.result.param_calls.append(ParamCall(ctx.qualname, name, params, names, site))
 
     def _hands(self, node: ast.Call, ref: Ref | None, ctx: _Ctx) -> None:
-        """A call on the loop that hands a sync def of the tree to a function of the tree
-        (``await retry(save)``, ``await self._with_retry(self._count)``): kept for the run,
-        which knows whether the callee calls that parameter on the loop (``ParamCall``)."""
+        """A call that hands a sync def of the tree to a function of the tree (``await
+        retry(save)``, ``loop.create_task(every(5, check))`` in sync code too: the coroutine
+        runs on the loop): kept for the run, which knows whether the callee is an async def
+        that calls that parameter (``ParamCall``)."""
         if not any(type(a) in (ast.Name, ast.Attribute)
                    for a in [*node.args, *(k.value for k in node.keywords)]):
             return  # only a name can name a def
