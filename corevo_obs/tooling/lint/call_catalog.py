@@ -111,6 +111,12 @@ class Catalog:
         """Every flag some entry names (each part of an ``a+b`` entry)."""
         return frozenset(part for fs in self.disarming.values() for f in fs
                          for part in f.split("+"))
+
+    @functools.cached_property
+    def disarming_names(self) -> frozenset[str]:
+        """Every keyword some constructor's ``[disarming-keywords]`` entry names."""
+        return frozenset(k for spots in self.disarming_keywords.values() for k in spots
+                         if isinstance(k, str))
     blocking: frozenset[str] = frozenset()
     non_blocking: frozenset[str] = frozenset()
     non_blocking_prefixes: tuple[str, ...] = ()

@@ -319,8 +319,7 @@ ARGUED = "(argued)"  # a hint: the call names a disarming keyword or spreads ``*
 def constructor_hints(call: ast.Call, catalog: Catalog) -> frozenset[str]:
     """For a call of a project class, which may turn out to be a subclass of a catalogued
     constructor: whether it passes what could disarm that constructor (``verify=ctx``)."""
-    names = {k for spots in catalog.disarming_keywords.values() for k in spots}
-    if any(k.arg is None or k.arg in names for k in call.keywords):
+    if any(k.arg is None or k.arg in catalog.disarming_names for k in call.keywords):
         return frozenset({ARGUED})
     return frozenset()
 
