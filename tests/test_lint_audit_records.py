@@ -1,6 +1,6 @@
 """The frozen outside-audit records stay reproducible by the shared bench/lint_audit.py.
 
-Audits 2026-12-07c/d/e/f/g/h were scored once; their tables.md and samples.json are records, not
+Audits 2026-12-07c/d/e/f/g/h/i/j were scored once; their tables.md and samples.json are records, not
 outputs to refresh. Re-scoring each from its committed samples.json and verdicts.json must give
 the committed files byte for byte, so a change to the shared scoring code that would alter a
 frozen record fails here.
@@ -39,6 +39,7 @@ CASES = {
     "2026-12-07g": ("/tmp/2026-12-07g_src", None),
     "2026-12-07h": ("/tmp/2026-12-07h_src", None),
     "2026-12-07i": ("/tmp/2026-12-07i_src", None),
+    "2026-12-07j": ("/tmp/2026-12-07j_src", None),
 }
 
 
