@@ -148,3 +148,11 @@ async def open_port(loop, url: str) -> None:
     await serial_asyncio_fast.open_serial_connection(url=url)
     port = serial.Serial("/dev/ttyUSB0", 9600)  # error: COB100
     port.readline()  # error: COB100
+
+
+async def ask_model(prompt: str) -> str:
+    import litellm
+
+    reply = litellm.completion(model="gpt-4o", messages=[{"role": "user", "content": prompt}])  # error: COB106
+    later = await litellm.acompletion(model="gpt-4o", messages=[])
+    return str(reply) + str(later)

@@ -1,6 +1,7 @@
 """Sync functions handed to an async def of the tree that calls them on the loop (a retry
 wrapper's ``return operation()``): the call of the parameter runs what the callers hand
-in. Twins: a wrapper that offloads it, one that awaits it, one whose callers hand only
+in, whether the caller is a coroutine or sync code that starts one (``loop.create_task(
+every(5, check))``). Twins: a wrapper that offloads it, one that awaits it, one whose callers hand only
 functions that do not block, and one that rebinds the parameter first."""
 import asyncio
 import sqlite3
@@ -74,3 +75,21 @@ class Store:
 async def main() -> None:
     await with_retry(operation=settle)
     await timed(len)
+
+
+async def every(interval: float, callback, *args):
+    while True:
+        callback(*args)  # error: COB110 [medium]
+        await asyncio.sleep(interval)
+
+
+async def every_offloaded(interval: float, callback, *args):
+    while True:
+        await asyncio.to_thread(callback, *args)
+        await asyncio.sleep(interval)
+
+
+def start(loop: asyncio.AbstractEventLoop) -> None:
+    """Sync code that hands a def to a coroutine: the coroutine runs on the loop."""
+    loop.create_task(every(1.0, settle))
+    loop.create_task(every_offloaded(1.0, settle))

@@ -58,7 +58,10 @@ class Catalog:
     in_memory_names: frozenset[str] = frozenset()  # file names that are no file (":memory:")
     data_urls: dict[str, tuple[int | str, ...]] = field(default_factory=dict)
     first_use: frozenset[str] = frozenset()  # block on first use only: low confidence
+    per_process: frozenset[str] = frozenset()  # first-use loaders a chain reaches at medium
     zero_timeout: dict[str, tuple[int | str, ...]] = field(default_factory=dict)
+    # writer -> position / keyword of its target: given none, it returns the data instead
+    no_target: dict[str, tuple[int | str, ...]] = field(default_factory=dict)
     # call -> positions of its file argument (None: takes descriptors only); see [descriptors]
     fd_args: dict[str, tuple[int | str, ...] | None] = field(default_factory=dict)
     fd_factories: frozenset[str] = frozenset()
@@ -108,6 +111,12 @@ class Catalog:
         """Every flag some entry names (each part of an ``a+b`` entry)."""
         return frozenset(part for fs in self.disarming.values() for f in fs
                          for part in f.split("+"))
+
+    @functools.cached_property
+    def disarming_names(self) -> frozenset[str]:
+        """Every keyword some constructor's ``[disarming-keywords]`` entry names."""
+        return frozenset(k for spots in self.disarming_keywords.values() for k in spots
+                         if isinstance(k, str))
     blocking: frozenset[str] = frozenset()
     non_blocking: frozenset[str] = frozenset()
     non_blocking_prefixes: tuple[str, ...] = ()
@@ -198,6 +207,7 @@ def _parse(data: dict[str, Any], source: str) -> Catalog:
         data_urls: dict[str, tuple[int | str, ...]] = {
             str(k): _spots(v) for k, v in memory.get("data-urls", {}).items()}
         zero_timeout = {str(k): _spots(v) for k, v in data.get("zero-timeout", {}).items()}
+        no_target = {str(k): _spots(v) for k, v in data.get("no-target", {}).items()}
         fds = data.get("descriptors", {})
         fd_args = {str(k): None if v == "*" else _spots(v)
                    for k, v in fds.get("arguments", {}).items()}
@@ -228,9 +238,11 @@ def _parse(data: dict[str, Any], source: str) -> Catalog:
                      | {o.code for o in objects.values() if o.code not in RULES})
     if unknown:
         raise ConfigError(f"codes no rule family registers: {unknown}", source=source)
-    first_use = frozenset(map(str, data.get("first-use", {}).get("calls", ())))
+    per_process = frozenset(map(str, data.get("first-use", {}).get("per-process", ())))
+    first_use = per_process | frozenset(map(str, data.get("first-use", {}).get("calls", ())))
     return Catalog(calls, objects, factories, offload, offload_methods, disarming, aliases,
                    after, in_memory_args, in_memory_types, first_use=first_use,
+                   per_process=per_process, no_target=no_target,
                    zero_timeout=zero_timeout, fd_args=fd_args, fd_factories=fd_sets[0],
                    pipes=fd_sets[1], pipe_writes=fd_sets[2],
                    data_urls=data_urls, in_memory_names=in_memory_names,

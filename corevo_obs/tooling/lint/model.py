@@ -25,6 +25,7 @@ class Finding:
 
 
 FIRST_USE = " [first use]"  # marks a block by a first-use loader (catalog [first-use])
+FIRST_CALL = " [first call]"  # a per-process loader's first call (catalog [first-use]): medium
 FALLBACK = " [fallback]"  # a block in a clause the project excludes from coverage
 GUESSED = (FIRST_USE, FALLBACK)  # a chain ending at one of these is low confidence
 # the end of a callee's name read as an attribute (``x.p``, no call): it runs only when it

@@ -33,6 +33,7 @@ from .imports import (
 )
 from .model import (
     FALLBACK,
+    FIRST_CALL,
     FIRST_USE,
     READ,
     UNNAMED,
@@ -84,6 +85,7 @@ from .syntax import (
     no_cover_lines,
     property_accessor,
     simple_properties,
+    suspends,
     transport_wraps,
 )
 
@@ -298,7 +300,7 @@ class FileScanner(ast.NodeVisitor):
             ast.Return: self.visit_Return,
             ast.Yield: self._visit_yield, ast.YieldFrom: self._visit_yield,
             ast.Attribute: self.visit_Attribute, ast.ExceptHandler: self.visit_ExceptHandler,
-            ast.Try: self.visit_Try,
+            ast.Try: self.visit_Try, ast.With: self.visit_With,
             ast.ListComp: self._visit_comprehension, ast.SetComp: self._visit_comprehension,
             ast.GeneratorExp: self._visit_comprehension,
             ast.DictComp: self._visit_comprehension,
@@ -1185,6 +1187,23 @@ class FileScanner(ast.NodeVisitor):
         self._scheduled.add(id(node.value))
         self.generic_visit(node)
 
+    def visit_With(self, node: ast.With) -> None:
+        """``with self._lock: await ...`` on a thread lock: the next task that takes it
+        while the holder waits blocks the loop's thread, and the holder can never resume
+        to release it (a deadlock). Held without an await, the lock waits only for other
+        threads, which the lint cannot see: not reported."""
+        ctx = self._ctx[-1] if self._ctx else None
+        if ctx is not None and ctx.on_loop and suspends(node.body):
+            for item in node.items:
+                probe = ast.Attribute(value=item.context_expr, attr="acquire", ctx=ast.Load())
+                ref = self.tracker.resolve(probe)
+                hit = catalogued.classify(ref, self.catalog) if ref is not None else None
+                if hit is not None and hit[0] == "COB108":
+                    held = (f"`with {ast.unparse(item.context_expr)}:` (a thread lock held "
+                            "across an await)")
+                    self._report("COB108", item.context_expr, ctx, held, catalogued.NO_FIELDS)
+        self.generic_visit(node)
+
     def _schedule(self, node: ast.Call, ref: Ref | None) -> None:
         """``asyncio.gather(f(), ...)``, ``wait_for(f(), t)``, ``create_task(f())`` (any
         receiver's): the calls handed to them must return awaitables, as if awaited."""
@@ -1351,8 +1370,8 @@ class FileScanner(ast.NodeVisitor):
         if (ctx is not None and ctx.signature is not None and type(node.func) is ast.Name
                 and id(node) not in self._scheduled):
             self._param_call(node, node.func.id, ctx)
-        if ctx is not None and ctx.on_loop and self._sites and (node.args or node.keywords):
-            self._hands(node, ref, ctx)
+        if ctx is not None and self._sites and (node.args or node.keywords):
+            self._hands(node, ref, ctx)  # off the loop too: the coroutine it makes runs there
         if ctx is not None and ref is not None and not self.catalog.is_non_blocking(ref.name):
             self._classify(node, ref, ctx)
         elif (ctx is not None and ref is None and isinstance(node.func, ast.Attribute)
@@ -1384,9 +1403,10 @@ class FileScanner(ast.NodeVisitor):
         self.result.param_calls.append(ParamCall(ctx.qualname, name, params, names, site))
 
     def _hands(self, node: ast.Call, ref: Ref | None, ctx: _Ctx) -> None:
-        """A call on the loop that hands a sync def of the tree to a function of the tree
-        (``await retry(save)``, ``await self._with_retry(self._count)``): kept for the run,
-        which knows whether the callee calls that parameter on the loop (``ParamCall``)."""
+        """A call that hands a sync def of the tree to a function of the tree (``await
+        retry(save)``, ``loop.create_task(every(5, check))`` in sync code too: the coroutine
+        runs on the loop): kept for the run, which knows whether the callee is an async def
+        that calls that parameter (``ParamCall``)."""
         if not any(type(a) in (ast.Name, ast.Attribute)
                    for a in [*node.args, *(k.value for k in node.keywords)]):
             return  # only a name can name a def
@@ -1423,6 +1443,7 @@ class FileScanner(ast.NodeVisitor):
                                             attr=method)
 
     def _classify(self, node: ast.Call, ref: Ref, ctx: _Ctx, guessed: bool = False) -> None:
+        ref = catalogued.base_constructor(ref, self.catalog)
         hit = declared.configured(ref, self.catalog) or catalogued.classify(ref, self.catalog)
         if (hit is None and ref.kind == "method" and ref.type not in self.catalog.objects
                 and (guess := self._distinctive(ref.attr)) is not None):
@@ -1460,7 +1481,8 @@ class FileScanner(ast.NodeVisitor):
                 if unless:
                     ctx.facts.unless[len(ctx.facts.blocks)] = unless
                 if ref.name in self.catalog.first_use or ctx.once:  # a chain to it is low
-                    display += FIRST_USE
+                    display += (FIRST_CALL if ref.name in self.catalog.per_process
+                                and not ctx.once else FIRST_USE)
                 elif ctx.fallback:
                     display += FALLBACK
                 ctx.facts.blocks.append((display, tuple(ctx.guard)))
@@ -1470,7 +1492,8 @@ class FileScanner(ast.NodeVisitor):
         deferred = (ref.kind == "method" and ref.type is not None
                     and ref.type not in self.catalog.objects)
         quiet = (catalogued.quiet_hints(node, self.catalog, self.tracker, ctx.seen)
-                 if deferred else frozenset())
+                 if deferred else catalogued.constructor_hints(node, self.catalog)
+                 if ref.kind == "class" else frozenset())
         if ctx.on_loop:
             if not self._sites and not deferred:
                 return

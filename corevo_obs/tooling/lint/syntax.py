@@ -148,15 +148,27 @@ def transport_wraps(func: ast.FunctionDef | ast.AsyncFunctionDef) -> set[int]:
                      and isinstance(c.args[0].value, str | bytes))}
 
 
-def has_yield(node: ast.AST) -> bool:
-    """A ``yield`` in ``node`` outside the nested scopes it holds."""
-    todo = [] if isinstance(node, SCOPES) else [node]
+def _holds(nodes: list[ast.AST], kinds: type | tuple[type, ...]) -> bool:
+    """A node of ``kinds`` in ``nodes`` outside the nested scopes they hold."""
+    todo = [n for n in nodes if not isinstance(n, SCOPES)]
     while todo:
         here = todo.pop()
-        if isinstance(here, ast.Yield | ast.YieldFrom):
+        if isinstance(here, kinds):
             return True
         todo.extend(c for c in ast.iter_child_nodes(here) if not isinstance(c, SCOPES))
     return False
+
+
+def has_yield(node: ast.AST) -> bool:
+    """A ``yield`` in ``node`` outside the nested scopes it holds."""
+    return _holds([node], (ast.Yield, ast.YieldFrom))
+
+
+def suspends(stmts: list[ast.stmt]) -> bool:
+    """Whether the statements give the loop to another task (an ``await``, ``async for``)
+    outside the nested scopes they hold. Not ``async with`` alone: entering an uncontended
+    ``asyncio.Lock`` or ``Condition`` returns without suspending."""
+    return _holds(list(stmts), (ast.Await, ast.AsyncFor))
 
 
 def always_exits(node: ast.If) -> bool:

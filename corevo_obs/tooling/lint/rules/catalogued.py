@@ -65,8 +65,16 @@ class CataloguedCalls(Family):
 NO_FIELDS: dict[str, str] = {}
 
 
+def base_constructor(ref: Ref, catalog: Catalog) -> Ref:
+    """``super().__init__(...)`` in a project subclass of a catalogued constructor
+    (``class Login(httpx.AsyncClient)``): that constructor's call, with these arguments."""
+    typ, _, attr = ref.name.rpartition(".")
+    return Ref(typ, "class") if attr == "__init__" and typ in catalog.calls else ref
+
+
 def classify(ref: Ref, catalog: Catalog) -> tuple[str, str, dict[str, str]] | None:
     """(code, display, extra fields) when ``ref`` is a catalogued blocking call."""
+    ref = base_constructor(ref, catalog)
     if ref.kind == "method" and ref.type is not None and ref.attr is not None:
         rule = catalog.objects.get(ref.type)
         if rule is not None and rule.blocks(ref.attr):
@@ -86,7 +94,8 @@ def returns_at_once(call: ast.Call, ref: Ref, catalog: Catalog, tracker: ImportT
     """True when this catalogued call cannot wait here (see the module docstring)."""
     return (disarmed(call, ref, catalog, tracker) or in_memory(call, ref, catalog, tracker)
             or already_done(call, ref, catalog, seen) or data_url(call, ref, catalog, guard)
-            or zero_timeout(call, ref, catalog) or descriptor(call, ref, catalog, fds)
+            or zero_timeout(call, ref, catalog) or no_target(call, ref, catalog)
+            or descriptor(call, ref, catalog, fds)
             or no_ca_file(call, ref, tracker))
 
 
@@ -122,6 +131,15 @@ def zero_timeout(call: ast.Call, ref: Ref, catalog: Catalog) -> bool:
     arg = _argument(call, where) if where else None
     return (isinstance(arg, ast.Constant) and type(arg.value) in (int, float)
             and arg.value == 0)
+
+
+def no_target(call: ast.Call, ref: Ref, catalog: Catalog) -> bool:
+    """``df.to_csv()``, ``df.to_parquet(index=False)``: no file named, the data comes back
+    as text or bytes (a ``*args`` / ``**options`` spread may name one)."""
+    where = catalog.no_target.get(ref.name)
+    return where is not None and _argument(call, where) is None and not any(
+        isinstance(a, ast.Starred) for a in call.args) and all(
+        k.arg is not None for k in call.keywords)
 
 
 PIPE, FD = "pipe", "fd"  # what a name bound in the function holds (``fds``)
@@ -295,8 +313,22 @@ def _disarms(flags: frozenset[str], named: frozenset[str] | set[str]) -> bool:
     return any(all(part in named for part in f.split("+")) for f in flags)
 
 
+ARGUED = "(argued)"  # a hint: the call names a disarming keyword or spreads ``**options``
+
+
+def constructor_hints(call: ast.Call, catalog: Catalog) -> frozenset[str]:
+    """For a call of a project class, which may turn out to be a subclass of a catalogued
+    constructor: whether it passes what could disarm that constructor (``verify=ctx``)."""
+    if any(k.arg is None or k.arg in catalog.disarming_names for k in call.keywords):
+        return frozenset({ARGUED})
+    return frozenset()
+
+
 def quieted(name: str, quiet: frozenset[str], catalog: Catalog) -> bool:
     """The resolved method ``name`` returns at once given these hints."""
+    if ARGUED in quiet and base_constructor(Ref(name, "method"), catalog).name in (
+            catalog.disarming_keywords):
+        return True
     return bool(quiet and (_disarms(catalog.disarming.get(name, frozenset()), quiet)
                            or catalog.after.get(name, frozenset()) & quiet))
 

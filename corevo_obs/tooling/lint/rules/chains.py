@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..imports import Ref
-from ..model import FIRST_USE, GUESSED, READ, UNNAMED, CallSite, FuncFacts
+from ..model import FIRST_CALL, FIRST_USE, GUESSED, READ, UNNAMED, CallSite, FuncFacts
 from ..narrowing import (
     LOOP,
     RUNNING,
@@ -179,7 +179,8 @@ class ChainIndex:
             return None
         target = self.types.method(callee)
         if target is None and self.hierarchy:  # a library method a tree class inherits
-            target = next((b for b in self.hierarchy.inherited(callee)
+            target = next((b for name in (callee, f"{callee}.__init__")
+                           for b in self.hierarchy.inherited(name)
                            if self.catalogued(b, frozenset(), direct=True) is not None), None)
         if target is None or (self.catalog is not None
                               and self.catalog.is_non_blocking(target)):
@@ -208,7 +209,8 @@ class ChainIndex:
         if hit is None or catalogued.quieted(target, quiet, self.catalog):
             return None
         if not direct and target in self.catalog.first_use:
-            return hit[0], hit[1] + FIRST_USE, hit[2]
+            mark = FIRST_CALL if target in self.catalog.per_process else FIRST_USE
+            return hit[0], hit[1] + mark, hit[2]
         return hit
 
     def chain(self, qualname: str, args: Args | None = None,
