@@ -62,6 +62,9 @@ class Catalog:
     zero_timeout: dict[str, tuple[int | str, ...]] = field(default_factory=dict)
     # writer -> position / keyword of its target: given none, it returns the data instead
     no_target: dict[str, tuple[int | str, ...]] = field(default_factory=dict)
+    # T.get -> {empty, qsize}: called after one of these on the same receiver, the call
+    # was probably checked not to wait (a guess: medium)
+    checked: dict[str, frozenset[str]] = field(default_factory=dict)
     # call -> positions of its file argument (None: takes descriptors only); see [descriptors]
     fd_args: dict[str, tuple[int | str, ...] | None] = field(default_factory=dict)
     fd_factories: frozenset[str] = frozenset()
@@ -99,7 +102,9 @@ class Catalog:
 
     @functools.cached_property
     def after_methods(self) -> frozenset[str]:
-        return frozenset(m for ms in self.after.values() for m in ms)
+        """The methods whose earlier call on a receiver the scan remembers (``seen``)."""
+        return frozenset(m for table in (self.after, self.checked) for ms in table.values()
+                         for m in ms)
 
     @functools.cached_property
     def loop_needles(self) -> tuple[bytes, ...]:
@@ -198,6 +203,8 @@ def _parse(data: dict[str, Any], source: str) -> Catalog:
         default_tls = {str(k): _tls_spots(v) for k, v in tls.get("calls", {}).items()}
         default_tls_methods = {str(k): _tls_spots(v) for k, v in tls.get("methods", {}).items()}
         after = {str(k): frozenset(map(str, v)) for k, v in data.get("done-after", {}).items()}
+        checked = {str(k): frozenset(map(str, v))
+                   for k, v in data.get("checked-first", {}).items()}
         memory = data.get("in-memory", {})
         in_memory_types = frozenset(map(str, memory.get("types", ())))
         in_memory_names = frozenset(map(str, memory.get("names", ())))
@@ -242,7 +249,7 @@ def _parse(data: dict[str, Any], source: str) -> Catalog:
     first_use = per_process | frozenset(map(str, data.get("first-use", {}).get("calls", ())))
     return Catalog(calls, objects, factories, offload, offload_methods, disarming, aliases,
                    after, in_memory_args, in_memory_types, first_use=first_use,
-                   per_process=per_process, no_target=no_target,
+                   per_process=per_process, no_target=no_target, checked=checked,
                    zero_timeout=zero_timeout, fd_args=fd_args, fd_factories=fd_sets[0],
                    pipes=fd_sets[1], pipe_writes=fd_sets[2],
                    data_urls=data_urls, in_memory_names=in_memory_names,

@@ -253,6 +253,19 @@ def _mode_spreads(node: ast.FunctionDef | ast.AsyncFunctionDef,
     return frozenset(out)
 
 
+def argument(call: ast.Call, where: tuple[int | str, ...]) -> ast.expr | None:
+    """The first of these positions / keywords the call gives."""
+    for spot in where:
+        if isinstance(spot, int):
+            if len(call.args) > spot:
+                return call.args[spot]
+        else:
+            found = next((k.value for k in call.keywords if k.arg == spot), None)
+            if found is not None:
+                return found
+    return None
+
+
 def _mode_given(call: ast.Call, keywords: frozenset[str], spreads: frozenset[str]) -> bool:
     """A keyword of a non-blocking mode given anything but a false constant, directly or in
     a mapping spread with ``**`` that the function set it in (``spreads``)."""
@@ -278,7 +291,9 @@ class ImportTracker:
                  aliases: dict[str, str] | None = None,
                  objects: Iterable[str] = (), attributes: dict[str, str] | None = None,
                  elements: dict[str, str] | None = None,
-                 modes: dict[str, frozenset[str]] | None = None) -> None:
+                 modes: dict[str, frozenset[str]] | None = None,
+                 memory: tuple[dict[str, tuple[int | str, ...]], frozenset[str]] = ({}, frozenset())
+                 ) -> None:
         self.module = module
         self.objects = frozenset(objects)  # catalog types: their methods' results are not
         # deferred (``value_type``), the catalog's factories say what they return
@@ -289,6 +304,8 @@ class ImportTracker:
         self.attributes = attributes or {}  # "pathlib.Path.parent" -> the attribute's type
         self.elements = elements or {}  # "pathlib.Path.glob" -> the type of its items
         self.modes = modes or {}  # factory -> keywords of its non-blocking mode
+        # factory -> its file argument, and the names that name no file (":memory:")
+        self.memory_args, self.memory_names = memory
         # mappings the current function set a mode keyword in (spread by ``**``), and
         # whether the module spells a mode keyword at all (else nothing is looked for)
         self.mode_spreads: frozenset[str] = frozenset()
@@ -794,6 +811,10 @@ class ImportTracker:
                 if ref.name in self.modes and _mode_given(node, self.modes[ref.name],
                                                           self.mode_spreads):
                     return None  # psycopg2.connect(dsn, async_=True): not the blocking type
+                if ref.name in self.memory_args and isinstance(
+                        name := argument(node, self.memory_args[ref.name]), ast.Constant
+                        ) and name.value in self.memory_names:
+                    return None  # sqlite3.connect(":memory:"): no file behind the object
                 return self.factories[ref.name]
             if ref.name == "builtins.super" and not node.args:
                 return self._super_type()

@@ -282,7 +282,8 @@ class FileScanner(ast.NodeVisitor):
         self.tracker = ImportTracker(module, is_package=is_package, factories=catalog.factories,
                                      offloads=catalog.offload, aliases=catalog.aliases,
                                      objects=catalog.objects, attributes=catalog.attributes,
-                                     elements=catalog.elements, modes=catalog.modes)
+                                     elements=catalog.elements, modes=catalog.modes,
+                                     memory=(catalog.in_memory_args, catalog.in_memory_names))
         self.source = source
         self.noqa = noqa
         self._lines: list[str] | None = None
@@ -1407,9 +1408,13 @@ class FileScanner(ast.NodeVisitor):
         retry(save)``, ``loop.create_task(every(5, check))`` in sync code too: the coroutine
         runs on the loop): kept for the run, which knows whether the callee is an async def
         that calls that parameter (``ParamCall``)."""
-        if not any(type(a) in (ast.Name, ast.Attribute)
-                   for a in [*node.args, *(k.value for k in node.keywords)]):
+        names = [a for a in [*node.args, *(k.value for k in node.keywords)]
+                 if type(a) in (ast.Name, ast.Attribute)]
+        if not names:
             return  # only a name can name a def
+        if not ctx.on_loop and not any((r := self.tracker.resolve(a)) is not None
+                                       and r.kind in ("def", "import") for a in names):
+            return  # off the loop, a def named outright (reading every call's values is dear)
         if ref is not None and ref.kind in ("def", "method", "import"):
             callee = ref.name
         elif (type(node.func) is ast.Attribute
@@ -1475,6 +1480,7 @@ class FileScanner(ast.NodeVisitor):
                              "low" if ctx.fallback else
                              "medium" if guessed or ref.name in self.catalog.first_use
                              or ctx.once or flushing == UNSURE
+                             or catalogued.checked_first(node, ref, self.catalog, ctx.seen)
                              or self._on_pipe(node, ref, ctx) else "high")
             elif ctx.facts is not None and ctx.facts.blocking is None:
                 unless = catalogued.deferred_buffers(node, ref, self.catalog, self.tracker)

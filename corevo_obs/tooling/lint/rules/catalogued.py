@@ -21,7 +21,7 @@ import ast
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from ..imports import ImportTracker, Ref, walk
+from ..imports import ImportTracker, Ref, argument, walk
 from ..narrowing import Atom
 from .base import Family, Spec, register
 
@@ -114,21 +114,21 @@ def no_ca_file(call: ast.Call, ref: Ref, tracker: ImportTracker) -> bool:
         return False
     if _given(call, (3, "cadata")):
         return True
-    purpose = _argument(call, (0, "purpose"))
+    purpose = argument(call, (0, "purpose"))
     named = tracker.resolve(purpose) if isinstance(purpose, ast.Attribute) else None
     return named is not None and named.name in NO_DEFAULT_CERTS
 
 
 def _given(call: ast.Call, where: tuple[int | str, ...]) -> bool:
     """The argument is there and not the constant None."""
-    arg = _argument(call, where)
+    arg = argument(call, where)
     return arg is not None and not (isinstance(arg, ast.Constant) and arg.value is None)
 
 
 def zero_timeout(call: ast.Call, ref: Ref, catalog: Catalog) -> bool:
     """``select.select(r, w, x, 0)``, ``poller.poll(0)``: a readiness check, no wait."""
     where = catalog.zero_timeout.get(ref.name)
-    arg = _argument(call, where) if where else None
+    arg = argument(call, where) if where else None
     return (isinstance(arg, ast.Constant) and type(arg.value) in (int, float)
             and arg.value == 0)
 
@@ -137,7 +137,7 @@ def no_target(call: ast.Call, ref: Ref, catalog: Catalog) -> bool:
     """``df.to_csv()``, ``df.to_parquet(index=False)``: no file named, the data comes back
     as text or bytes (a ``*args`` / ``**options`` spread may name one)."""
     where = catalog.no_target.get(ref.name)
-    return where is not None and _argument(call, where) is None and not any(
+    return where is not None and argument(call, where) is None and not any(
         isinstance(a, ast.Starred) for a in call.args) and all(
         k.arg is not None for k in call.keywords)
 
@@ -153,14 +153,14 @@ def descriptor(call: ast.Call, ref: Ref, catalog: Catalog,
     end the same function made (``r, w = os.pipe(); os.write(w, b"x")``). ``fds`` gives
     the names the function binds to descriptors; it is asked only for a plain name."""
     if ref.name in catalog.pipe_writes:
-        arg = _argument(call, (0, "fd"))
+        arg = argument(call, (0, "fd"))
         return isinstance(arg, ast.Name) and fds().get(arg.id) == PIPE
     if ref.name not in catalog.fd_args:
         return False
     where = catalog.fd_args[ref.name]
     if where is None:  # the API takes descriptors only
         return True
-    arg = _argument(call, where)
+    arg = argument(call, where)
     if isinstance(arg, ast.Name):
         return fds().get(arg.id) in (PIPE, FD)
     return arg is not None and is_descriptor(arg, {})
@@ -185,25 +185,13 @@ def data_url(call: ast.Call, ref: Ref, catalog: Catalog, guard: Iterable[Atom]) 
     where = catalog.data_urls.get(ref.name)
     if not where:
         return False
-    arg = _argument(call, where)
+    arg = argument(call, where)
     if isinstance(arg, ast.Constant):
         return isinstance(arg.value, str) and arg.value.startswith(DATA)
     if not isinstance(arg, ast.Name):
         return False
     return any(a.param == arg.id and a.op == "startswith" and a.values and all(
         isinstance(v[1], str) and v[1].startswith(DATA) for v in a.values) for a in guard)
-
-
-def _argument(call: ast.Call, where: tuple[int | str, ...]) -> ast.expr | None:
-    for spot in where:
-        if isinstance(spot, int):
-            if len(call.args) > spot:
-                return call.args[spot]
-        else:
-            found = next((k.value for k in call.keywords if k.arg == spot), None)
-            if found is not None:
-                return found
-    return None
 
 
 TLS_SCHEMES = ("wss://",)  # websockets' TLS scheme (a URL argument is a WebSocket's)
@@ -214,12 +202,12 @@ def default_tls(call: ast.Call, spots: TlsSpots) -> bool:
     ssl argument is the constant True, or it has none (and no ``**options``) and its URL
     is written with a TLS scheme (a constant, an f-string or a concatenation)."""
     ssl_spots, url_spots = spots
-    given = _argument(call, ssl_spots)
+    given = argument(call, ssl_spots)
     if given is not None:
         return isinstance(given, ast.Constant) and given.value is True
     if not url_spots or any(k.arg is None for k in call.keywords):
         return False
-    url = _argument(call, url_spots)
+    url = argument(call, url_spots)
     while isinstance(url, ast.BinOp) and isinstance(url.op, ast.Add):
         url = url.left
     if isinstance(url, ast.JoinedStr) and url.values:
@@ -236,7 +224,19 @@ def note_methods(call: ast.Call, catalog: Catalog, seen: set[str]) -> None:
 
 
 def already_done(call: ast.Call, ref: Ref, catalog: Catalog, seen: set[str]) -> bool:
-    needs = catalog.after.get(ref.name) if ref.kind == "method" else None
+    """``proc.wait()`` after ``proc.communicate()``: the process has exited."""
+    return _after(call, ref, catalog.after, seen)
+
+
+def checked_first(call: ast.Call, ref: Ref, catalog: Catalog, seen: set[str]) -> bool:
+    """``q.get()`` after ``q.empty()`` / ``q.qsize()`` on the same queue: most likely only
+    when something waits (``while q.empty(): await ...``), a guess."""
+    return _after(call, ref, catalog.checked, seen)
+
+
+def _after(call: ast.Call, ref: Ref, table: Mapping[str, frozenset[str]],
+           seen: set[str]) -> bool:
+    needs = table.get(ref.name) if ref.kind == "method" else None
     if not needs or not seen or not isinstance(call.func, ast.Attribute):
         return False
     receiver = ast.unparse(call.func.value)
