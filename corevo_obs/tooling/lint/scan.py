@@ -1194,16 +1194,20 @@ class FileScanner(ast.NodeVisitor):
         to release it (a deadlock). Held without an await, the lock waits only for other
         threads, which the lint cannot see: not reported."""
         ctx = self._ctx[-1] if self._ctx else None
-        if ctx is not None and ctx.on_loop and suspends(node.body):
-            for item in node.items:
-                probe = ast.Attribute(value=item.context_expr, attr="acquire", ctx=ast.Load())
-                ref = self.tracker.resolve(probe)
-                hit = catalogued.classify(ref, self.catalog) if ref is not None else None
-                if hit is not None and hit[0] == "COB108":
-                    held = (f"`with {ast.unparse(item.context_expr)}:` (a thread lock held "
-                            "across an await)")
-                    self._report("COB108", item.context_expr, ctx, held, catalogued.NO_FIELDS)
+        if ctx is not None and ctx.on_loop:
+            locks = [item.context_expr for item in node.items
+                     if self._thread_lock(item.context_expr)]
+            if locks and suspends(node.body):  # the body's walk only for a lock
+                for lock in locks:
+                    held = f"`with {ast.unparse(lock)}:` (a thread lock held across an await)"
+                    self._report("COB108", lock, ctx, held, catalogued.NO_FIELDS)
         self.generic_visit(node)
+
+    def _thread_lock(self, expr: ast.expr) -> bool:
+        """``expr.acquire()`` would be a catalogued wait on another thread (COB108)."""
+        ref = self.tracker.resolve(ast.Attribute(value=expr, attr="acquire", ctx=ast.Load()))
+        hit = catalogued.classify(ref, self.catalog) if ref is not None else None
+        return hit is not None and hit[0] == "COB108"
 
     def _schedule(self, node: ast.Call, ref: Ref | None) -> None:
         """``asyncio.gather(f(), ...)``, ``wait_for(f(), t)``, ``create_task(f())`` (any

@@ -73,8 +73,8 @@ def base_constructor(ref: Ref, catalog: Catalog) -> Ref:
 
 
 def classify(ref: Ref, catalog: Catalog) -> tuple[str, str, dict[str, str]] | None:
-    """(code, display, extra fields) when ``ref`` is a catalogued blocking call."""
-    ref = base_constructor(ref, catalog)
+    """(code, display, extra fields) when ``ref`` is a catalogued blocking call (a base's
+    ``__init__`` already read as its constructor: :func:`base_constructor`)."""
     if ref.kind == "method" and ref.type is not None and ref.attr is not None:
         rule = catalog.objects.get(ref.type)
         if rule is not None and rule.blocks(ref.attr):
@@ -326,8 +326,7 @@ def constructor_hints(call: ast.Call, catalog: Catalog) -> frozenset[str]:
 
 def quieted(name: str, quiet: frozenset[str], catalog: Catalog) -> bool:
     """The resolved method ``name`` returns at once given these hints."""
-    if ARGUED in quiet and base_constructor(Ref(name, "method"), catalog).name in (
-            catalog.disarming_keywords):
+    if ARGUED in quiet and name in catalog.disarming_keywords:
         return True
     return bool(quiet and (_disarms(catalog.disarming.get(name, frozenset()), quiet)
                            or catalog.after.get(name, frozenset()) & quiet))

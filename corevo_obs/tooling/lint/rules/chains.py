@@ -204,9 +204,10 @@ class ChainIndex:
         if self.catalog is None:
             return None
         owner, _, attr = target.rpartition(".")
-        ref = Ref(target, "method", type=owner, attr=attr)
+        ref = catalogued.base_constructor(Ref(target, "method", type=owner, attr=attr),
+                                          self.catalog)
         hit = declared.configured(ref, self.catalog) or catalogued.classify(ref, self.catalog)
-        if hit is None or catalogued.quieted(target, quiet, self.catalog):
+        if hit is None or catalogued.quieted(ref.name, quiet, self.catalog):
             return None
         if not direct and target in self.catalog.first_use:
             mark = FIRST_CALL if target in self.catalog.per_process else FIRST_USE
