@@ -177,6 +177,7 @@ class _Ctx:
     _stable: frozenset[str] | None = None
     _counts: dict[str, int] = field(default_factory=dict)
     _plain: frozenset[str] = frozenset()  # parameters rebound by plain assignments only
+    _awaiting: frozenset[str] | None = None  # receivers of awaited method calls, as written
     walrus: bool = True  # the file may bind names inside expressions (``:=``)
     returned: list[str | None] = field(default_factory=list)  # types of ``return x``
     generator: bool = False  # a ``yield`` in the body: calling it returns a generator
@@ -239,6 +240,25 @@ class _Ctx:
                     spread.add(id(n.value))
         return all(id(n) in spread for stmt in node.body for n in walk(stmt)
                    if isinstance(n, ast.Name) and n.id == name)
+
+    def awaits_methods_of(self, call: ast.Call) -> bool:
+        """Whether the body awaits a method call on ``call``'s receiver (``await
+        conn.set(k)``) or on ``call``'s result (``await conn.ft(i).info()``): then the
+        receiver is an async object at run time, whatever its annotation says."""
+        if self._awaiting is None:
+            bases = [n.value.func.value for n in ast.walk(self.node)
+                     if isinstance(n, ast.Await) and isinstance(n.value, ast.Call)
+                     and isinstance(n.value.func, ast.Attribute)] if self.node else []
+            inner = [b.func.value for b in bases if isinstance(b, ast.Call)
+                     and isinstance(b.func, ast.Attribute)
+                     and isinstance(b.func.value, ast.Name | ast.Attribute)]
+            self._awaiting = frozenset(
+                str(id(b)) if isinstance(b, ast.Call) else ast.unparse(b)
+                for b in [*bases, *inner])
+        receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+        return bool(self._awaiting) and (str(id(call)) in self._awaiting or (
+            isinstance(receiver, ast.Name | ast.Attribute)
+            and ast.unparse(receiver) in self._awaiting))
 
     def stable_params(self) -> frozenset[str]:
         """Parameters the body never rebinds: they may be passed on as ``("p", x)``."""
@@ -1463,6 +1483,11 @@ class FileScanner(ast.NodeVisitor):
                 and ref.name not in self.catalog.awaited_blocking):
             return  # ``await open(p)``: a sync call's result is no awaitable, so the name is
             # bound at run time to an async namesake the lint cannot see (docs/lint.md)
+        if (hit is not None and not guessed and ref.kind == "method"
+                and ctx.awaits_methods_of(node)):
+            return  # ``conn: redis.Redis`` but ``await conn.set(k)`` beside: the same
+            # reasoning, for a typed receiver (an async client under a sync annotation; an
+            # untyped one may well mix sync and async methods)
         if hit is not None and id(node) in self._pipe_wraps and ref.name in _PIPE_WRAPS:
             return  # a descriptor wrapped for a pipe transport (transport_wraps)
         if (hit is not None and ref.kind == "method" and id(node) in self._stored

@@ -1,5 +1,5 @@
-"""COB100-COB108: a call to a catalogued blocking API (file, HTTP, socket, subprocess,
-sleep, sync DB driver, blocking SDK, stdin) made on the event loop.
+"""COB100-COB109: a call to a catalogued blocking API (file, HTTP, socket, subprocess,
+sleep, sync DB driver, blocking SDK, stdin, waits, CPU-heavy work) made on the event loop.
 
 In a module that imports urllib3, ``x.request("GET", ...)`` on an object of unknown type
 that is not awaited is a likely sync request too (flake8-async's ASYNC211).
@@ -59,6 +59,10 @@ class CataloguedCalls(Family):
                        "Waiting on another thread, process, queue or concurrent future on "
                        "the loop.",
                        "{call} waits on another thread or process inside async def {func}"),
+        "COB109": Spec("cpu-heavy",
+                       "Deliberately slow CPU work (password hashing, key derivation, model "
+                       "inference) on the loop.",
+                       "{call} holds the loop for CPU-heavy work inside async def {func}"),
     }
 
 
@@ -96,7 +100,25 @@ def returns_at_once(call: ast.Call, ref: Ref, catalog: Catalog, tracker: ImportT
             or already_done(call, ref, catalog, seen) or data_url(call, ref, catalog, guard)
             or zero_timeout(call, ref, catalog) or no_target(call, ref, catalog)
             or descriptor(call, ref, catalog, fds)
-            or no_ca_file(call, ref, tracker))
+            or no_ca_file(call, ref, tracker) or imported_already(call, ref, tracker))
+
+
+IMPORTERS = frozenset({"importlib.import_module", "builtins.__import__"})
+
+
+def imported_already(call: ast.Call, ref: Ref, tracker: ImportTracker) -> bool:
+    """``__import__("asyncio")`` on the loop, or of a module the file imports at its top:
+    a lookup in ``sys.modules``, nothing read from disk."""
+    arg = argument(call, (0, "name"))
+    if ref.name not in IMPORTERS or not (isinstance(arg, ast.Constant)
+                                         and isinstance(arg.value, str)):
+        return False
+    name = arg.value
+    if name == "asyncio" or name.startswith("asyncio."):
+        return True
+    top = tracker.stack[0].bindings.values()
+    return any(b.kind == "import" and b.target is not None
+               and (b.target == name or b.target.startswith(name + ".")) for b in top)
 
 
 DEFAULT_CONTEXT = "ssl.create_default_context"
