@@ -84,12 +84,27 @@ def classify(ref: Ref, catalog: Catalog) -> tuple[str, str, dict[str, str]] | No
         if rule is not None and rule.blocks(ref.attr):
             fields = {"why": rule.why} if rule.why else NO_FIELDS
             return rule.code, f"{ref.type.rpartition('.')[2]}.{ref.attr}()", fields
+        if rule is None and generated_stub(ref, catalog):
+            assert catalog.stubs is not None
+            return catalog.stubs[0], f"{ref.type.rpartition('.')[2]}.{ref.attr}()", NO_FIELDS
         return None
     code = catalog.calls.get(ref.name)
     if code is None:
         return None
     display = ref.name[len("builtins."):] if ref.kind == "builtin" else ref.name
     return code, f"{display}()", NO_FIELDS
+
+
+def generated_stub(ref: Ref, catalog: Catalog) -> bool:
+    """A method attribute of a generated client stub (``svc_pb2_grpc.GreeterStub(ch)
+    .SayHello``): a call waits for the answer on a sync channel. The same stub wraps an
+    async channel too, whose calls are awaited: a guess, so medium."""
+    if catalog.stubs is None or ref.kind != "method" or ref.type is None or not ref.attr:
+        return False
+    module, _, cls = ref.type.rpartition(".")
+    _, modules, classes = catalog.stubs
+    return (not ref.attr.startswith("_") and module.endswith(modules)
+            and cls.endswith(classes))
 
 
 def returns_at_once(call: ast.Call, ref: Ref, catalog: Catalog, tracker: ImportTracker,
