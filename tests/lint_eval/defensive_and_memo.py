@@ -63,3 +63,31 @@ async def connect(host: str) -> None:
 async def live_handler(request: object) -> bytes:  # pragma: no cover
     with open("/srv/index.html", "rb") as fh:  # error: COB100 [high]
         return fh.read()  # error: COB100
+
+
+class Settings:
+    """A singleton: ``instance()`` builds it once per process (the first call reads the
+    file, every later one returns the memo), as a module global memo does."""
+
+    _instance: "Settings | None" = None
+
+    def __init__(self) -> None:
+        self.values = os.listdir("/etc/app")
+
+    @staticmethod
+    def instance() -> "Settings":
+        if not hasattr(Settings, "_instance") or Settings._instance is None:
+            Settings._instance = Settings()
+        return Settings._instance
+
+    @classmethod
+    def shared(cls) -> "Settings":
+        if cls._instance is None:
+            cls._instance = Settings()
+        return cls._instance
+
+
+async def settings_route() -> list[str]:
+    Settings.shared()  # error: COB110 [low]
+    Settings()  # error: COB110 [medium]
+    return Settings.instance().values  # error: COB110 [low]

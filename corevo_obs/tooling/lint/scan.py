@@ -98,6 +98,8 @@ _TAKES_AWAITABLES = frozenset({"gather", "wait_for", "shield", "ensure_future", 
 def _callee_name(func: ast.expr) -> str:
     return func.attr if isinstance(func, ast.Attribute) else (
         func.id if isinstance(func, ast.Name) else "")
+
+
 CONSTRUCTORS = frozenset({"__init__", "__post_init__", "__attrs_post_init__"})
 # nodes that hold no call, lambda or def below them: not walked
 _LEAVES = (ast.Name, ast.Constant, ast.expr_context, ast.operator, ast.cmpop, ast.unaryop,
@@ -459,6 +461,9 @@ class FileScanner(ast.NodeVisitor):
         self.result.reexports = {f"{module}.{name}": b.target
                                  for name, b in scope.bindings.items()
                                  if b.kind == "import" and b.target}
+        for name, b in scope.bindings.items():  # ``auth = AuthHandler()``: what importers
+            if b.kind == "var" and b.target and b.target != AMBIGUOUS:  # of ``auth`` call
+                self.result.returns.setdefault(f"{module}.{name}", b.target)
 
     def _visit_def(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         for expr in [*node.decorator_list, *node.args.defaults,
@@ -959,11 +964,24 @@ class FileScanner(ast.NodeVisitor):
 
     def _memo_test(self, test: ast.expr) -> bool:
         """``G is None`` for a module-level name ``G``: the body fills a process-wide memo
-        (``if _default is None: _default = load()``), so it runs once per process."""
-        if not (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name)
+        (``if _default is None: _default = load()``), so it runs once per process. So does
+        a singleton's class attribute (``if cls._instance is None``, ``if not hasattr(C,
+        "_instance") or C._instance is None``: ``C.instance()`` builds it once)."""
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+            return all(self._memo_test(v) for v in test.values)
+        if (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+                and isinstance(test.operand, ast.Call)
+                and isinstance(test.operand.func, ast.Name) and test.operand.func.id == "hasattr"
+                and len(test.operand.args) == 2):
+            return self._class_named(test.operand.args[0])
+        if not (isinstance(test, ast.Compare)
                 and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is)
                 and isinstance(test.comparators[0], ast.Constant)
                 and test.comparators[0].value is None):
+            return False
+        if isinstance(test.left, ast.Attribute):
+            return self._class_named(test.left.value)
+        if not isinstance(test.left, ast.Name):
             return False
         name = test.left.id
         module = self.tracker.stack[0].bindings.get(name)
@@ -974,6 +992,17 @@ class FileScanner(ast.NodeVisitor):
         node = self._ctx[-1].node if self._ctx else None  # ``global G`` in this function
         return node is not None and any(isinstance(n, ast.Global) and name in n.names
                                         for n in ast.walk(node))
+
+    def _class_named(self, node: ast.expr) -> bool:
+        """``cls`` in a classmethod, or a class of the module by its name."""
+        if not isinstance(node, ast.Name):
+            return False
+        ctx = self._ctx[-1] if self._ctx else None
+        if node.id == "cls" and ctx is not None and ctx.node is not None:
+            return any(isinstance(d, ast.Name) and d.id == "classmethod"
+                       for d in ctx.node.decorator_list)
+        binding = self.tracker.stack[0].bindings.get(node.id)
+        return binding is not None and binding.kind == "class"
 
     def _visit_block(self, stmts: list[ast.stmt]) -> None:
         """Statements in order; after ``if <test>: ... return`` the rest runs only when the
@@ -1239,7 +1268,21 @@ class FileScanner(ast.NodeVisitor):
                 for lock in locks:
                     held = f"`with {ast.unparse(lock)}:` (a thread lock held across an await)"
                     self._report("COB108", lock, ctx, held, catalogued.NO_FIELDS)
+        if ctx is not None:
+            for item in node.items:
+                self._enter(item.context_expr, ctx)
         self.generic_visit(node)
+
+    def _enter(self, expr: ast.expr, ctx: _Ctx) -> None:
+        """``with obj:`` calls ``type(obj).__enter__``: a project class's, that waits for a
+        lock or reads a file, blocks where the ``with`` runs (as ``obj.__enter__()`` would)."""
+        func = ast.copy_location(ast.Attribute(value=expr, attr="__enter__", ctx=ast.Load()),
+                                 expr)
+        ref = self.tracker.resolve(func)
+        if (ref is not None and ref.kind == "method" and ref.type is not None
+                and ref.type not in self.catalog.objects):
+            self._classify(ast.copy_location(ast.Call(func=func, args=[], keywords=[]), expr),
+                           ref, ctx)
 
     def _thread_lock(self, expr: ast.expr) -> bool:
         """``expr.acquire()`` would be a catalogued wait on another thread (COB108)."""
