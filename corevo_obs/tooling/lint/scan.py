@@ -91,6 +91,10 @@ from .syntax import (
 )
 
 PARTIAL = "functools.partial"
+# calls that iterate the iterable they are given where they are called
+_CONSUMERS = frozenset(f"builtins.{n}" for n in (
+    "list", "tuple", "set", "frozenset", "sorted", "sum", "min", "max", "any", "all", "dict",
+    "next", "enumerate", "zip", "map", "filter", "reversed", "iter"))
 # asyncio's functions whose arguments are awaitables
 _TAKES_AWAITABLES = frozenset({"gather", "wait_for", "shield", "ensure_future", "create_task"})
 
@@ -333,7 +337,7 @@ class FileScanner(ast.NodeVisitor):
             ast.ClassDef: self.visit_ClassDef, ast.Call: self.visit_Call,
             ast.Await: self.visit_Await, ast.If: self.visit_If, ast.Assign: self.visit_Assign,
             ast.AugAssign: self.visit_AugAssign, ast.AnnAssign: self.visit_AnnAssign,
-            ast.Return: self.visit_Return,
+            ast.Return: self.visit_Return, ast.Expr: self._visit_expr,
             ast.Yield: self._visit_yield, ast.YieldFrom: self._visit_yield,
             ast.Attribute: self.visit_Attribute, ast.ExceptHandler: self.visit_ExceptHandler,
             ast.Try: self.visit_Try, ast.With: self.visit_With,
@@ -371,6 +375,12 @@ class FileScanner(ast.NodeVisitor):
         self._thread_text = any(n in source for n in _thread_needles(catalog))
         self._awaited: set[int] = set()
         self._dead: set[int] = set()  # coroutines a later def of the name replaced
+        # plain generator functions of the file seen so far (a call runs none of the body),
+        # and calls whose result is not iterated where they are: dropped or returned
+        # (``_unconsumed``), or handed to another callable (``_handed_on``)
+        self._generators: set[str] = set()
+        self._unconsumed: set[int] = set()
+        self._handed_on: set[int] = set()
         self._scheduled: set[int] = set()  # calls awaited or handed to gather / create_task
         self._stored: set[int] = set()  # calls whose result is only bound to a target
         self._thread_decorators: dict[str, bool] = {}  # module-level def -> threads?
@@ -535,6 +545,8 @@ class FileScanner(ast.NodeVisitor):
         self._note_return(node, qualname, ctx)
         if ctx.facts is not None and ctx.generator:  # @gen.coroutine def: yields on the loop
             ctx.facts.wrapped = ()
+            if not node.decorator_list:  # not a @contextmanager: the body runs when iterated
+                self._generators.add(qualname)
         if ctx.facts is not None and ctx.node is not None:
             for key in ctx.guardable() - ctx.stable_params():
                 ctx.facts.rebinds.setdefault(key, ())  # stored where no guard was seen
@@ -606,8 +618,14 @@ class FileScanner(ast.NodeVisitor):
                 return False
         return True
 
+    def _visit_expr(self, node: ast.Expr) -> None:
+        if type(node.value) is ast.Call:
+            self._unconsumed.add(id(node.value))
+        self.visit(node.value)
+
     def visit_Return(self, node: ast.Return) -> None:
         if node.value is not None:
+            self._unconsumed.add(id(node.value))
             self.visit(node.value)
         if not self._ctx:
             return
@@ -1443,6 +1461,9 @@ class FileScanner(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         self._called.add(id(node.func))
         ref = self.tracker.resolve(node.func)
+        if self._generators and not (ref is not None and ref.name in _CONSUMERS or (
+                type(node.func) is ast.Attribute and node.func.attr == "join")):
+            self._handed_on.update(id(a) for a in node.args if type(a) is ast.Call)
         self._mark_offloaded(node, ref)
         if node.args and self._sites:
             self._schedule(node, ref)
@@ -1586,6 +1607,11 @@ class FileScanner(ast.NodeVisitor):
             return
         if ref.kind not in ("def", "class", "import", "method"):
             return
+        handed = False
+        if ref.kind == "def" and ref.name in self._generators:
+            if id(node) in self._stored or id(node) in self._unconsumed:
+                return  # ``g = plan()``: a generator made, none of its body run
+            handed = id(node) in self._handed_on  # ``RE(plan())``: where it runs is a guess
         deferred = (ref.kind == "method" and ref.type is not None
                     and ref.type not in self.catalog.objects)
         quiet = (catalogued.quiet_hints(node, self.catalog, self.tracker, ctx.seen)
@@ -1596,10 +1622,11 @@ class FileScanner(ast.NodeVisitor):
                 return
             self.result.sites.append(self._site(
                 ref.name, node, ctx, self._args(node, None, ctx), quiet,
-                low=bool(ctx.once or ctx.fallback), awaited=id(node) in self._scheduled))
+                low=bool(ctx.once or ctx.fallback or handed),
+                awaited=id(node) in self._scheduled))
         elif ctx.facts is not None and ctx.facts.blocking is None:
             ctx.facts.edges.append(Edge(ref.name, tuple(ctx.guard), self._args(node, ctx),
-                                        quiet, once=bool(ctx.once or ctx.fallback)))
+                                        quiet, once=bool(ctx.once or ctx.fallback or handed)))
 
     def finish(self) -> FileResult:
         for qualname in self._dups:
