@@ -91,6 +91,9 @@ from .syntax import (
 )
 
 PARTIAL = "functools.partial"
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+# the keywords an offload takes its callable by, when not given by position
+_CALLABLE_KEYWORDS = frozenset({"func", "fn", "function", "target", "callback"})
 # calls that iterate the iterable they are given where they are called
 _CONSUMERS = frozenset(f"builtins.{n}" for n in (
     "list", "tuple", "set", "frozenset", "sorted", "sum", "min", "max", "any", "all", "dict",
@@ -506,7 +509,7 @@ class FileScanner(ast.NodeVisitor):
             if node.decorator_list:
                 facts.wrapped = self._unread_decorators(node)
             if (self._thread_text and node.args.args and self.tracker.stack[-1].kind == "module"
-                    and any(type(st) is ast.FunctionDef for st in node.body)):  # a wrapper
+                    and any(type(st) in _DEFS for st in node.body)):  # a wrapper
                 facts.threads = self._hands_to_thread(node)  # for other modules' defs
             if protocol is None:  # maybe a callback: the run looks for a protocol base
                 self.result.callbacks.append(CallSite(
@@ -1215,10 +1218,14 @@ class FileScanner(ast.NodeVisitor):
         return None
 
     def _callable_arg(self, node: ast.Call, index: int | None) -> ast.expr | None:
-        """The callable a wrapper is handed at ``index``, ``functools.partial`` unwrapped."""
-        if index is None or len(node.args) <= index:
+        """The callable a wrapper is handed at ``index`` (or by its usual keyword,
+        ``run_in_executor(executor=pool, func=f)``), ``functools.partial`` unwrapped."""
+        if index is None:
             return None
-        arg = node.args[index]
+        arg: ast.expr | None = node.args[index] if len(node.args) > index else next(
+            (k.value for k in node.keywords if k.arg in _CALLABLE_KEYWORDS), None)
+        if arg is None:
+            return None
         if isinstance(arg, ast.Call) and arg.args:
             inner = self.tracker.resolve(arg.func)
             if inner is not None and inner.name == PARTIAL:
@@ -1247,14 +1254,27 @@ class FileScanner(ast.NodeVisitor):
         found = self._thread_decorators.get(local)
         if found is None:
             assert self._module_node is not None
+            self._thread_decorators[local] = False  # a cycle of helpers hands nothing
             found = self._thread_decorators[local] = any(
-                isinstance(stmt, ast.FunctionDef) and stmt.name == local
-                and self._hands_to_thread(stmt) for stmt in self._module_node.body)
+                isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef)
+                and stmt.name == local and self._hands_to_thread(stmt)
+                for stmt in self._module_node.body)
         return found
 
-    def _hands_to_thread(self, node: ast.FunctionDef) -> bool:
-        params = {a.arg for n in walk(node) if isinstance(n, ast.FunctionDef | ast.Lambda)
-                  for a in [*n.args.posonlyargs, *n.args.args, *n.args.kwonlyargs]}
+    def _hands_to_thread(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        """Its code hands a function it is given (a parameter, or ``functools.partial`` of
+        one) to a thread: directly, or through another def of the module that does
+        (``await run_in_executor(self, func, *args)``)."""
+        given = {a.arg for n in walk(node)
+                 if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
+                 for a in [*n.args.posonlyargs, *n.args.args, *n.args.kwonlyargs]}
+        given |= {t.id for n in walk(node) if isinstance(n, ast.Assign)
+                  and isinstance(n.value, ast.Call) and n.value.args
+                  and isinstance(n.value.args[0], ast.Name) and n.value.args[0].id in given
+                  and (r := self.tracker.resolve(n.value.func)) is not None
+                  and r.name == PARTIAL
+                  for t in n.targets if isinstance(t, ast.Name)}
+        module = f"{self.result.module}."
         for n in walk(node):
             if not isinstance(n, ast.Call):
                 continue
@@ -1264,7 +1284,13 @@ class FileScanner(ast.NodeVisitor):
                     (k.value for k in n.keywords if k.arg == "target"), None)
             else:
                 handed = self._callable_arg(n, self._offload_index(n, ref))
-            if isinstance(handed, ast.Name) and handed.id in params:
+            if isinstance(handed, ast.Name) and handed.id in given:
+                return True
+            if (ref is not None and ref.kind == "def" and ref.name.startswith(module)
+                    and "." not in ref.name[len(module):]
+                    and any(isinstance(a, ast.Name) and a.id in given
+                            for a in [*n.args, *(k.value for k in n.keywords)])
+                    and self._threads_local(ref.name[len(module):])):
                 return True
         return False
 
