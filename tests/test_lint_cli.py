@@ -371,6 +371,21 @@ def test_a_package_under_src_with_no_configuration(tmp_path: Path) -> None:
         assert [(Path(r["path"]).name, r["code"]) for r in rows] == [("app.py", "COB110")]
 
 
+def test_a_project_named_from_a_workspace_keeps_its_import_names(tmp_path: Path) -> None:
+    """A flat-layout project (``proj/pkg``, a pyproject.toml with no lint table) linted from
+    a workspace directory above it: the project, not the workspace, is the import root, so
+    ``from pkg.helpers import slow`` resolves as it does from inside the project."""
+    proj = tmp_path / "ws" / "proj"
+    tree(proj, **{"pyproject.toml": "[project]\nname = 'p'\n",
+                  "pkg/helpers.py": "import time\n\ndef slow():\n    time.sleep(1)\n",
+                  "pkg/app.py": "from pkg.helpers import slow\n\nasync def h():\n"
+                                "    slow()\n"})
+    (proj / "pkg" / "__init__.py").write_text("")
+    for cwd, where in ((proj, "."), (tmp_path / "ws", "proj"), (tmp_path, "ws/proj/pkg")):
+        rows = json.loads(lint(cwd, "--format", "json", "--no-cache", where).stdout)
+        assert [(Path(r["path"]).name, r["code"]) for r in rows] == [("app.py", "COB110")]
+
+
 def test_namespace_packages_and_configured_src_roots(tmp_path: Path) -> None:
     """``src/nsp`` has no ``__init__.py`` (PEP 420) and ``plugins/`` is only on sys.path at
     run time: both chains resolve once the roots are known (src is a default root,

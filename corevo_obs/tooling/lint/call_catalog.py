@@ -96,6 +96,9 @@ class Catalog:
     # "T.method" that only makes a generator (``path.glob("*")``): the I/O runs as it is
     # iterated, so a call whose result is only stored does not block
     generators: frozenset[str] = frozenset()
+    # generated client stubs: (code, module-name suffixes, class-name suffixes); a method
+    # attribute of one is a call on its channel (``*_pb2_grpc.FooStub``: gRPC's)
+    stubs: tuple[str, tuple[str, ...], tuple[str, ...]] | None = None
     # factory -> keywords that build the object in a non-blocking mode (psycopg2's
     # ``async_=True``): its methods then return at once, so the object is not tracked
     modes: dict[str, frozenset[str]] = field(default_factory=dict)
@@ -245,6 +248,11 @@ def _parse(data: dict[str, Any], source: str) -> Catalog:
                      | {o.code for o in objects.values() if o.code not in RULES})
     if unknown:
         raise ConfigError(f"codes no rule family registers: {unknown}", source=source)
+    generated = data.get("generated-stubs")
+    stubs = (str(generated["code"]), tuple(map(str, generated["modules"])),
+             tuple(map(str, generated["classes"]))) if generated else None
+    if stubs is not None and stubs[0] not in RULES:
+        raise ConfigError(f"codes no rule family registers: {[stubs[0]]}", source=source)
     per_process = frozenset(map(str, data.get("first-use", {}).get("per-process", ())))
     first_use = per_process | frozenset(map(str, data.get("first-use", {}).get("calls", ())))
     return Catalog(calls, objects, factories, offload, offload_methods, disarming, aliases,
@@ -258,7 +266,7 @@ def _parse(data: dict[str, Any], source: str) -> Catalog:
                    protocol_types=protocol_types, protocol_methods=protocol_methods,
                    awaited_blocking=awaited_blocking, default_tls=default_tls,
                    default_tls_methods=default_tls_methods, attributes=attributes,
-                   elements=elements, generators=generators, modes=modes)
+                   elements=elements, generators=generators, modes=modes, stubs=stubs)
 
 
 def load_catalog(config: LintConfig | None = None) -> Catalog:

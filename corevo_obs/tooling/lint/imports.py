@@ -36,6 +36,10 @@ _CONTAINERS = frozenset({
     *(f"collections.abc.{n}" for n in ("Sequence", "MutableSequence", "Iterable", "Iterator",
                                        "Collection", "Set")),
     "collections.deque"})
+# annotations that wrap the type they mean (``Annotated[X, ...]``, ``Final[X]``), and the
+# modules whose other generics are no instance of their argument (``type[X]``, ``Callable``)
+_WRAPPERS = frozenset({"Annotated", "ClassVar", "Final", "Required", "NotRequired", "ReadOnly"})
+_TYPING = ("typing.", "typing_extensions.", "collections.", "types.")
 # calls that hand back the items of their first argument (``sorted(p.glob("*"))``)
 _PASS_ITEMS = frozenset({"builtins.sorted", "builtins.list", "builtins.tuple", "builtins.set",
                          "builtins.reversed", "builtins.frozenset"})
@@ -690,6 +694,12 @@ class ImportTracker:
                            else [ann.slice])
             elif generic in _CONTAINERS:
                 return ann  # its items' type: _container_type
+            elif generic.rpartition(".")[2] in _WRAPPERS and generic.startswith(_TYPING):
+                first = ann.slice.elts[0] if isinstance(ann.slice, ast.Tuple) else ann.slice
+                return self._strip_optional(first, depth + 1)
+            elif ref is not None and ref.kind in ("import", "class") and not (
+                    generic.startswith(_TYPING) or generic.startswith("builtins.")):
+                return ann.value  # a generic class's instance: ``Popen[bytes]`` is a Popen
             else:
                 return None
         if members is None:

@@ -145,13 +145,32 @@ def import_roots(config: LintConfig, paths: Sequence[str] = ()) -> tuple[Path, .
     """Where imports start: the config's ``src`` directories, else the project directory
     and its ``src/`` (ruff's default), relative to the config file (or the current one).
     Without a config file, the ``src/`` of a directory named on the command line is one
-    too (``corevo-obs lint proj`` from proj's parent reads ``proj/src/pkg`` as ``pkg``)."""
+    too, and so are the project each named path belongs to (the nearest directory above
+    it with a project file) and its ``src/``: ``corevo-obs lint proj`` from a workspace
+    reads ``proj/pkg`` as ``pkg``, as linting from inside proj does."""
     base = Path(config.root or os.getcwd()).resolve()
     if config.src:
         return tuple(base / d for d in config.src)
-    named = [] if config.root else [Path(p).resolve() / "src" for p in paths
-                                    if p != "-" and os.path.isdir(os.path.join(p, "src"))]
+    named: list[Path] = []
+    for p in [] if config.root else paths:
+        if p == "-" or not os.path.exists(p):
+            continue
+        given = Path(p).resolve()
+        home = _project_of(given)
+        named += [given / "src", *((home, home / "src") if home is not None else ())]
+    named = [d for d in named if d.is_dir()]
     return tuple(dict.fromkeys([base, base / "src", *named]))
+
+
+def _project_of(path: Path) -> Path | None:
+    """The nearest directory at or above ``path`` holding a project file."""
+    for directory in (path, *path.parents) if path.is_dir() else path.parents:
+        if any((directory / f).exists() for f in _PROJECT_FILES):
+            return directory
+    return None
+
+
+_PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 
 def installed_dirs(config: LintConfig) -> tuple[Path, ...]:

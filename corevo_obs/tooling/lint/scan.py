@@ -84,12 +84,20 @@ from .syntax import (
     live_clauses,
     no_cover_lines,
     property_accessor,
+    shadowed_defs,
     simple_properties,
     suspends,
     transport_wraps,
 )
 
 PARTIAL = "functools.partial"
+# asyncio's functions whose arguments are awaitables
+_TAKES_AWAITABLES = frozenset({"gather", "wait_for", "shield", "ensure_future", "create_task"})
+
+
+def _callee_name(func: ast.expr) -> str:
+    return func.attr if isinstance(func, ast.Attribute) else (
+        func.id if isinstance(func, ast.Name) else "")
 CONSTRUCTORS = frozenset({"__init__", "__post_init__", "__attrs_post_init__"})
 # nodes that hold no call, lambda or def below them: not walked
 _LEAVES = (ast.Name, ast.Constant, ast.expr_context, ast.operator, ast.cmpop, ast.unaryop,
@@ -177,6 +185,7 @@ class _Ctx:
     _stable: frozenset[str] | None = None
     _counts: dict[str, int] = field(default_factory=dict)
     _plain: frozenset[str] = frozenset()  # parameters rebound by plain assignments only
+    _awaiting: frozenset[str] | None = None  # receivers of awaited method calls, as written
     walrus: bool = True  # the file may bind names inside expressions (``:=``)
     returned: list[str | None] = field(default_factory=list)  # types of ``return x``
     generator: bool = False  # a ``yield`` in the body: calling it returns a generator
@@ -239,6 +248,30 @@ class _Ctx:
                     spread.add(id(n.value))
         return all(id(n) in spread for stmt in node.body for n in walk(stmt)
                    if isinstance(n, ast.Name) and n.id == name)
+
+    def awaits_methods_of(self, call: ast.Call) -> bool:
+        """Whether the body awaits a method call on ``call``'s receiver (``await
+        conn.set(k)``) or on ``call``'s result (``await conn.ft(i).info()``), or hands the
+        result to ``gather`` and the like: then the receiver is an async object at run
+        time, whatever its annotation says."""
+        if self._awaiting is None:
+            bases = [n.value.func.value for n in ast.walk(self.node)
+                     if isinstance(n, ast.Await) and isinstance(n.value, ast.Call)
+                     and isinstance(n.value.func, ast.Attribute)] if self.node else []
+            inner = [b.func.value for b in bases if isinstance(b, ast.Call)
+                     and isinstance(b.func, ast.Attribute)
+                     and isinstance(b.func.value, ast.Name | ast.Attribute)]
+            # calls handed to a function that takes awaitables (``gather(stub.A(r))``)
+            handed = [a for n in ast.walk(self.node) if isinstance(n, ast.Call)
+                      and _callee_name(n.func) in _TAKES_AWAITABLES
+                      for a in n.args if isinstance(a, ast.Call)] if self.node else []
+            self._awaiting = frozenset(
+                str(id(b)) if isinstance(b, ast.Call) else ast.unparse(b)
+                for b in [*bases, *inner, *handed])
+        receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+        return bool(self._awaiting) and (str(id(call)) in self._awaiting or (
+            isinstance(receiver, ast.Name | ast.Attribute)
+            and ast.unparse(receiver) in self._awaiting))
 
     def stable_params(self) -> frozenset[str]:
         """Parameters the body never rebinds: they may be passed on as ``("p", x)``."""
@@ -335,6 +368,7 @@ class FileScanner(ast.NodeVisitor):
         # a def can start a thread on its argument only if the file spells a way to
         self._thread_text = any(n in source for n in _thread_needles(catalog))
         self._awaited: set[int] = set()
+        self._dead: set[int] = set()  # coroutines a later def of the name replaced
         self._scheduled: set[int] = set()  # calls awaited or handed to gather / create_task
         self._stored: set[int] = set()  # calls whose result is only bound to a target
         self._thread_decorators: dict[str, bool] = {}  # module-level def -> threads?
@@ -417,6 +451,7 @@ class FileScanner(ast.NodeVisitor):
                             for b in self.tracker.stack[-1].bindings.values())
         self._consts = module_constants(node.body)
         self._plain_defs = plain_defs(node.body)
+        self._dead = shadowed_defs(node.body)
         self.result.constants = {f"{self.result.module}.{k}": v for k, v in self._consts.items()}
         self.generic_visit(node)
         scope = self.tracker.pop()
@@ -435,11 +470,13 @@ class FileScanner(ast.NodeVisitor):
             self._decorated.add(qualname)
         protocol = (self._protocol_callback(node) if isinstance(node, ast.FunctionDef)
                     else False)
-        if isinstance(node, ast.AsyncFunctionDef) and not self._thread_decorated(node):
+        if (isinstance(node, ast.AsyncFunctionDef) and not self._thread_decorated(node)
+                and id(node) not in self._dead):
             ctx = _Ctx(qualname, display, on_loop=True, node=node,  # type: ignore[arg-type]
                        walrus=self._walrus, signature=self._parameters(node))
         elif isinstance(node, ast.AsyncFunctionDef):  # @work(thread=True) async def: the
-            ctx = _Ctx(qualname, display, on_loop=False)  # worker thread's own loop runs it
+            ctx = _Ctx(qualname, display, on_loop=False)  # worker thread's own loop runs it;
+            # or a later def of the name replaced it before anything could call it
         elif self._offload_decorated(node):  # @sync_to_async def f(): calls return awaitables
             ctx = _Ctx(qualname, display, on_loop=False)
         elif protocol is True:  # the loop calls it: what it blocks on, it blocks
@@ -1066,6 +1103,7 @@ class FileScanner(ast.NodeVisitor):
                 if typ and typ != AMBIGUOUS:
                     for accessor in ("__getitem__", "get"):
                         self.result.returns[item_type(f"{info.qualname}.{accessor}", name)] = typ
+        self._dead |= shadowed_defs(node.body)
         self._classes.append(attribute_stores(node))
         self._class_nodes.append(node)
         self._properties.append(simple_properties(node))
@@ -1463,6 +1501,11 @@ class FileScanner(ast.NodeVisitor):
                 and ref.name not in self.catalog.awaited_blocking):
             return  # ``await open(p)``: a sync call's result is no awaitable, so the name is
             # bound at run time to an async namesake the lint cannot see (docs/lint.md)
+        if (hit is not None and not guessed and ref.kind == "method"
+                and ctx.awaits_methods_of(node)):
+            return  # ``conn: redis.Redis`` but ``await conn.set(k)`` beside: the same
+            # reasoning, for a typed receiver (an async client under a sync annotation; an
+            # untyped one may well mix sync and async methods)
         if hit is not None and id(node) in self._pipe_wraps and ref.name in _PIPE_WRAPS:
             return  # a descriptor wrapped for a pipe transport (transport_wraps)
         if (hit is not None and ref.kind == "method" and id(node) in self._stored
@@ -1483,6 +1526,7 @@ class FileScanner(ast.NodeVisitor):
                              catalogued.deferred_buffers(node, ref, self.catalog, self.tracker),
                              "low" if ctx.fallback else
                              "medium" if guessed or ref.name in self.catalog.first_use
+                             or catalogued.generated_stub(ref, self.catalog)
                              or ctx.once or flushing == UNSURE
                              or catalogued.checked_first(node, ref, self.catalog, ctx.seen)
                              or self._on_pipe(node, ref, ctx) else "high")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import copy
 import re
+from collections import Counter
 from typing import cast
 
 from .imports import walk
@@ -27,6 +28,30 @@ def property_accessor(node: ast.FunctionDef) -> str:
                 and isinstance(deco.value, ast.Name) and deco.value.id == node.name):
             return deco.attr
     return ""
+
+
+def shadowed_defs(body: list[ast.stmt]) -> set[int]:
+    """The coroutines of a module or class body that a later ``def`` of the same name
+    replaces before anything can call them (a test written twice: pytest collects the last
+    one only). An earlier def with a decorator that may register it (``@app.get(...)``, a
+    route per def), or whose name a statement between the two reads, stays live; pytest's
+    marks register nothing."""
+    dead: set[int] = set()
+    names = Counter(s.name for s in body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef))
+    for i, stmt in enumerate(body):
+        if not (isinstance(stmt, ast.AsyncFunctionDef) and names[stmt.name] > 1 and all(
+                ast.unparse(d).startswith("pytest.mark.") for d in stmt.decorator_list)):
+            continue
+        for later in body[i + 1:]:
+            if isinstance(later, ast.FunctionDef | ast.AsyncFunctionDef) and \
+                    later.name == stmt.name:
+                if stmt.name not in {n.id for d in later.decorator_list for n in ast.walk(d)
+                                     if isinstance(n, ast.Name)}:
+                    dead.add(id(stmt))
+                break
+            if stmt.name in {n.id for n in ast.walk(later) if isinstance(n, ast.Name)}:
+                break
+    return dead
 
 
 def simple_properties(node: ast.ClassDef) -> dict[str, tuple[str, ast.expr]]:

@@ -1,5 +1,5 @@
-"""COB100-COB108: a call to a catalogued blocking API (file, HTTP, socket, subprocess,
-sleep, sync DB driver, blocking SDK, stdin) made on the event loop.
+"""COB100-COB109: a call to a catalogued blocking API (file, HTTP, socket, subprocess,
+sleep, sync DB driver, blocking SDK, stdin, waits, CPU-heavy work) made on the event loop.
 
 In a module that imports urllib3, ``x.request("GET", ...)`` on an object of unknown type
 that is not awaited is a likely sync request too (flake8-async's ASYNC211).
@@ -59,6 +59,10 @@ class CataloguedCalls(Family):
                        "Waiting on another thread, process, queue or concurrent future on "
                        "the loop.",
                        "{call} waits on another thread or process inside async def {func}"),
+        "COB109": Spec("cpu-heavy",
+                       "Deliberately slow CPU work (password hashing, key derivation, model "
+                       "inference) on the loop.",
+                       "{call} holds the loop for CPU-heavy work inside async def {func}"),
     }
 
 
@@ -80,12 +84,27 @@ def classify(ref: Ref, catalog: Catalog) -> tuple[str, str, dict[str, str]] | No
         if rule is not None and rule.blocks(ref.attr):
             fields = {"why": rule.why} if rule.why else NO_FIELDS
             return rule.code, f"{ref.type.rpartition('.')[2]}.{ref.attr}()", fields
+        if rule is None and generated_stub(ref, catalog):
+            assert catalog.stubs is not None
+            return catalog.stubs[0], f"{ref.type.rpartition('.')[2]}.{ref.attr}()", NO_FIELDS
         return None
     code = catalog.calls.get(ref.name)
     if code is None:
         return None
     display = ref.name[len("builtins."):] if ref.kind == "builtin" else ref.name
     return code, f"{display}()", NO_FIELDS
+
+
+def generated_stub(ref: Ref, catalog: Catalog) -> bool:
+    """A method attribute of a generated client stub (``svc_pb2_grpc.GreeterStub(ch)
+    .SayHello``): a call waits for the answer on a sync channel. The same stub wraps an
+    async channel too, whose calls are awaited: a guess, so medium."""
+    if catalog.stubs is None or ref.kind != "method" or ref.type is None or not ref.attr:
+        return False
+    module, _, cls = ref.type.rpartition(".")
+    _, modules, classes = catalog.stubs
+    return (not ref.attr.startswith("_") and module.endswith(modules)
+            and cls.endswith(classes))
 
 
 def returns_at_once(call: ast.Call, ref: Ref, catalog: Catalog, tracker: ImportTracker,
@@ -96,7 +115,25 @@ def returns_at_once(call: ast.Call, ref: Ref, catalog: Catalog, tracker: ImportT
             or already_done(call, ref, catalog, seen) or data_url(call, ref, catalog, guard)
             or zero_timeout(call, ref, catalog) or no_target(call, ref, catalog)
             or descriptor(call, ref, catalog, fds)
-            or no_ca_file(call, ref, tracker))
+            or no_ca_file(call, ref, tracker) or imported_already(call, ref, tracker))
+
+
+IMPORTERS = frozenset({"importlib.import_module", "builtins.__import__"})
+
+
+def imported_already(call: ast.Call, ref: Ref, tracker: ImportTracker) -> bool:
+    """``__import__("asyncio")`` on the loop, or of a module the file imports at its top:
+    a lookup in ``sys.modules``, nothing read from disk."""
+    arg = argument(call, (0, "name"))
+    if ref.name not in IMPORTERS or not (isinstance(arg, ast.Constant)
+                                         and isinstance(arg.value, str)):
+        return False
+    name = arg.value
+    if name == "asyncio" or name.startswith("asyncio."):
+        return True
+    top = tracker.stack[0].bindings.values()
+    return any(b.kind == "import" and b.target is not None
+               and (b.target == name or b.target.startswith(name + ".")) for b in top)
 
 
 DEFAULT_CONTEXT = "ssl.create_default_context"
