@@ -152,22 +152,30 @@ def import_roots(config: LintConfig, paths: Sequence[str] = ()) -> tuple[Path, .
     if config.src:
         return tuple(base / d for d in config.src)
     named: list[Path] = []
+    homes: dict[str, str | None] = {}
     for p in [] if config.root else paths:
         if p == "-" or not os.path.exists(p):
             continue
-        given = Path(p).resolve()
-        home = _project_of(given)
-        named += [given / "src", *((home, home / "src") if home is not None else ())]
-    named = [d for d in named if d.is_dir()]
+        given = os.path.abspath(p)
+        is_dir = os.path.isdir(given)
+        if is_dir:
+            named.append(Path(given) / "src")
+        home = _project_of(given if is_dir else os.path.dirname(given), homes)
+        if home is not None:
+            named += [Path(home), Path(home) / "src"]
+    named = [d.resolve() for d in dict.fromkeys(named) if d.is_dir()]
     return tuple(dict.fromkeys([base, base / "src", *named]))
 
 
-def _project_of(path: Path) -> Path | None:
-    """The nearest directory at or above ``path`` holding a project file."""
-    for directory in (path, *path.parents) if path.is_dir() else path.parents:
-        if any((directory / f).exists() for f in _PROJECT_FILES):
-            return directory
-    return None
+def _project_of(directory: str, memo: dict[str, str | None]) -> str | None:
+    """The nearest directory at or above ``directory`` holding a project file (once per
+    directory: a run given a thousand files asks once per folder, not per file)."""
+    if directory not in memo:
+        parent = os.path.dirname(directory)
+        memo[directory] = directory if any(
+            os.path.exists(os.path.join(directory, f)) for f in _PROJECT_FILES) else (
+            None if parent == directory else _project_of(parent, memo))
+    return memo[directory]
 
 
 _PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg", ".git")

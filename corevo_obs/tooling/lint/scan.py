@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import sys
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,6 +100,16 @@ _CONSUMERS = frozenset(f"builtins.{n}" for n in (
     "next", "enumerate", "zip", "map", "filter", "reversed", "iter"))
 # asyncio's functions whose arguments are awaitables
 _TAKES_AWAITABLES = frozenset({"gather", "wait_for", "shield", "ensure_future", "create_task"})
+
+
+def _dotted(node: ast.expr) -> str:
+    """``a.b.c`` for a name or an attribute chain on one, else ''."""
+    if type(node) is ast.Name:
+        return node.id
+    if type(node) is ast.Attribute:
+        head = _dotted(node.value)
+        return f"{head}.{node.attr}" if head else ""
+    return ""
 
 
 def _callee_name(func: ast.expr) -> str:
@@ -258,29 +268,31 @@ class _Ctx:
         return all(id(n) in spread for stmt in node.body for n in walk(stmt)
                    if isinstance(n, ast.Name) and n.id == name)
 
-    def awaits_methods_of(self, call: ast.Call) -> bool:
+    def awaits_methods_of(self, call: ast.Call, source: Callable[[int, int], str]) -> bool:
         """Whether the body awaits a method call on ``call``'s receiver (``await
         conn.set(k)``) or on ``call``'s result (``await conn.ft(i).info()``), or hands the
         result to ``gather`` and the like: then the receiver is an async object at run
-        time, whatever its annotation says."""
+        time, whatever its annotation says. One walk per function, and none for one whose
+        ``source`` lines do not say ``await``."""
         if self._awaiting is None:
-            bases = [n.value.func.value for n in ast.walk(self.node)
-                     if isinstance(n, ast.Await) and isinstance(n.value, ast.Call)
-                     and isinstance(n.value.func, ast.Attribute)] if self.node else []
-            inner = [b.func.value for b in bases if isinstance(b, ast.Call)
-                     and isinstance(b.func, ast.Attribute)
-                     and isinstance(b.func.value, ast.Name | ast.Attribute)]
-            # calls handed to a function that takes awaitables (``gather(stub.A(r))``)
-            handed = [a for n in ast.walk(self.node) if isinstance(n, ast.Call)
-                      and _callee_name(n.func) in _TAKES_AWAITABLES
-                      for a in n.args if isinstance(a, ast.Call)] if self.node else []
-            self._awaiting = frozenset(
-                str(id(b)) if isinstance(b, ast.Call) else ast.unparse(b)
-                for b in [*bases, *inner, *handed])
-        receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+            node = self.node
+            keys: set[str] = set()
+            if node is not None and "await" in source(node.lineno,
+                                                      node.end_lineno or node.lineno):
+                for n in walk(node):
+                    if type(n) is ast.Await and type(n.value) is ast.Call and type(
+                            n.value.func) is ast.Attribute:
+                        base = n.value.func.value
+                        if type(base) is ast.Call:
+                            keys.add(str(id(base)))
+                            base = base.func.value if type(base.func) is ast.Attribute else base
+                        keys.add(_dotted(base))
+                    elif type(n) is ast.Call and _callee_name(n.func) in _TAKES_AWAITABLES:
+                        keys.update(str(id(a)) for a in n.args if type(a) is ast.Call)
+            self._awaiting = frozenset(keys - {""})
+        receiver = call.func.value if type(call.func) is ast.Attribute else None
         return bool(self._awaiting) and (str(id(call)) in self._awaiting or (
-            isinstance(receiver, ast.Name | ast.Attribute)
-            and ast.unparse(receiver) in self._awaiting))
+            receiver is not None and _dotted(receiver) in self._awaiting))
 
     def stable_params(self) -> frozenset[str]:
         """Parameters the body never rebinds: they may be passed on as ``("p", x)``."""
@@ -394,6 +406,11 @@ class FileScanner(ast.NodeVisitor):
         self._pipe_wraps: set[int] = set()  # wraps only handed to a pipe transport
 
     # -- helpers ---------------------------------------------------------------------
+    def _source_lines(self, first: int, last: int) -> str:
+        self.line(first)
+        assert self._lines is not None
+        return "\n".join(self._lines[first - 1:last])
+
     def line(self, lineno: int) -> str:
         if self._lines is None:
             self._lines = self.source.decode("utf-8", "replace").splitlines()
@@ -1320,6 +1337,10 @@ class FileScanner(ast.NodeVisitor):
     def _enter(self, expr: ast.expr, ctx: _Ctx) -> None:
         """``with obj:`` calls ``type(obj).__enter__``: a project class's, that waits for a
         lock or reads a file, blocks where the ``with`` runs (as ``obj.__enter__()`` would)."""
+        held = self.tracker.resolve(expr)
+        if (held is None or held.kind != "instance" or not held.type
+                or held.type in self.catalog.objects):
+            return  # most ``with`` items: a file, a lock, a catalogued client, unknown
         func = ast.copy_location(ast.Attribute(value=expr, attr="__enter__", ctx=ast.Load()),
                                  expr)
         ref = self.tracker.resolve(func)
@@ -1592,7 +1613,7 @@ class FileScanner(ast.NodeVisitor):
             return  # ``await open(p)``: a sync call's result is no awaitable, so the name is
             # bound at run time to an async namesake the lint cannot see (docs/lint.md)
         if (hit is not None and not guessed and ref.kind == "method"
-                and ctx.awaits_methods_of(node)):
+                and ctx.awaits_methods_of(node, self._source_lines)):
             return  # ``conn: redis.Redis`` but ``await conn.set(k)`` beside: the same
             # reasoning, for a typed receiver (an async client under a sync annotation; an
             # untyped one may well mix sync and async methods)
