@@ -98,8 +98,6 @@ _CALLABLE_KEYWORDS = frozenset({"func", "fn", "function", "target", "callback"})
 _CONSUMERS = frozenset(f"builtins.{n}" for n in (
     "list", "tuple", "set", "frozenset", "sorted", "sum", "min", "max", "any", "all", "dict",
     "next", "enumerate", "zip", "map", "filter", "reversed", "iter"))
-# asyncio's functions whose arguments are awaitables
-_TAKES_AWAITABLES = frozenset({"gather", "wait_for", "shield", "ensure_future", "create_task"})
 
 
 def _dotted(node: ast.expr) -> str:
@@ -110,11 +108,6 @@ def _dotted(node: ast.expr) -> str:
         head = _dotted(node.value)
         return f"{head}.{node.attr}" if head else ""
     return ""
-
-
-def _callee_name(func: ast.expr) -> str:
-    return func.attr if isinstance(func, ast.Attribute) else (
-        func.id if isinstance(func, ast.Name) else "")
 
 
 CONSTRUCTORS = frozenset({"__init__", "__post_init__", "__attrs_post_init__"})
@@ -270,10 +263,9 @@ class _Ctx:
 
     def awaits_methods_of(self, call: ast.Call, source: Callable[[int, int], str]) -> bool:
         """Whether the body awaits a method call on ``call``'s receiver (``await
-        conn.set(k)``) or on ``call``'s result (``await conn.ft(i).info()``), or hands the
-        result to ``gather`` and the like: then the receiver is an async object at run
-        time, whatever its annotation says. One walk per function, and none for one whose
-        ``source`` lines do not say ``await``."""
+        conn.set(k)``) or on ``call``'s result (``await conn.ft(i).info()``): then the
+        receiver is an async object at run time, whatever its annotation says. One walk
+        per function, and none for one whose ``source`` lines do not say ``await``."""
         if self._awaiting is None:
             node = self.node
             keys: set[str] = set()
@@ -287,8 +279,6 @@ class _Ctx:
                             keys.add(str(id(base)))
                             base = base.func.value if type(base.func) is ast.Attribute else base
                         keys.add(_dotted(base))
-                    elif type(n) is ast.Call and _callee_name(n.func) in _TAKES_AWAITABLES:
-                        keys.update(str(id(a)) for a in n.args if type(a) is ast.Call)
             self._awaiting = frozenset(keys - {""})
         receiver = call.func.value if type(call.func) is ast.Attribute else None
         return bool(self._awaiting) and (str(id(call)) in self._awaiting or (
@@ -1512,7 +1502,7 @@ class FileScanner(ast.NodeVisitor):
                 type(node.func) is ast.Attribute and node.func.attr == "join")):
             self._handed_on.update(id(a) for a in node.args if type(a) is ast.Call)
         self._mark_offloaded(node, ref)
-        if node.args and self._sites:
+        if node.args:  # chains ask whether a call is scheduled, and so does _classify
             self._schedule(node, ref)
         ctx = self._ctx[-1] if self._ctx else None
         if ctx is not None and isinstance(node.func, ast.Attribute) and node.args:
@@ -1613,10 +1603,11 @@ class FileScanner(ast.NodeVisitor):
             return  # ``await open(p)``: a sync call's result is no awaitable, so the name is
             # bound at run time to an async namesake the lint cannot see (docs/lint.md)
         if (hit is not None and not guessed and ref.kind == "method"
-                and ctx.awaits_methods_of(node, self._source_lines)):
-            return  # ``conn: redis.Redis`` but ``await conn.set(k)`` beside: the same
-            # reasoning, for a typed receiver (an async client under a sync annotation; an
-            # untyped one may well mix sync and async methods)
+                and (id(node) in self._scheduled
+                     or ctx.awaits_methods_of(node, self._source_lines))):
+            return  # ``conn: redis.Redis`` but ``await conn.set(k)`` beside, or the call
+            # handed to ``gather``: the same reasoning, for a typed receiver (an async client
+            # under a sync annotation; an untyped one may well mix sync and async methods)
         if hit is not None and id(node) in self._pipe_wraps and ref.name in _PIPE_WRAPS:
             return  # a descriptor wrapped for a pipe transport (transport_wraps)
         if (hit is not None and ref.kind == "method" and id(node) in self._stored
