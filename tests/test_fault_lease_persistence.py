@@ -5,7 +5,8 @@ For each persistence mode (``tests/helpers/redis_persist.py``: none, Debian's RD
 rules, AOF everysec, AOF always) a primary and a replica with that redis.conf run behind a
 proxy; 3 holder processes × 4 loss-aware holders (``store.hold()``, default store options
 but short waits and a 1 s timeout) contend for a limit-3 quota, and three cells follow
-one another, each at least ``CELL_S`` seconds and 3 faults of one kind, 0.6–2 s apart:
+one another, each at least ``CELL_S`` seconds and 3 faults of one kind, 0.6–2 s apart,
+and on (at most 4 × ``CELL_S``) until it has 30 intervals and the limit at work:
 
 - ``sigkill``: SIGKILL the primary and restart it from its own files (with RDB and AOF,
   ``BGSAVE`` forced at random moments before each fault, the last one 0–2 timeouts
@@ -51,6 +52,8 @@ SHORT, LONG, P_LONG = (0.005, 0.04), (1.2, 2.0), 0.04
 WAITS: dict[str, Any] = {"socket_timeout": 0.2, "connect_timeout": 0.1}
 CELL_S = float(os.environ.get("COREVO_LEASE_CELL_S", "6"))
 MIN_FAULTS = 3
+MIN_INTERVALS = 30
+EVIDENCE_S = 4 * CELL_S
 FAULTS = ("sigkill", "sigstop", "failover")
 
 
@@ -103,6 +106,13 @@ def _holders(url: str, tmp: Path, env: dict[str, str], seed: int
                          p_long=P_LONG, wait=0.5, poll=0.02, until=time.monotonic() + 600)
 
 
+def _enough(tracks: list[Path], start: float) -> bool:
+    """Whether the cell begun at ``start`` already has the intervals and the full limit
+    at work that its assertions ask for."""
+    n, most = _cell(read_spans(tracks)[0], start, time.monotonic())
+    return n >= MIN_INTERVALS and most == LIMIT
+
+
 def _cell(spans: list[Span], start: float, end: float) -> tuple[int, int]:
     """Intervals granted in [start, end), and the most at work at once in that window
     (intervals from before that still run count too)."""
@@ -129,9 +139,13 @@ def test_persistence_by_fault_never_oversells_work(mode: str, tmp_path: Path,
         procs, tracks = _holders(topo.url, tmp_path, worker_env, seed)
         for fault in FAULTS:
             start, faults = time.monotonic(), 0
-            # at least MIN_FAULTS faults and CELL_S seconds; the last fault's recovery
-            # (a fence, a relink) inside the cell
-            while faults < MIN_FAULTS or time.monotonic() < start + CELL_S - 1.5:
+            # at least MIN_FAULTS faults and CELL_S seconds, then on until the cell has
+            # its evidence (every restart fence pauses grants, so chance can leave a
+            # short cell thin), at most EVIDENCE_S; the last fault's recovery (a fence,
+            # a relink) inside the cell
+            while (faults < MIN_FAULTS or time.monotonic() < start + CELL_S - 1.5
+                   or (not _enough(tracks, start)
+                       and time.monotonic() < start + EVIDENCE_S - 1.5)):
                 # with save "" a BGSAVE would still write a dump for the restart to load
                 saves += _gap(topo, rng, mode != "none")
                 _inject(topo, fault, rng, tracks, aimed=faults == 0)
@@ -154,7 +168,7 @@ def test_persistence_by_fault_never_oversells_work(mode: str, tmp_path: Path,
         n, most = _cell(spans, start, end)
         worst[fault] = most
         print(f"| {mode} | {fault} | {faults} | {n} | {most} |")
-        assert n >= 30, f"{fault}: only {n} intervals, the cell proved little"
+        assert n >= MIN_INTERVALS, f"{fault}: only {n} intervals, the cell proved little"
     assert max_overlap(spans) <= LIMIT, \
         f"{mode} (seed {seed}): {max_overlap(spans)} at work on limit {LIMIT}: {worst}"
     assert all(m == LIMIT for m in worst.values()), f"the limit was never reached: {worst}"

@@ -343,14 +343,20 @@ def _quota_cgroup(quota_us: int, period_us: int) -> Iterator[tuple[Path, str]]:
 
 
 def test_cpu_quota_throttling_is_throttled() -> None:
+    """How many periods a busy 2-core box lets the quota bite in 3 s is the scheduler's
+    call (a CI run once saw 4 stalls): a run short of evidence is followed by a longer one
+    (3, 6, 12 s), and the last run is judged, with the same bar."""
     try:
-        with _quota_cgroup(25_000, 250_000) as (procs, version):
-            proc = _start("throttled", "--seconds", "3", wait_go=True)
-            procs.write_text(str(proc.pid))
-            assert proc.stdin is not None
-            proc.stdin.write("go\n")
-            proc.stdin.flush()
-            result = _finish(proc)
+        for seconds in (3, 6, 12):
+            with _quota_cgroup(25_000, 250_000) as (procs, version):
+                proc = _start("throttled", "--seconds", str(seconds), wait_go=True)
+                procs.write_text(str(proc.pid))
+                assert proc.stdin is not None
+                proc.stdin.write("go\n")
+                proc.stdin.flush()
+                result = _finish(proc)
+            if len(_injected(result)) >= 5:
+                break
     except _NoCgroup as exc:
         pytest.skip(str(exc))
     print(f"\ncgroup {version}")
