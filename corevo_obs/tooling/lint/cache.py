@@ -60,7 +60,7 @@ from .model import CallSite, Edge, FileResult, Finding, FuncFacts, ParamCall, Pe
 from .narrowing import CONJ, OPS, Args, Atom, Guard, Kind, Value, instance
 from .noqa import NoqaPolicy
 
-FORMAT = 16
+FORMAT = 17
 ENV = "COREVO_LINT_CACHE_DIR"
 DEFAULT_PARTS = (".corevo-cache", "lint")  # under the project root
 MAX_ENTRY = 16 << 20

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import io
+import ipaddress
 import os
 import types
 from collections.abc import Callable, Iterable, Mapping
@@ -39,7 +40,8 @@ _NEGATE = {"==": "!=", "!=": "==", "in": "not in", "not in": "in", "truthy": "fa
            "isinstance": "not isinstance", "not isinstance": "isinstance",
            "startswith": "not startswith", "not startswith": "startswith",
            "any": "none", "none": "any", "is": "is not", "is not": "is",
-           "has": "lacks", "lacks": "has"}
+           "has": "lacks", "lacks": "has", "address": "not address",
+           "not address": "address"}
 TYPES: dict[str, type] = {f"builtins.{t.__name__}": t for t in (
     str, bytes, int, float, bool, dict, list, tuple, set, frozenset, bytearray)}
 TYPES["os.PathLike"] = os.PathLike
@@ -57,6 +59,7 @@ RUNNING: Value = ("v", True)
 # (``with suppress(RuntimeError): return asyncio.get_running_loop()``), project-wide
 LOOP_GETTER = "#running-loop"
 SELF = "self"  # keyword of a method call: the receiver's value
+ADDRESS = "address"  # op: the value parses as an IP address (address_probe.py)
 
 
 @compact_pickle
@@ -101,6 +104,8 @@ class Atom:
             if not isinstance(value, Kind) or value.keys is None:
                 return None
             return (self.values[0][1] in value.keys) == (op == "has")
+        if op in (ADDRESS, "not address"):
+            return None if type(value) is not str else _address(value) == (op == ADDRESS)
         if isinstance(value, Kind):
             return {"is None": False, "is not None": True}.get(op)
         if op == "truthy":
@@ -124,6 +129,14 @@ class Atom:
 
 _SIMPLE = (str, int, bool, float, bytes, type(None))
 Guard = tuple[Atom, ...]
+
+
+def _address(value: str) -> bool:
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        return False
+    return True
 
 
 def _isinstance(value: object, names: list[str]) -> bool | None:

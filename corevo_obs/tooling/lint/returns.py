@@ -26,6 +26,10 @@ if TYPE_CHECKING:
     from .hierarchy import Hierarchy
 
 AMBIGUOUS = "?"
+# what a method returns when it hands back the receiver's own class (``-> Self``, ``return
+# cls(...)`` in a classmethod, ``return self``): ``Sub.make`` inherited from ``Base.make``
+# gives a ``Sub``, so the marker is read against the name being resolved, never as a type
+SELF_TYPE = "<Self>"
 MAX_STEPS = 12  # factories returning factories' results: more is a cycle or not worth it
 
 
@@ -67,13 +71,17 @@ class ReturnTypes:
         self._memo[name] = AMBIGUOUS  # in progress: a cycle resolves to nothing
         out = name
         typ = self.returns.get(name)
-        if typ is not None:
+        if typ == SELF_TYPE:
+            out = self._resolve(name.rpartition(".")[0], depth + 1)
+        elif typ is not None:
             out = typ if typ == AMBIGUOUS else self._resolve(typ, depth + 1)
         else:
             target = follow_reexport(name, self.reexports)
             if target is None and self.hierarchy:  # B.p where the getter is A.p, A a base
                 target = next((c for c in self.hierarchy.inherited(name) if c in self.returns),
                               None)
+                if target is not None and self.returns[target] == SELF_TYPE:
+                    target = name.rpartition(".")[0]  # Sub.make from Base.make -> Self
             if target is None and name.endswith("]") and "[" in name:
                 target = name[:name.rindex("[")]  # no TypedDict field: what T.get returns
             if target is not None:

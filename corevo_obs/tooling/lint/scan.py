@@ -14,9 +14,10 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
-from . import handed, running_loop
+from . import address_probe, handed, running_loop
 from .call_catalog import Catalog
 from .file_modes import FILE_TYPE, FLUSHING, OPENERS, QUIET, UNSURE, flush_state
 from .file_modes import stores as bindings_of
@@ -61,6 +62,7 @@ from .narrowing import (
 )
 from .newer import parse_with_newer
 from .noqa import DEFAULT_NOQA, NoqaPolicy, noqa_codes
+from .returns import SELF_TYPE
 from .rules import catalogued, declared, message, meta
 from .rules.base import CONSTRUCTOR, LOOP_CALLBACK, PROTOCOL_CALLBACK
 from .stores import (
@@ -169,6 +171,7 @@ _RESULT_KEEPING = frozenset({"builtins.staticmethod", "builtins.classmethod", "f
                              "functools.lru_cache", "typing.override",
                              "typing_extensions.override"})
 _EXIT_TYPES = frozenset(EXITS)
+_SELF_TYPES = frozenset({"typing.Self", "typing_extensions.Self"})
 # what wraps a descriptor for a pipe transport (``os.fdopen(fd, "wb")``, ``open(fd)``):
 # it resolves no path and reads or writes nothing
 _PIPE_WRAPS = frozenset({"os.fdopen", "builtins.open", "io.open"})
@@ -346,6 +349,7 @@ class FileScanner(ast.NodeVisitor):
             ast.Yield: self._visit_yield, ast.YieldFrom: self._visit_yield,
             ast.Attribute: self.visit_Attribute, ast.ExceptHandler: self.visit_ExceptHandler,
             ast.Try: self.visit_Try, ast.With: self.visit_With,
+            ast.Subscript: self.visit_Subscript,
             ast.ListComp: self._visit_comprehension, ast.SetComp: self._visit_comprehension,
             ast.GeneratorExp: self._visit_comprehension,
             ast.DictComp: self._visit_comprehension,
@@ -376,6 +380,7 @@ class FileScanner(ast.NodeVisitor):
         # (``os.pipe``, ``x.fileno``; a name imported bare is missed: it stays flagged)
         self._fd_text = any(n in source for n in _fd_needles(catalog))
         self._loop_text = running_loop.NEEDLE in source  # tests of a running loop
+        self._address_text = address_probe.NEEDLE in source  # parses of an IP address
         # a def can start a thread on its argument only if the file spells a way to
         self._thread_text = any(n in source for n in _thread_needles(catalog))
         self._awaited: set[int] = set()
@@ -609,6 +614,8 @@ class FileScanner(ast.NodeVisitor):
         typ: str | None = None
         if node.returns is not None:
             typ = self.tracker.annotation_type(node.returns)
+            if typ in _SELF_TYPES and self.tracker.stack[-1].kind == "class":
+                typ = SELF_TYPE
         elif not ctx.generator and self._plain_result(node):
             found = set(ctx.returned)
             found.discard("None")
@@ -642,8 +649,17 @@ class FileScanner(ast.NodeVisitor):
         value = node.value
         if value is None or (isinstance(value, ast.Constant) and value.value is None):
             self._ctx[-1].returned.append("None")
+        elif self._receiver_class(value.func if isinstance(value, ast.Call) else value):
+            self._ctx[-1].returned.append(SELF_TYPE)  # ``return cls(...)``, ``return self``
         else:
             self._ctx[-1].returned.append(self.tracker.value_type(value))
+
+    def _receiver_class(self, node: ast.expr) -> bool:
+        """``self`` / ``cls`` of a method: whatever class the call was made on."""
+        if not isinstance(node, ast.Name):
+            return False
+        ref = self.tracker.resolve(node)
+        return ref is not None and ref.kind == "self"
 
     def _unreachable(self, stmts: list[Any], exit_stmt: ast.stmt) -> None:
         """The statements after a ``return`` / ``raise`` / ``continue`` / ``break`` in the
@@ -1069,25 +1085,46 @@ class FileScanner(ast.NodeVisitor):
 
     def visit_Try(self, node: ast.Try) -> None:
         """A probe of the running loop (``try: asyncio.get_running_loop()``): its ``except
-        RuntimeError`` clauses run only when no loop runs (running_loop.py)."""
+        RuntimeError`` clauses run only when no loop runs (running_loop.py). A parse of a
+        parameter as an IP address (``try: ip_address(host)``): its ``except ValueError``
+        runs only for a host name, its ``else`` only for an address (address_probe.py)."""
         ctx = self._ctx[-1] if self._ctx else None
-        if (not self._loop_text or ctx is None or ctx.facts is None
-                or running_loop.probe(node, self.tracker.resolve) is None):
+        if ctx is None or ctx.facts is None:
+            self.generic_visit(node)
+            return
+        resolve = self.tracker.resolve
+        handled: list[Atom | None] = []
+        orelse: Atom | None = None
+        if self._loop_text and running_loop.probe(node, resolve) is not None:
+            handled = [Atom(LOOP, "falsy") if running_loop.loopless(h, resolve) else None
+                       for h in node.handlers]
+        elif self._address_text and (param := address_probe.parsed(
+                node, resolve, lambda e: self._guarded_param(e, ctx))) is not None:
+            handled, orelse = address_probe.guards(node, param, resolve)
+        if not handled:
             self.generic_visit(node)
             return
         for stmt in node.body:
             self.visit(stmt)
-        for handler in node.handlers:
-            pushed = running_loop.loopless(handler, self.tracker.resolve)
-            if pushed:
-                ctx.guard.append(Atom(LOOP, "falsy"))
-            try:
-                self.visit(handler)
-            finally:
-                if pushed:
-                    ctx.guard.pop()
-        for stmt in [*node.orelse, *node.finalbody]:
+        for handler, atom in zip(node.handlers, handled, strict=True):
+            self._under(atom, ctx, partial(self.visit, handler))
+        self._under(orelse, ctx, lambda: self._visit_block(node.orelse))
+        for stmt in node.finalbody:
             self.visit(stmt)
+
+    def _under(self, atom: Atom | None, ctx: _Ctx, visit: Callable[[], None]) -> None:
+        if atom is not None:
+            ctx.guard.append(atom)
+        try:
+            visit()
+        finally:
+            if atom is not None:
+                ctx.guard.pop()
+
+    @staticmethod
+    def _guarded_param(node: ast.expr, ctx: _Ctx) -> str | None:
+        """A parameter whose value a call site can know (``ctx.guardable``)."""
+        return node.id if isinstance(node, ast.Name) and node.id in ctx.guardable() else None
 
     def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
         if node.lineno in self._no_cover:  # ``except ...:  # pragma: no cover``
@@ -1321,22 +1358,29 @@ class FileScanner(ast.NodeVisitor):
                     self._report("COB108", lock, ctx, held, catalogued.NO_FIELDS)
         if ctx is not None:
             for item in node.items:
-                self._enter(item.context_expr, ctx)
+                self._implicit(item.context_expr, "__enter__", [], ctx)
         self.generic_visit(node)
 
-    def _enter(self, expr: ast.expr, ctx: _Ctx) -> None:
-        """``with obj:`` calls ``type(obj).__enter__``: a project class's, that waits for a
-        lock or reads a file, blocks where the ``with`` runs (as ``obj.__enter__()`` would)."""
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        if (self._ctx and type(node.ctx) is ast.Load
+                and type(node.value) in (ast.Name, ast.Attribute)):
+            self._implicit(node.value, "__getitem__", [node.slice], self._ctx[-1])
+        self.generic_visit(node)
+
+    def _implicit(self, expr: ast.expr, method: str, args: list[ast.expr], ctx: _Ctx) -> None:
+        """The calls Python makes for the code: ``with obj:`` runs ``type(obj).__enter__``,
+        ``obj[k]`` its ``__getitem__``, ``len(obj)`` its ``__len__``. A project class's, that
+        waits for a lock or reads a file, blocks where the code is (as ``obj.__enter__()``
+        would); builtins and catalogued types are left to the catalog."""
         held = self.tracker.resolve(expr)
         if (held is None or held.kind != "instance" or not held.type
                 or held.type in self.catalog.objects):
-            return  # most ``with`` items: a file, a lock, a catalogued client, unknown
-        func = ast.copy_location(ast.Attribute(value=expr, attr="__enter__", ctx=ast.Load()),
-                                 expr)
+            return  # most items: a file, a lock, a dict, a catalogued client, unknown
+        func = ast.copy_location(ast.Attribute(value=expr, attr=method, ctx=ast.Load()), expr)
         ref = self.tracker.resolve(func)
         if (ref is not None and ref.kind == "method" and ref.type is not None
                 and ref.type not in self.catalog.objects):
-            self._classify(ast.copy_location(ast.Call(func=func, args=[], keywords=[]), expr),
+            self._classify(ast.copy_location(ast.Call(func=func, args=args, keywords=[]), expr),
                            ref, ctx)
 
     def _thread_lock(self, expr: ast.expr) -> bool:
@@ -1518,6 +1562,8 @@ class FileScanner(ast.NodeVisitor):
             self._hands(node, ref, ctx)  # off the loop too: the coroutine it makes runs there
         if ctx is not None and ref is not None and not self.catalog.is_non_blocking(ref.name):
             self._classify(node, ref, ctx)
+            if ref.name == "builtins.len" and len(node.args) == 1:
+                self._implicit(node.args[0], "__len__", [], ctx)
         elif (ctx is not None and ref is None and isinstance(node.func, ast.Attribute)
               and (guess := self._distinctive(node.func.attr)) is not None):
             self._classify(node, guess, ctx, guessed=True)  # x of unknown type
