@@ -59,6 +59,9 @@ RUNNING: Value = ("v", True)
 # (``with suppress(RuntimeError): return asyncio.get_running_loop()``), project-wide
 LOOP_GETTER = "#running-loop"
 SELF = "self"  # keyword of a method call: the receiver's value
+# env key: the chain's first call is awaited (``await f()``): a sync ``f`` that returns a
+# coroutine in one arm and another call's result in the other takes the coroutine arm
+AWAITED = "<awaited>"
 ADDRESS = "address"  # op: the value parses as an IP address (address_probe.py)
 
 

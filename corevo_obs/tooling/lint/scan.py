@@ -47,6 +47,7 @@ from .model import (
     Pending,
 )
 from .narrowing import (
+    AWAITED,
     LOOP,
     LOOP_GETTER,
     OPAQUE,
@@ -89,6 +90,7 @@ from .syntax import (
     shadowed_defs,
     simple_properties,
     suspends,
+    sync_twins,
     transport_wraps,
 )
 
@@ -172,6 +174,7 @@ _RESULT_KEEPING = frozenset({"builtins.staticmethod", "builtins.classmethod", "f
                              "typing_extensions.override"})
 _EXIT_TYPES = frozenset(EXITS)
 _SELF_TYPES = frozenset({"typing.Self", "typing_extensions.Self"})
+_UNAWAITED = Atom(AWAITED, "falsy")  # what a dispatcher returns when not awaited
 # what wraps a descriptor for a pipe transport (``os.fdopen(fd, "wb")``, ``open(fd)``):
 # it resolves no path and reads or writes nothing
 _PIPE_WRAPS = frozenset({"os.fdopen", "builtins.open", "io.open"})
@@ -207,6 +210,7 @@ class _Ctx:
     fds: dict[str, str] | None = None  # names bound once to a descriptor or pipe end
     once: int = 0  # inside ``if <module global> is None:`` blocks: a once-per-process memo
     fallback: int = 0  # inside clauses marked ``# pragma: no cover``: whether they run is a guess
+    twins: frozenset[int] | None = None  # ids of sync calls returned beside a coroutine
     # an async def's (positional parameters, keyword names): its calls of a parameter
     # run what its callers hand in (``ParamCall``)
     signature: tuple[tuple[str, ...], frozenset[str]] | None = None
@@ -385,6 +389,7 @@ class FileScanner(ast.NodeVisitor):
         self._thread_text = any(n in source for n in _thread_needles(catalog))
         self._awaited: set[int] = set()
         self._dead: set[int] = set()  # coroutines a later def of the name replaced
+        self._coroutines: frozenset[str] = frozenset()  # the module's async def names
         # plain generator functions of the file seen so far (a call runs none of the body),
         # and calls whose result is not iterated where they are: dropped or returned
         # (``_unconsumed``), or handed to another callable (``_handed_on``)
@@ -479,6 +484,8 @@ class FileScanner(ast.NodeVisitor):
         self._consts = module_constants(node.body)
         self._plain_defs = plain_defs(node.body)
         self._dead = shadowed_defs(node.body)
+        self._coroutines = frozenset(st.name for st in node.body
+                                     if isinstance(st, ast.AsyncFunctionDef))
         self.result.constants = {f"{self.result.module}.{k}": v for k, v in self._consts.items()}
         self.generic_visit(node)
         scope = self.tracker.pop()
@@ -643,7 +650,17 @@ class FileScanner(ast.NodeVisitor):
     def visit_Return(self, node: ast.Return) -> None:
         if node.value is not None:
             self._unconsumed.add(id(node.value))
-            self.visit(node.value)
+            ctx = self._ctx[-1] if self._ctx else None
+            twins = self._twins(ctx, node.value)
+            if twins and ctx is not None:  # a dispatcher's sync arm: not when awaited
+                ret = node.value
+                parts = [ret.test, ret.body, ret.orelse] if isinstance(
+                    ret, ast.IfExp) else [ret]
+                for part in parts:
+                    self._under(_UNAWAITED if id(part) in twins else None, ctx,
+                                partial(self.visit, part))
+            else:
+                self.visit(node.value)
         if not self._ctx:
             return
         value = node.value
@@ -653,6 +670,16 @@ class FileScanner(ast.NodeVisitor):
             self._ctx[-1].returned.append(SELF_TYPE)  # ``return cls(...)``, ``return self``
         else:
             self._ctx[-1].returned.append(self.tracker.value_type(value))
+
+    def _twins(self, ctx: _Ctx | None, value: ast.expr) -> frozenset[int]:
+        """The calls a sync def returns beside a coroutine (syntax.sync_twins), read on the
+        def's first ``return`` of a call."""
+        if (ctx is None or ctx.facts is None or ctx.node is None
+                or type(value) not in (ast.Call, ast.IfExp)):
+            return frozenset()
+        if ctx.twins is None:
+            ctx.twins = sync_twins(ctx.node, self._coroutines)
+        return ctx.twins
 
     def _receiver_class(self, node: ast.expr) -> bool:
         """``self`` / ``cls`` of a method: whatever class the call was made on."""

@@ -219,3 +219,35 @@ def live_clauses(node: ast.If) -> ast.If:
     else:
         live.body = []
     return live
+
+
+def sync_twins(func: ast.FunctionDef, coroutines: frozenset[str]) -> frozenset[int]:
+    """The calls a sync dispatcher returns beside a coroutine: ``return inner_async() if
+    isinstance(client, AioClient) else inner()``, or ``return`` of each in an ``if``. A
+    caller that awaits the dispatcher's result gets the coroutine arm (the other result
+    is no awaitable), so those calls do not run for it. ``coroutines``: the module's
+    ``async def`` names; the function's own nested ones count too. Empty when the function
+    returns no coroutine call."""
+    local = coroutines | {s.name for s in func.body if isinstance(s, ast.AsyncFunctionDef)}
+    returned: list[ast.expr] = []
+    todo = list(func.body)
+    while todo:  # statements only, not into nested defs, classes or lambdas
+        stmt = todo.pop()
+        if isinstance(stmt, ast.Return) and stmt.value is not None:
+            value = stmt.value
+            returned.extend([value.body, value.orelse] if isinstance(value, ast.IfExp)
+                            else [value])
+        elif not isinstance(stmt, _SCOPES):
+            for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+                todo.extend(getattr(stmt, name, ()))
+    calls = [c for c in returned if isinstance(c, ast.Call)]
+    if not any(_names(c, local) for c in calls):
+        return frozenset()
+    return frozenset(id(c) for c in calls if not _names(c, local))
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _names(call: ast.Call, names: frozenset[str] | set[str]) -> bool:
+    return isinstance(call.func, ast.Name) and call.func.id in names

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from ..imports import Ref
 from ..model import FIRST_CALL, FIRST_USE, GUESSED, READ, UNNAMED, CallSite, FuncFacts
 from ..narrowing import (
+    AWAITED,
     LOOP,
     RUNNING,
     SELF,
@@ -216,12 +217,14 @@ class ChainIndex:
 
     def chain(self, qualname: str, args: Args | None = None,
               outer: Mapping[str, Value] | None = None, depth: int = 0,
-              quiet: frozenset[str] = frozenset(), me: str | None = None) -> Chain | None:
+              quiet: frozenset[str] = frozenset(), me: str | None = None,
+              awaited: bool = False) -> Chain | None:
         """``(name, ..., "open()")`` when calling ``qualname`` with ``args`` blocks, else None.
+        ``awaited``: the caller awaits this first call's result.
 
         Driven as a trampoline over ``_step`` generators, one per hop, so a sync chain of any
         depth (``g0 -> ... -> g3000 -> time.sleep``) needs no Python stack per hop."""
-        stack = [self._step(qualname, args, outer, depth, quiet, me)]
+        stack = [self._step(qualname, args, outer, depth, quiet, me, awaited)]
         value: Chain | None = None
         while stack:
             try:
@@ -235,8 +238,8 @@ class ChainIndex:
         return value
 
     def _step(self, qualname: str, args: Args | None, outer: Mapping[str, Value] | None,
-              depth: int, quiet: frozenset[str],
-              me: str | None) -> Generator[Hop, Chain | None, Chain | None]:
+              depth: int, quiet: frozenset[str], me: str | None,
+              awaited: bool = False) -> Generator[Hop, Chain | None, Chain | None]:
         """One hop of ``chain``: yields the next hop to follow and receives its chain.
         ``me``: the class of the object a ``self.m()`` hop is called on (``dispatch``)."""
         if qualname.endswith(READ):
@@ -262,6 +265,8 @@ class ChainIndex:
         if receiver is not None and receiver[0] == "i":
             self._state(receiver, facts, env)
         env[LOOP] = RUNNING  # the chain runs on the loop's thread: a loop runs
+        if awaited:
+            env[AWAITED] = RUNNING  # its result must be awaitable: a dispatcher's coroutine
         key = (qualname, me, tuple(sorted(env.items(), key=lambda kv: kv[0])))
         if key in self._memo:
             return self._memo[key]
@@ -391,7 +396,7 @@ class ChainIndex:
                 code, display, extra = hit
                 return code, {"call": display, "func": site.func, **extra}, "medium", (), ""
             callee, inferred = target, True
-        chain = self.chain(callee, site.args)
+        chain = self.chain(callee, site.args, awaited=site.awaited)
         facts = self.lookup(callee)
         if chain is None and facts is not None and facts.abstract:
             return self._implemented(callee, facts, site)
