@@ -1,10 +1,13 @@
-"""Calls that look blocking and are not: in-memory file objects and databases, lazy constructors, a
-process already reaped by communicate(), and their blocking twins."""
+"""Calls that look blocking and are not: in-memory file objects and databases, the standard
+streams, lazy constructors, a process already reaped by communicate(), and their blocking
+twins."""
 import asyncio
 import io
 import json
+import pickle
 import sqlite3
 import subprocess
+import sys
 import tarfile
 import zipfile
 
@@ -23,6 +26,12 @@ async def in_memory(data: bytes, buf: io.BytesIO) -> None:
     sqlite3.connect(database=":memory:", check_same_thread=False)
 
 
+async def to_the_console(config: dict[str, object]) -> None:
+    json.dump(config, sys.stdout, indent=2)  # console output, like print(): no disk file
+    pickle.dump(config, sys.stdout.buffer)
+    json.dump(config, sys.stderr)
+
+
 async def on_disk(path: str) -> None:
     zipfile.ZipFile(path)  # error: COB100
     tarfile.open(path)  # error: COB100
@@ -30,6 +39,8 @@ async def on_disk(path: str) -> None:
     sqlite3.connect("memory.db")  # error: COB105
     with open(path) as fh:  # error: COB100
         json.load(fh)  # error: COB100
+    with open(path, "wb") as out:  # error: COB100
+        pickle.dump({}, out)  # error: COB100
 
 
 async def lazy_clients(url: str) -> None:

@@ -167,6 +167,8 @@ def _enc_const(c: object) -> object:
     if isinstance(c, Kind):
         if c.target is not None:
             return {"k": c.type, "f": c.target}
+        if c.size is not None:
+            return {"k": c.type, "n": c.size}
         return {"k": c.type} if c.keys is None else {"k": c.type, "keys": list(c.keys)}
     if isinstance(c, tuple):
         return {"t": [_enc_const(v) for v in c]}
@@ -176,12 +178,16 @@ def _enc_const(c: object) -> object:
 def _dec_const(x: object) -> object:
     if x is None or type(x) in (bool, int, float, str):
         return x
-    _check(type(x) is dict and (len(x) == 1 or len(x) == 2 and ("keys" in x or "f" in x)))
+    _check(type(x) is dict and (len(x) == 1 or len(x) == 2
+                                and ("keys" in x or "f" in x or "n" in x)))
     assert isinstance(x, dict)
     if "b" in x:
         return bytes.fromhex(_str(x["b"]))
     if "f" in x:
         return Kind(_str(x["k"]), target=_str(x["f"]))
+    if "n" in x:
+        _check(type(x["n"]) is int)
+        return Kind(_str(x["k"]), size=int(x["n"]))
     if "keys" in x:
         return Kind(_str(x["k"]), tuple(map(_str, _list(x["keys"]))))
     if "k" in x:

@@ -56,6 +56,7 @@ class Catalog:
     in_memory_args: dict[str, tuple[int | str, ...]] = field(default_factory=dict)
     in_memory_types: frozenset[str] = frozenset()
     in_memory_names: frozenset[str] = frozenset()  # file names that are no file (":memory:")
+    in_memory_streams: frozenset[str] = frozenset()  # sys.stdout: a terminal or pipe, no disk
     data_urls: dict[str, tuple[int | str, ...]] = field(default_factory=dict)
     first_use: frozenset[str] = frozenset()  # block on first use only: low confidence
     per_process: frozenset[str] = frozenset()  # first-use loaders a chain reaches at medium
@@ -211,6 +212,7 @@ def _parse(data: dict[str, Any], source: str) -> Catalog:
         memory = data.get("in-memory", {})
         in_memory_types = frozenset(map(str, memory.get("types", ())))
         in_memory_names = frozenset(map(str, memory.get("names", ())))
+        in_memory_streams = frozenset(map(str, memory.get("streams", ())))
         in_memory_args: dict[str, tuple[int | str, ...]] = {
             str(k): tuple(a if isinstance(a, int) else str(a) for a in v)
             for k, v in memory.get("arguments", {}).items()}
@@ -261,6 +263,7 @@ def _parse(data: dict[str, Any], source: str) -> Catalog:
                    zero_timeout=zero_timeout, fd_args=fd_args, fd_factories=fd_sets[0],
                    pipes=fd_sets[1], pipe_writes=fd_sets[2],
                    data_urls=data_urls, in_memory_names=in_memory_names,
+                   in_memory_streams=in_memory_streams,
                    distinctive=distinctive,
                    disarming_keywords=disarming_keywords, loop_callbacks=loop_callbacks,
                    protocol_types=protocol_types, protocol_methods=protocol_methods,

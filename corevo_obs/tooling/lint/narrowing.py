@@ -75,6 +75,13 @@ class Kind:
     type: str
     keys: tuple[str, ...] | None = None
     target: str | None = None
+    size: int | None = None  # items of a list / tuple / set display written at the call
+
+    def truthy(self) -> bool | None:
+        """Whether the value is true (a display's size says), or None."""
+        if self.type == "builtins.dict" and self.keys is not None:
+            return bool(self.keys)
+        return None if self.size is None else self.size > 0
 
 OPS = frozenset(_NEGATE)
 _MISSING = object()
@@ -110,6 +117,9 @@ class Atom:
         if op in (ADDRESS, "not address"):
             return None if type(value) is not str else _address(value) == (op == ADDRESS)
         if isinstance(value, Kind):
+            if op in ("truthy", "falsy"):
+                true = value.truthy()
+                return None if true is None else true == (op == "truthy")
             return {"is None": False, "is not None": True}.get(op)
         if op == "truthy":
             return bool(value)

@@ -29,6 +29,7 @@ from .imports import (
     ImportTracker,
     Ref,
     Scope,
+    is_none,
     item_type,
     walk,
 )
@@ -175,6 +176,13 @@ _RESULT_KEEPING = frozenset({"builtins.staticmethod", "builtins.classmethod", "f
 _EXIT_TYPES = frozenset(EXITS)
 _SELF_TYPES = frozenset({"typing.Self", "typing_extensions.Self"})
 _UNAWAITED = Atom(AWAITED, "falsy")  # what a dispatcher returns when not awaited
+_DISPLAYS = {ast.List: "builtins.list", ast.Tuple: "builtins.tuple", ast.Set: "builtins.set"}
+# parameter annotations that name a builtin type (``Tuple[str, int]``, ``bytes``)
+_BUILTIN_ANNOTATIONS = {
+    **{f"builtins.{t}": f"builtins.{t}" for t in (
+        "str", "bytes", "int", "float", "bool", "tuple", "list", "dict", "set", "frozenset",
+        "bytearray")},
+    **{t: f"builtins.{t.lower()}" for t in ("Tuple", "List", "Dict", "Set", "FrozenSet")}}
 # what wraps a descriptor for a pipe transport (``os.fdopen(fd, "wb")``, ``open(fd)``):
 # it resolves no path and reads or writes nothing
 _PIPE_WRAPS = frozenset({"os.fdopen", "builtins.open", "io.open"})
@@ -390,6 +398,7 @@ class FileScanner(ast.NodeVisitor):
         self._awaited: set[int] = set()
         self._dead: set[int] = set()  # coroutines a later def of the name replaced
         self._coroutines: frozenset[str] = frozenset()  # the module's async def names
+        self._top_ctx: _Ctx | None = None  # module-level code, for the calls it makes
         # plain generator functions of the file seen so far (a call runs none of the body),
         # and calls whose result is not iterated where they are: dropped or returned
         # (``_unconsumed``), or handed to another callable (``_handed_on``)
@@ -836,6 +845,10 @@ class FileScanner(ast.NodeVisitor):
             return ("v", Kind("builtins.dict", keys))  # a fresh display: its keys are known
         if type(node) in KINDS:
             return ("v", Kind(KINDS[type(node)]))
+        if type(node) in _DISPLAYS:  # [a, b]: its type and size (``if items:``) are known
+            elts = node.elts  # type: ignore[attr-defined]
+            starred = any(type(e) is ast.Starred for e in elts)
+            return ("v", Kind(_DISPLAYS[type(node)], size=None if starred else len(elts)))
         if type(node) is ast.Call:
             ref = self.tracker.resolve(node.func)
             if ref is not None and ref.name in self.catalog.in_memory_types:
@@ -864,6 +877,8 @@ class FileScanner(ast.NodeVisitor):
                     and binding.target not in self._decorated):
                 # a nested def: a function, no str
                 return ("v", Kind("types.FunctionType", target=binding.target))
+        if type(node) is ast.Name and (kind := self._annotated(node.id)) is not None:
+            return ("v", Kind(kind))  # ``addr: tuple[str, int]``: no str, whatever it holds
         if isinstance(node, ast.Name | ast.Attribute):
             ref = self.tracker.resolve(node)
             if ref is not None and ref.kind == "import":
@@ -872,6 +887,28 @@ class FileScanner(ast.NodeVisitor):
                     and ref.name not in self._decorated):
                 return ("v", Kind("types.MethodType", target=ref.name))  # self.save
         return UNKNOWN
+
+    def _annotated(self, name: str) -> str | None:
+        """The builtin type a parameter of the current function is annotated with (``addr:
+        Tuple[str, int]``, ``data: bytes``), when the body never rebinds it and it is not
+        optional (no ``None`` default): what an ``isinstance`` test of its value gives."""
+        ctx = self._ctx[-1] if self._ctx else None
+        if ctx is None or ctx.node is None or ctx.stored(name):
+            return None
+        args = ctx.node.args
+        positional = [*args.posonlyargs, *args.args]
+        defaults = dict(zip([a.arg for a in reversed(positional)], reversed(args.defaults),
+                            strict=False))
+        defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults,
+                                                   strict=True) if d is not None)
+        arg = next((a for a in [*positional, *args.kwonlyargs] if a.arg == name), None)
+        if arg is None or arg.annotation is None or is_none(defaults.get(name)):
+            return None
+        ann = arg.annotation
+        ref = self.tracker.resolve(ann.value if isinstance(ann, ast.Subscript) else ann)
+        if ref is None:
+            return None
+        return _BUILTIN_ANNOTATIONS.get(ref.name.removeprefix("typing."))
 
     def _atoms(self, test: ast.expr, ctx: _Ctx) -> Guard | None:
         if self._loop_text and ctx.node is not None:
@@ -1585,8 +1622,14 @@ class FileScanner(ast.NodeVisitor):
         if (ctx is not None and ctx.signature is not None and type(node.func) is ast.Name
                 and id(node) not in self._scheduled):
             self._param_call(node, node.func.id, ctx)
-        if ctx is not None and self._sites and (node.args or node.keywords):
-            self._hands(node, ref, ctx)  # off the loop too: the coroutine it makes runs there
+        elif (ctx is not None and ctx.signature is not None and self._classes
+              and type(node.func) is ast.Attribute and type(node.func.value) is ast.Name
+              and id(node) not in self._scheduled):
+            self._field_call(node, node.func, ctx)
+        if self._sites and (node.args or node.keywords):
+            # off the loop too: the coroutine it makes runs there; at module level, a
+            # registry of callables built at import (``TOOLS = [Tool(search)]``)
+            self._hands(node, ref, ctx or self._module_ctx())
         if ctx is not None and ref is not None and not self.catalog.is_non_blocking(ref.name):
             self._classify(node, ref, ctx)
             if ref.name == "builtins.len" and len(node.args) == 1:
@@ -1619,6 +1662,31 @@ class FileScanner(ast.NodeVisitor):
         site = self._site("", node, ctx, self._args(node, None, ctx))
         self.result.param_calls.append(ParamCall(ctx.qualname, name, params, names, site))
 
+    def _module_ctx(self) -> _Ctx:
+        if self._top_ctx is None:
+            self._top_ctx = _Ctx(self.result.module, "<module>", on_loop=False)
+        return self._top_ctx
+
+    def _field_call(self, node: ast.Call, func: ast.Attribute, ctx: _Ctx) -> None:
+        """``self.func(...)`` in an async method, ``self.func`` assigned only in
+        ``__init__``, from its parameter: the def a constructor call hands in there
+        (``Tool(func=search)``) runs on the loop here, as for a parameter (``ParamCall``
+        of ``__init__``)."""
+        assert ctx.node is not None and isinstance(func.value, ast.Name)
+        first = [*ctx.node.args.posonlyargs, *ctx.node.args.args][:1]
+        if (not first or func.value.id != first[0].arg
+                or len(self.tracker.stack) < 2 or self.tracker.stack[-2].kind != "class"
+                or set(self._classes[-1].get(func.attr, ())) != {"__init__"}):
+            return
+        init = self.result.funcs.get(f"{ctx.qualname.rpartition('.')[0]}.__init__")
+        value = init.inits.get(f"self.{func.attr}") if init is not None else None
+        if init is None or value is None or value[0] != "p":
+            return
+        site = self._site("", node, ctx, self._args(node, None, ctx))
+        self.result.param_calls.append(ParamCall(
+            f"{ctx.qualname.rpartition('.')[0]}.__init__", str(value[1]), init.params,
+            init.names, site))
+
     def _hands(self, node: ast.Call, ref: Ref | None, ctx: _Ctx) -> None:
         """A call that hands a sync def of the tree to a function of the tree (``await
         retry(save)``, ``loop.create_task(every(5, check))`` in sync code too: the coroutine
@@ -1633,6 +1701,8 @@ class FileScanner(ast.NodeVisitor):
             return  # off the loop, a def named outright (reading every call's values is dear)
         if ref is not None and ref.kind in ("def", "method", "import"):
             callee = ref.name
+        elif ref is not None and ref.kind == "class":
+            callee = f"{ref.name}.__init__"  # Tool(func=search): what __init__ stores
         elif (type(node.func) is ast.Attribute
               and (base := self.tracker.resolve(node.func.value)) is not None
               and base.kind == "self"):

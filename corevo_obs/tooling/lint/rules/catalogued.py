@@ -281,8 +281,9 @@ def _after(call: ast.Call, ref: Ref, table: Mapping[str, frozenset[str]],
 
 
 def in_memory(call: ast.Call, ref: Ref, catalog: Catalog, tracker: ImportTracker) -> bool:
-    """True when the call's file argument is an in-memory buffer (``io.BytesIO``...) or
-    spells the name of an in-memory store (``sqlite3.connect(":memory:")``)."""
+    """True when the call's file argument is an in-memory buffer (``io.BytesIO``...), a
+    standard stream (``json.dump(x, sys.stdout)``: console output, no disk file) or spells
+    the name of an in-memory store (``sqlite3.connect(":memory:")``)."""
     where = catalog.in_memory_args.get(ref.name)
     if not where:
         return False
@@ -296,6 +297,9 @@ def in_memory(call: ast.Call, ref: Ref, catalog: Catalog, tracker: ImportTracker
         if isinstance(arg, ast.Constant) and arg.value in catalog.in_memory_names:
             return True
         if tracker.value_type(arg) in catalog.in_memory_types:
+            return True
+        if (type(arg) is ast.Attribute and (stream := tracker.resolve(arg)) is not None
+                and stream.name in catalog.in_memory_streams):
             return True
     return False
 
