@@ -244,7 +244,10 @@ def test_pre_commit_hook_definition_runs_the_lint(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1 and "COB104" in proc.stdout
     whole = next(h for h in hooks if h["id"] == "corevo-obs-lint")  # the default hook
-    assert whole["entry"] == "corevo-obs lint --staged" and whole["pass_filenames"] is False
+    assert whole["entry"] == "corevo-obs lint --staged --min-confidence high"
+    assert whole["pass_filenames"] is False
+    chains = next(h for h in hooks if h["id"] == "corevo-obs-lint-chains")
+    assert chains["entry"] == "corevo-obs lint --staged" and chains["pass_filenames"] is False
 
 
 def test_the_project_passes_its_own_lint() -> None:

@@ -69,8 +69,10 @@ def test_debt_hook_fails_a_new_forbidden_import(tmp_path: Path, pre_commit_home:
 def test_hook_entries_are_the_installed_console_script() -> None:
     """Guard the link the two tests above rely on: the hook runs our console script."""
     text = (ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8")
-    assert text.count("entry: corevo-obs ") == 3
-    assert "entry: corevo-obs lint --staged" in text  # the default hook sees the whole project
+    assert text.count("entry: corevo-obs ") == 4
+    # the default hook sees the whole project and blocks a commit only on the high tier
+    assert "entry: corevo-obs lint --staged --min-confidence high" in text
+    assert "entry: corevo-obs lint --staged\n" in text  # the chains hook
     assert os.access(shutil.which("corevo-obs") or "", os.X_OK)
 
 
