@@ -219,6 +219,7 @@ class _Ctx:
     once: int = 0  # inside ``if <module global> is None:`` blocks: a once-per-process memo
     fallback: int = 0  # inside clauses marked ``# pragma: no cover``: whether they run is a guess
     twins: frozenset[int] | None = None  # ids of sync calls returned beside a coroutine
+    annotated: dict[str, str] | None = None  # parameters annotated with a builtin type
     # an async def's (positional parameters, keyword names): its calls of a parameter
     # run what its callers hand in (``ParamCall``)
     signature: tuple[tuple[str, ...], frozenset[str]] | None = None
@@ -893,22 +894,31 @@ class FileScanner(ast.NodeVisitor):
         Tuple[str, int]``, ``data: bytes``), when the body never rebinds it and it is not
         optional (no ``None`` default): what an ``isinstance`` test of its value gives."""
         ctx = self._ctx[-1] if self._ctx else None
-        if ctx is None or ctx.node is None or ctx.stored(name):
+        if ctx is None or ctx.node is None:
             return None
+        if ctx.annotated is None:
+            ctx.annotated = self._builtin_params(ctx)
+        return ctx.annotated.get(name)
+
+    def _builtin_params(self, ctx: _Ctx) -> dict[str, str]:
+        """``_annotated`` for every parameter of ``ctx``'s function, read once."""
+        assert ctx.node is not None
         args = ctx.node.args
         positional = [*args.posonlyargs, *args.args]
-        defaults = dict(zip([a.arg for a in reversed(positional)], reversed(args.defaults),
-                            strict=False))
-        defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults,
-                                                   strict=True) if d is not None)
-        arg = next((a for a in [*positional, *args.kwonlyargs] if a.arg == name), None)
-        if arg is None or arg.annotation is None or is_none(defaults.get(name)):
-            return None
-        ann = arg.annotation
-        ref = self.tracker.resolve(ann.value if isinstance(ann, ast.Subscript) else ann)
-        if ref is None:
-            return None
-        return _BUILTIN_ANNOTATIONS.get(ref.name.removeprefix("typing."))
+        optional = {a.arg for a, d in zip(reversed(positional), reversed(args.defaults),
+                                          strict=False) if is_none(d)}
+        optional |= {a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True)
+                     if is_none(d)}
+        out: dict[str, str] = {}
+        for arg in [*positional, *args.kwonlyargs]:
+            ann = arg.annotation
+            if ann is None or arg.arg in optional:
+                continue
+            ref = self.tracker.resolve(ann.value if isinstance(ann, ast.Subscript) else ann)
+            kind = _BUILTIN_ANNOTATIONS.get(ref.name.removeprefix("typing.")) if ref else None
+            if kind is not None and not ctx.stored(arg.arg):  # the body's walk: last
+                out[arg.arg] = kind
+        return out
 
     def _atoms(self, test: ast.expr, ctx: _Ctx) -> Guard | None:
         if self._loop_text and ctx.node is not None:
