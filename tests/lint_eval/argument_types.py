@@ -3,7 +3,7 @@ has a type and a size (``QClient(worker_list=[("10.0.0.1", 8888)])`` is true, so
 discovery branch under ``else`` never runs; ``[]`` is false), and a parameter annotated
 with a builtin type (``addr: Tuple[str, int]``, never rebound, not optional) is no
 ``str`` for an ``isinstance`` test. An unannotated, optional or rebound parameter keeps
-every path."""
+every path, except for tests made before the body first rebinds it, outside loops."""
 
 import socket
 from typing import Optional, Tuple
@@ -29,6 +29,27 @@ class Address:
             self.host = socket.gethostbyname(addr)
         else:
             self.host = str(addr)
+
+
+def host_of(addr: object) -> str:
+    if isinstance(addr, str):  # tested before the body splits ``addr``: the caller's value
+        addr, _, _port = addr.partition(":")
+        return socket.gethostbyname(addr)
+    return str(addr)
+
+
+def settle(addr: object) -> str:
+    for _ in range(2):  # in a loop the second test reads the rebound value
+        if isinstance(addr, str):
+            return socket.gethostbyname(addr)
+        addr = f"{addr}.lan"
+    return str(addr)
+
+
+async def split_later() -> None:
+    host_of(("10.0.0.1", 47808))
+    host_of("bbmd.lan:47808")  # error: COB110 [medium]
+    settle(("h", 1))  # error: COB110 [medium]
 
 
 async def listed() -> None:

@@ -211,6 +211,8 @@ class _Ctx:
     _stable: frozenset[str] | None = None
     _counts: dict[str, int] = field(default_factory=dict)
     _plain: frozenset[str] = frozenset()  # parameters rebound by plain assignments only
+    _first: dict[str, int] = field(default_factory=dict)  # parameter -> line of its 1st store
+    _loops: tuple[tuple[int, int], ...] | None = None  # line spans of the body's loops
     _awaiting: frozenset[str] | None = None  # receivers of awaited method calls, as written
     walrus: bool = True  # the file may bind names inside expressions (``:=``)
     returned: list[str | None] = field(default_factory=list)  # types of ``return x``
@@ -233,16 +235,35 @@ class _Ctx:
             return
         stores: dict[str, int] = {}
         other: set[str] = set()
+        first: dict[str, int] = {}
         for n, plain in (walk_stores(node.body) if self.walrus else store_targets(node.body)):
             key = self._store_key(n)
             if key is None:
                 continue
             stores[key] = stores.get(key, 0) + 1
+            first[key] = min(first.get(key, 1 << 30), getattr(n, "lineno", 0))
             if not plain:
                 other.add(key)
         self._counts = {k: (c if k not in other else c + 1) for k, c in stores.items()}
         self._stable = names - set(stores)
         self._plain = frozenset(names & (set(stores) - other))
+        self._first = {k: v for k, v in first.items() if k in names}
+
+    def unstored_at(self, test: ast.expr) -> frozenset[str]:
+        """Parameters the body rebinds only after ``test`` (every store on a later line,
+        and ``test`` in no loop): there the test still reads the value the caller passed
+        (bacpypes' ``isinstance(addr, str)`` whose branch then splits ``addr``)."""
+        self.stable_params()
+        end = test.end_lineno or test.lineno
+        late = frozenset(k for k, line in self._first.items() if line > end)
+        if not late or self.node is None:
+            return frozenset()
+        if self._loops is None:
+            self._loops = tuple((n.lineno, n.end_lineno or n.lineno) for n in walk(self.node)
+                                if isinstance(n, ast.For | ast.AsyncFor | ast.While))
+        if any(a <= test.lineno <= b for a, b in self._loops):
+            return frozenset()
+        return late
 
     def _store_key(self, n: ast.AST) -> str | None:
         """The parameter (or ``self.x``) a node binds, if it binds one."""
@@ -927,7 +948,7 @@ class FileScanner(ast.NodeVisitor):
                                       lambda t: self._atoms(t, ctx))
             if loop is not None:
                 return loop
-        params = ctx.guardable()
+        params = ctx.guardable() | ctx.unstored_at(test)
         if not params:
             return None
         aliases: dict[str, str] = {}
