@@ -53,6 +53,7 @@ from .narrowing import (
     LOOP_GETTER,
     OPAQUE,
     SELF,
+    TYPES,
     UNKNOWN,
     Args,
     Atom,
@@ -177,11 +178,10 @@ _EXIT_TYPES = frozenset(EXITS)
 _SELF_TYPES = frozenset({"typing.Self", "typing_extensions.Self"})
 _UNAWAITED = Atom(AWAITED, "falsy")  # what a dispatcher returns when not awaited
 _DISPLAYS = {ast.List: "builtins.list", ast.Tuple: "builtins.tuple", ast.Set: "builtins.set"}
-# parameter annotations that name a builtin type (``Tuple[str, int]``, ``bytes``)
+# parameter annotations that name a builtin type (``Tuple[str, int]``, ``bytes``): the
+# builtins an ``isinstance`` guard knows (``narrowing.TYPES``) and typing's aliases of them
 _BUILTIN_ANNOTATIONS = {
-    **{f"builtins.{t}": f"builtins.{t}" for t in (
-        "str", "bytes", "int", "float", "bool", "tuple", "list", "dict", "set", "frozenset",
-        "bytearray")},
+    **{t: t for t in TYPES if t.startswith("builtins.")},
     **{t: f"builtins.{t.lower()}" for t in ("Tuple", "List", "Dict", "Set", "FrozenSet")}}
 # what wraps a descriptor for a pipe transport (``os.fdopen(fd, "wb")``, ``open(fd)``):
 # it resolves no path and reads or writes nothing
@@ -1709,14 +1709,14 @@ class FileScanner(ast.NodeVisitor):
                 or len(self.tracker.stack) < 2 or self.tracker.stack[-2].kind != "class"
                 or set(self._classes[-1].get(func.attr, ())) != {"__init__"}):
             return
-        init = self.result.funcs.get(f"{ctx.qualname.rpartition('.')[0]}.__init__")
+        constructor = f"{ctx.qualname.rpartition('.')[0]}.__init__"
+        init = self.result.funcs.get(constructor)
         value = init.inits.get(f"self.{func.attr}") if init is not None else None
         if init is None or value is None or value[0] != "p":
             return
         site = self._site("", node, ctx, self._args(node, None, ctx))
-        self.result.param_calls.append(ParamCall(
-            f"{ctx.qualname.rpartition('.')[0]}.__init__", str(value[1]), init.params,
-            init.names, site))
+        self.result.param_calls.append(ParamCall(constructor, str(value[1]), init.params,
+                                                 init.names, site))
 
     def _hands(self, node: ast.Call, ref: Ref | None, ctx: _Ctx) -> None:
         """A call that hands a sync def of the tree to a function of the tree (``await

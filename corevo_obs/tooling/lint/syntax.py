@@ -241,13 +241,13 @@ def sync_twins(func: ast.FunctionDef, coroutines: frozenset[str]) -> frozenset[i
             for name in ("body", "orelse", "finalbody", "handlers", "cases"):
                 todo.extend(getattr(stmt, name, ()))
     calls = [c for c in returned if isinstance(c, ast.Call)]
-    if not any(_names(c, local) for c in calls):
+    if not any(_calls_one_of(c, local) for c in calls):
         return frozenset()
-    return frozenset(id(c) for c in calls if not _names(c, local))
+    return frozenset(id(c) for c in calls if not _calls_one_of(c, local))
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
-def _names(call: ast.Call, names: frozenset[str] | set[str]) -> bool:
+def _calls_one_of(call: ast.Call, names: frozenset[str]) -> bool:
     return isinstance(call.func, ast.Name) and call.func.id in names
